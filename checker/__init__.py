@@ -1,0 +1,34 @@
+"""kmc.checker: the engine. It knows nothing about Kafka; models and specs import it."""
+
+from .bfs import BfsOptions, bfs
+from .errors import UserError
+from .fingerprint import canonical_bytes, fingerprint
+from .model import Action, Model, Preset, param
+from .properties import Property, PropertySet, invariant, step
+from .result import CheckResult, Stats, Status, Trace, Violation
+from .runner import Check
+from .simulation import SimulationOptions, simulate
+
+__all__ = [
+    "Action",
+    "BfsOptions",
+    "Check",
+    "CheckResult",
+    "Model",
+    "Preset",
+    "Property",
+    "PropertySet",
+    "SimulationOptions",
+    "Stats",
+    "Status",
+    "Trace",
+    "UserError",
+    "Violation",
+    "bfs",
+    "canonical_bytes",
+    "fingerprint",
+    "invariant",
+    "param",
+    "simulate",
+    "step",
+]

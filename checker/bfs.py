@@ -1,0 +1,292 @@
+"""Exhaustive breadth-first search: the reference engine.
+
+Every other exhaustive engine must report the same distinct-state count. Counterexamples are
+shortest because states are discovered level by level and each state's parent is on the
+previous level.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import NondeterministicModelError, PropertyError, UserError
+from .fingerprint import collision_probability, fingerprint
+from .model import Action, Model, State
+from .path import key_chain, trace_from_keys
+from .progress import NoProgress, Progress
+from .properties import PropertySet
+from .result import CheckResult, Stats, Status, Trace, Violation
+
+DEADLOCK = "Deadlock"
+
+
+@dataclass(frozen=True)
+class BfsOptions:
+    max_depth: int | None = None
+    """Explore states up to this depth (in states; the initial states are depth 1)."""
+    max_states: int | None = None
+    symmetry: bool = False
+    deadlock: bool = False
+    keep_going: bool = False
+    """Like TLC's -continue: report every violated property, each with its shortest trace."""
+    store: str = "states"
+    """"states" keeps every state (exact); "fingerprints" keeps 64-bit fingerprints (TLC-style)."""
+    determinism_checks: int = 256
+    """Successors of this many states (and of every 4096th after) are computed twice and compared."""
+
+
+def current_rss() -> int:
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * resource.getpagesize()
+    except OSError:
+        return 0
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def make_keyfn(model: Model, symmetry: bool, store: str) -> Callable[[State], Hashable] | None:
+    """How states are deduplicated; None means by the state itself (the fast path)."""
+    if store not in ("states", "fingerprints"):
+        raise UserError(f"unknown store {store!r}: use states or fingerprints")
+    canon = model.symmetry if symmetry else None
+    if symmetry and canon is None:
+        raise UserError(f"model {model.name} defines no symmetry(); run without --symmetry")
+    if store == "fingerprints":
+        if canon is not None:
+            return lambda s: fingerprint(canon(s))
+        return fingerprint
+    return canon
+
+
+def _check_determinism(model: Model, state: State, first: list[tuple[Action, State]]) -> None:
+    second = list(model.successors(state))
+    if Counter(first) != Counter(second):
+        raise NondeterministicModelError(
+            f"model {model.name}: successors() returned different results in two calls on the same "
+            f"state (successors must be a pure function of the state): {state!r}"
+        )
+
+
+def expand(model: Model, state: State) -> list[tuple[Action, State]]:
+    """The successors of a state; a model that raises is reported, not a traceback."""
+    try:
+        return list(model.successors(state))
+    except UserError:
+        raise
+    except Exception as exc:
+        raise UserError(
+            f"model {model.name} raised {type(exc).__name__} in successors(): {exc} -- in state {state!r}"
+        ) from exc
+
+
+def bfs(
+    model: Model,
+    props: PropertySet,
+    options: BfsOptions = BfsOptions(),
+    progress: Progress | None = None,
+    preset: str | None = None,
+) -> CheckResult:
+    progress = progress or NoProgress()
+    start = time.perf_counter()
+    rss_start = current_rss()
+    keyfn = make_keyfn(model, options.symmetry, options.store)
+    key = keyfn or (lambda s: s)
+    invariants = [(p.name, p.bind(model)) for p in props.invariants]
+    steps = [(p.name, p.bind(model)) for p in props.steps]
+
+    parents: dict[Hashable, Hashable | None] = {}
+    violations: dict[str, Violation] = {}
+    stop = False
+    generated = 0
+    bounded_by: str | None = None
+    expanded = 0
+
+    def trace_to(k: Hashable) -> Trace:
+        return trace_from_keys(model, key_chain(parents, k), key)
+
+    def step_trace(ks: Hashable, s: State, a: Action, t: State, pred: Callable[..., Any]) -> Trace:
+        trace = trace_to(ks)
+        last = trace.states[-1]
+        if last != s:  # rebuilt as a symmetric variant: take its own violating transition
+            a, t = next(((b, u) for b, u in model.successors(last) if not pred(last, b, u)), (a, t))
+        trace.states.append(t)
+        trace.actions.append(a)
+        return trace
+
+    def record(name: str, kind: str, trace: Trace) -> None:
+        nonlocal stop
+        if name not in violations:
+            violations[name] = Violation(property=name, kind=kind, trace=trace)
+            if not options.keep_going:
+                stop = True
+
+    def check_invariants(state: State, k: Hashable) -> None:
+        for name, pred in invariants:
+            if name in violations:
+                continue
+            try:
+                ok = pred(state)
+            except Exception as exc:
+                raise PropertyError(name, state, exc) from exc
+            if not ok:
+                record(name, "invariant", trace_to(k))
+                if stop:
+                    return
+
+    frontier: list[tuple[State, Hashable]] = []
+    try:
+        inits: Iterable[State] = list(model.init_states())
+    except Exception as exc:
+        raise UserError(f"model {model.name} raised {type(exc).__name__} in init_states(): {exc}") from exc
+    for s in inits:
+        generated += 1
+        k = key(s)
+        if k in parents:
+            continue
+        parents[k] = None
+        frontier.append((s, k))
+        check_invariants(s, k)
+        if stop:
+            break
+
+    depth = 1 if frontier else 0
+    max_depth = options.max_depth
+    max_states = options.max_states
+    while frontier and not stop:
+        at_depth_bound = max_depth is not None and depth >= max_depth
+        next_frontier: list[tuple[State, Hashable]] = []
+        append = next_frontier.append
+        for s, ks in frontier:
+            succs = expand(model, s)
+            expanded += 1
+            if expanded <= options.determinism_checks or expanded % 4096 == 0:
+                _check_determinism(model, s, succs)
+            generated += len(succs)
+            if options.deadlock and not succs and DEADLOCK not in violations:
+                record(DEADLOCK, "deadlock", trace_to(ks))
+                if stop:
+                    break
+            if steps:
+                for a, t in succs:
+                    for name, pred in steps:
+                        if name in violations:
+                            continue
+                        try:
+                            ok = pred(s, a, t)
+                        except Exception as exc:
+                            raise PropertyError(name, (s, a, t), exc) from exc
+                        if not ok:
+                            record(name, "step", step_trace(ks, s, a, t, pred))
+                if stop:
+                    break
+            if at_depth_bound:
+                if bounded_by is None and any(key(t) not in parents for _, t in succs):
+                    bounded_by = f"max depth {max_depth}"
+                continue
+            if keyfn is None:
+                for _a, t in succs:
+                    if t in parents:
+                        continue
+                    parents[t] = ks
+                    append((t, t))
+                    if invariants:
+                        check_invariants(t, t)
+                        if stop:
+                            break
+            else:
+                for _a, t in succs:
+                    k = keyfn(t)
+                    if k in parents:
+                        continue
+                    parents[k] = ks
+                    append((t, k))
+                    if invariants:
+                        check_invariants(t, k)
+                        if stop:
+                            break
+            if stop:
+                break
+            if max_states is not None and len(parents) >= max_states:
+                bounded_by = f"max states {max_states}"
+                stop = True
+                break
+            if expanded & 1023 == 0:
+                progress.update(
+                    distinct=len(parents), generated=generated, depth=depth, queue=len(next_frontier)
+                )
+        frontier = next_frontier
+        if frontier and not stop:
+            depth += 1
+    progress.close()
+
+    elapsed = time.perf_counter() - start
+    distinct = len(parents)
+    stats = Stats(
+        distinct_states=distinct,
+        generated_states=generated,
+        depth=depth,
+        elapsed_s=elapsed,
+        peak_memory_bytes=peak_rss(),
+        bytes_per_state=(max(current_rss() - rss_start, 0) / distinct) if distinct else None,
+        collision_probability=(
+            collision_probability(distinct, generated) if options.store == "fingerprints" else None
+        ),
+        storage=options.store,
+    )
+    found = list(violations.values())
+    # Complete only when nothing was cut off: no bound hit and no early stop at a violation.
+    complete = bounded_by is None and not stop
+    if found:
+        status = Status.VIOLATED
+    elif complete:
+        status = Status.HOLDS_COMPLETE
+    else:
+        status = Status.HOLDS_BOUNDED
+    warnings = []
+    if options.symmetry:
+        warnings.append(
+            "symmetry reduction is on: the verdict is sound only for properties that are symmetric "
+            "under the model's permutation of ids"
+        )
+    return CheckResult(
+        engine="bfs",
+        model=model.name,
+        config=model.config_dict(),
+        preset=preset,
+        properties=props.names() + ([DEADLOCK] if options.deadlock else []),
+        status=status,
+        complete=complete,
+        stats=stats,
+        violations=found,
+        bound_reason=bounded_by,
+        warnings=warnings,
+    )
+
+
+def explore_graph(model: Model, max_states: int | None = None) -> dict[Any, list[tuple[Action, Any]]]:
+    """The reachable state graph as adjacency lists (for small models: diagrams, liveness, tests)."""
+    graph: dict[Any, list[tuple[Action, Any]]] = {}
+    frontier = [s for s in model.init_states()]
+    for s in frontier:
+        graph.setdefault(s, [])
+    while frontier:
+        nxt = []
+        for s in frontier:
+            edges = expand(model, s)
+            graph[s] = edges
+            for _a, t in edges:
+                if t not in graph:
+                    graph[t] = []
+                    nxt.append(t)
+                    if max_states is not None and len(graph) >= max_states:
+                        return graph
+        frontier = nxt
+    return graph

@@ -1,0 +1,303 @@
+"""The `kmc` command.
+
+Exit codes: 0 holds (or every CI entry as expected), 1 violated (or a CI entry differs),
+2 bad input or error, 3 holds but the run was bounded and --require-complete was given.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.exceptions import Abort, TyperException
+
+from .bfs import BfsOptions
+from .errors import UserError
+from .itf import read_trace
+from .junit import Case, write_junit
+from .model import config_keys
+from .properties import model_properties
+from .registry import load_model_class, registered_models
+from .replay import replay
+from .result import CheckResult, Status
+from .runner import ENGINES, Check, write_traces
+from .show import render_text
+from .simulation import SimulationOptions
+from .suite import load_suite, run_suite
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+app = typer.Typer(
+    name="kmc",
+    help="Kafka model checker: check Kafka's replication and rebalance protocols.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _parse_sets(pairs: list[str]) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set expects key=value, got {pair!r}")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:,.0f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
+
+
+def summary_text(result: CheckResult, command: str) -> str:
+    s = result.stats
+    lines = [command]
+    config = " ".join(f"{k}={v}" for k, v in result.config.items())
+    lines.append(f"  config: {config}")
+    lines.append(f"  properties: {', '.join(result.properties) or '(none)'}")
+    for v in result.violations:
+        where = f" -> {v.trace_file}" if v.trace_file else ""
+        shortest = "shortest trace" if result.engine == "bfs" else "trace"
+        lines.append(f"  VIOLATED {v.property} ({v.kind}): {shortest} of {v.trace_length} states{where}")
+    lines.append(
+        f"  {s.distinct_states:,} distinct states, {s.generated_states:,} generated, depth {s.depth}, "
+        f"{s.elapsed_s:.2f} s, {s.states_per_second:,.0f} states/s"
+    )
+    memory = f"  peak memory {_fmt_bytes(s.peak_memory_bytes)}"
+    if s.bytes_per_state is not None:
+        memory += f", ~{s.bytes_per_state:,.0f} B/state"
+    if s.collision_probability is not None:
+        memory += f", fingerprint collision probability (optimistic) {s.collision_probability:.1e}"
+    elif result.engine == "bfs":
+        memory += ", states stored exactly (no fingerprint collisions)"
+    lines.append(memory)
+    if result.seed is not None:
+        lines.append(f"  seed {result.seed} (rerun with --seed {result.seed})")
+    for warning in result.warnings:
+        lines.append(f"  warning: {warning}")
+    if result.status is Status.VIOLATED:
+        tail = "" if result.complete else " (stopped at the first violation; --continue explores the rest)"
+        verdict = f"violated{tail}"
+    elif result.complete:
+        verdict = "holds (complete: every reachable state was explored)"
+    else:
+        verdict = f"holds within bounds only ({result.bound_reason}): not a proof"
+    lines.append(f"  verdict: {verdict}")
+    return "\n".join(lines)
+
+
+@app.command("list")
+def list_models(
+    model: Annotated[str | None, typer.Argument(help="Show one model only.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List models, their presets, properties and config keys with defaults."""
+    models = registered_models()
+    if model is not None:
+        models = {model: load_model_class(model)}
+    out: list[dict[str, Any]] = []
+    for name, cls in models.items():
+        out.append(
+            {
+                "model": name,
+                "description": cls.description,
+                "default_preset": cls.default_preset,
+                "presets": {
+                    p: {"description": preset.description, "settings": dict(preset.settings),
+                        "expected": dict(preset.expected)}
+                    for p, preset in cls.presets.items()
+                },
+                "properties": [
+                    {"name": p.name, "kind": p.kind, "doc": p.doc.splitlines()[0] if p.doc else ""}
+                    for p in model_properties(cls)
+                ],
+                "config": [
+                    {"key": k.name, "type": k.type_name, "default": k.default, "help": k.help}
+                    for k in config_keys(cls.Config)
+                ],
+                "symmetry": cls.symmetry is not None,
+            }
+        )
+    if as_json:
+        print(json.dumps(out, indent=2))
+        return
+    for entry in out:
+        print(f"{entry['model']}: {entry['description']}")
+        if entry["presets"]:
+            print("  presets:" + (f" (default {entry['default_preset']})" if entry["default_preset"] else ""))
+            for p, info in entry["presets"].items():
+                print(f"    {p:<20} {info['description']}")
+        print("  properties:")
+        for prop in entry["properties"]:
+            print(f"    {prop['name']:<28} {prop['kind']:<9} {prop['doc']}")
+        print("  config:")
+        for key in entry["config"]:
+            print(f"    {key['key']:<20} {key['type']:<10} default {key['default']!s:<8} {key['help']}")
+        if entry["symmetry"]:
+            print("  symmetry: yes (--symmetry)")
+        print()
+
+
+@app.command()
+def check(
+    model: Annotated[str, typer.Argument(help="Model name (see `kmc list`), module:Class or file.py:Class.")],
+    preset: Annotated[str | None, typer.Option("--preset", "-p", help="A named variant.")] = None,
+    sets: Annotated[list[str], typer.Option("--set", "-s", help="Config key=value (repeatable).")] = [],  # noqa: B006
+    properties: Annotated[list[str], typer.Option("--property", "-P", help="Check only these.")] = [],  # noqa: B006
+    specs: Annotated[list[Path], typer.Option("--spec", help="A Python file of your own properties.")] = [],  # noqa: B006
+    engine: Annotated[str, typer.Option(help=f"One of: {', '.join(ENGINES)}.")] = "bfs",
+    max_depth: Annotated[int | None, typer.Option(help="Bound: depth in states (init = 1).", min=1)] = None,
+    max_states: Annotated[int | None, typer.Option(help="Bound: distinct states.", min=1)] = None,
+    symmetry: Annotated[bool, typer.Option("--symmetry", help="Deduplicate symmetric states.")] = False,
+    deadlock: Annotated[bool, typer.Option("--deadlock", help="Report states without successors.")] = False,
+    keep_going: Annotated[
+        bool, typer.Option("--continue", help="Keep exploring after a violation; report all.")
+    ] = False,
+    store: Annotated[str, typer.Option(help="states (exact) or fingerprints (64-bit, less memory).")] = "states",
+    seed: Annotated[int | None, typer.Option(help="simulate: random seed.")] = None,
+    depth: Annotated[int, typer.Option(help="simulate: steps per walk.", min=1)] = 100,
+    walks: Annotated[int, typer.Option(help="simulate: number of walks.", min=1)] = 1000,
+    out: Annotated[Path, typer.Option(help="Directory for counterexample traces.")] = Path("kmc-out"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
+    require_complete: Annotated[
+        bool, typer.Option("--require-complete", help=f"Exit {EXIT_INCOMPLETE} if the run was bounded.")
+    ] = False,
+    progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
+    quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the trace.")] = False,
+) -> None:
+    """Check a model's properties; write each violation's trace as ITF."""
+    from .progress import make_progress
+
+    job = Check(
+        model_name=model,
+        preset=preset,
+        overrides=_parse_sets(sets),
+        property_names=properties,
+        spec_files=specs,
+        engine_name=engine,
+        bfs_options=BfsOptions(
+            max_depth=max_depth, max_states=max_states, symmetry=symmetry, deadlock=deadlock,
+            keep_going=keep_going, store=store,
+        ),
+        simulation_options=SimulationOptions(seed=seed, depth=depth, walks=walks, deadlock=deadlock,
+                                             keep_going=keep_going),
+    )
+    job.build()  # validate names and values before any work
+    result = job.run(make_progress(f"kmc {engine}", enabled=progress and not as_json))
+    write_traces(result, out)
+    if junit is not None:
+        cases = [
+            Case(
+                name=prop,
+                classname=f"kmc.{result.model}.{result.preset or 'default'}",
+                seconds=result.stats.elapsed_s,
+                failure=(
+                    f"{prop} violated: trace of {v.trace_length} states in {v.trace_file}"
+                    if (v := result.violation(prop)) else None
+                ),
+            )
+            for prop in result.properties
+        ]
+        write_junit(junit, f"kmc check {model}", cases)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        command = f"kmc check {model}" + (f" --preset {result.preset}" if result.preset else "") + f" ({engine})"
+        print(summary_text(result, command))
+        if result.violations and not quiet_trace:
+            print()
+            print(render_text(read_trace(result.violations[0].trace_file)))
+    if result.status is Status.VIOLATED:
+        raise typer.Exit(EXIT_VIOLATED)
+    if require_complete and not result.complete:
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+@app.command("replay")
+def replay_cmd(
+    traces: Annotated[list[Path], typer.Argument(help="ITF trace files.")],
+) -> None:
+    """Re-execute each trace's actions on its model; fail at the first state that differs."""
+    for path in traces:
+        done = replay(read_trace(path))
+        loop = f", loop back to state {done.trace.loop}" if done.trace.loop is not None else ""
+        print(f"{path}: replays on {done.model.name} ({len(done.trace)} states{loop})")
+
+
+@app.command()
+def show(
+    trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
+    full: Annotated[bool, typer.Option("--full", help="Print every state in full.")] = False,
+) -> None:
+    """Print a trace, showing only the fields that changed at each step."""
+    print(render_text(read_trace(trace), full=full))
+
+
+@app.command()
+def ci(
+    suite: Annotated[Path, typer.Argument(help="A TOML suite of [[check]] entries.")],
+    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Directory for traces of violations found.")] = None,
+) -> None:
+    """Run every check in the suite; exit 1 if any verdict differs from the expected one."""
+    entries = load_suite(suite)
+
+    def report(outcome: Any) -> None:
+        mark = "PASS" if outcome.ok else "FAIL"
+        print(f"{mark}  {outcome.entry.name}  [{outcome.seconds:.1f} s]  {outcome.message}", flush=True)
+
+    outcomes = run_suite(entries, out, report)
+    if junit is not None:
+        write_junit(junit, f"kmc ci {suite.name}", [o.as_case() for o in outcomes])
+    failed = sum(1 for o in outcomes if not o.ok)
+    print(f"{len(outcomes) - failed} passed, {failed} failed")
+    if failed:
+        raise typer.Exit(EXIT_VIOLATED)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if debug:
+        args.remove("--debug")
+    if not args:
+        args = ["--help"]
+    try:
+        result = app(args=args, prog_name="kmc", standalone_mode=False)
+        if isinstance(result, int) and result:
+            return result
+    except typer.Exit as exc:
+        return exc.exit_code
+    except TyperException as exc:  # usage errors: unknown option, bad option value
+        if debug:
+            raise
+        print(f"kmc: error: {exc.format_message()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Abort:
+        print("kmc: aborted", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except UserError as exc:
+        if debug:
+            raise
+        print(f"kmc: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # a bug: still one line unless --debug
+        if debug:
+            raise
+        print(f"kmc: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_HOLDS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

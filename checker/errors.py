@@ -1,0 +1,26 @@
+"""Errors that the CLI turns into one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Bad input: unknown name, bad value, broken spec file, malformed trace.
+
+    The message is shown to the user as is, so it says what was wrong and what to do.
+    """
+
+
+class PropertyError(UserError):
+    """A property raised instead of returning a verdict."""
+
+    def __init__(self, prop_name: str, state: object, exc: BaseException) -> None:
+        self.prop_name = prop_name
+        self.state = state
+        self.exc = exc
+        super().__init__(
+            f"property {prop_name} raised {type(exc).__name__}: {exc} -- in state {state!r}"
+        )
+
+
+class NondeterministicModelError(UserError):
+    """A model's successors differ between two calls on the same state."""

@@ -1,0 +1,197 @@
+"""Traces on disk in the Informal Trace Format (ITF) of Apalache and Quint.
+
+Integers are ``{"#bigint": "..."}``, tuples ``{"#tup": [...]}``, sets ``{"#set": [...]}`` and maps
+``{"#map": [[k, v], ...]}``, with set elements and map entries sorted canonically so that files
+diff stably. Records (NamedTuples, dataclasses) are JSON objects. Each state's ``#meta`` names
+the action and arguments that led to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .model import Action
+from .result import Trace
+
+FORMAT = "ITF"
+FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+
+
+def _sort_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def to_itf(value: Any) -> Any:
+    """A Python state value as an ITF JSON value."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return {"#bigint": str(int(value))}
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return {"#unserializable": "None"}
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {field: to_itf(getattr(value, field)) for field in value._fields}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_itf(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple):
+        return {"#tup": [to_itf(v) for v in value]}
+    if isinstance(value, list):
+        return [to_itf(v) for v in value]
+    if isinstance(value, frozenset | set):
+        return {"#set": sorted((to_itf(v) for v in value), key=_sort_key)}
+    if isinstance(value, Mapping):
+        entries = [[to_itf(k), to_itf(v)] for k, v in value.items()]
+        return {"#map": sorted(entries, key=_sort_key)}
+    if isinstance(value, float):
+        return value
+    raise TypeError(f"cannot write a value of type {type(value).__name__} to ITF")
+
+
+def state_vars(state: Any) -> dict[str, Any]:
+    """A state as ITF variables: a record's fields, or one variable called ``state``."""
+    encoded = to_itf(state)
+    if isinstance(encoded, dict) and not any(k.startswith("#") for k in encoded):
+        return encoded
+    return {"state": encoded}
+
+
+def action_to_json(action: Action | None) -> dict[str, Any] | None:
+    if action is None:
+        return None
+    return {"name": action.name, "args": {k: to_itf(v) for k, v in action[1]}}
+
+
+def trace_to_itf(
+    trace: Trace,
+    *,
+    model: str,
+    config: Mapping[str, Any],
+    preset: str | None,
+    property: str,
+    engine: str,
+    extra_meta: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    states = []
+    for index, (action, state) in enumerate(trace.steps()):
+        meta: dict[str, Any] = {"index": index}
+        if action is not None:
+            meta["action"] = action_to_json(action)
+        states.append({"#meta": meta, **state_vars(state)})
+    varnames = list(state_vars(trace.states[0]).keys()) if trace.states else []
+    doc: dict[str, Any] = {
+        "#meta": {
+            "format": FORMAT,
+            "format-description": FORMAT_DESCRIPTION,
+            "source": "kmc",
+            "model": model,
+            "preset": preset,
+            "config": dict(config),
+            "property": property,
+            "engine": engine,
+            "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            **(dict(extra_meta) if extra_meta else {}),
+        },
+        "vars": varnames,
+        "states": states,
+    }
+    if trace.loop is not None:
+        doc["loop"] = trace.loop
+    return doc
+
+
+def write_trace(path: Path, document: Mapping[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n")
+    return path
+
+
+def read_trace(path: str | Path) -> dict[str, Any]:
+    """Load and validate an ITF trace written by kmc; a malformed file is a UserError."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"trace file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read trace {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"malformed trace {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"malformed trace {path}: the top level must be a JSON object")
+    meta = doc.get("#meta")
+    if not isinstance(meta, dict) or not isinstance(meta.get("model"), str):
+        raise UserError(f"malformed trace {path}: '#meta' must name the model ('#meta': {{'model': ...}})")
+    states = doc.get("states")
+    if not isinstance(states, list) or not states:
+        raise UserError(f"malformed trace {path}: 'states' must be a non-empty list")
+    for index, state in enumerate(states):
+        if not isinstance(state, dict):
+            raise UserError(f"malformed trace {path}: state {index} is not an object")
+        if index > 0:
+            action = state.get("#meta", {}).get("action") if isinstance(state.get("#meta"), dict) else None
+            if not isinstance(action, dict) or not isinstance(action.get("name"), str):
+                raise UserError(f"malformed trace {path}: state {index} has no '#meta'.action.name")
+            if not isinstance(action.get("args", {}), dict):
+                raise UserError(f"malformed trace {path}: state {index} action args must be an object")
+    loop = doc.get("loop")
+    if loop is not None and (not isinstance(loop, int) or not 0 <= loop < len(states)):
+        raise UserError(f"malformed trace {path}: 'loop' must be a state index")
+    return doc
+
+
+def plain(value: Any) -> Any:
+    """An ITF value in a readable form: ints as ints, sets as sorted lists, for display."""
+    if isinstance(value, dict):
+        if "#bigint" in value:
+            return int(value["#bigint"])
+        if "#tup" in value:
+            return tuple(plain(v) for v in value["#tup"])
+        if "#set" in value:
+            return {"set": [plain(v) for v in value["#set"]]}
+        if "#map" in value:
+            return {"map": [(plain(k), plain(v)) for k, v in value["#map"]]}
+        if "#unserializable" in value:
+            return value["#unserializable"]
+        return {k: plain(v) for k, v in value.items() if k != "#meta"}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def format_value(value: Any) -> str:
+    """An ITF value as compact text: {1, 2} for sets, (a, b) for tuples, {k: v} for records."""
+    if isinstance(value, dict):
+        if "#bigint" in value:
+            return value["#bigint"]
+        if "#tup" in value:
+            return "(" + ", ".join(format_value(v) for v in value["#tup"]) + ")"
+        if "#set" in value:
+            return "{" + ", ".join(format_value(v) for v in value["#set"]) + "}"
+        if "#map" in value:
+            return "{" + ", ".join(f"{format_value(k)}: {format_value(v)}" for k, v in value["#map"]) + "}"
+        if "#unserializable" in value:
+            return str(value["#unserializable"])
+        return "{" + ", ".join(f"{k}: {format_value(v)}" for k, v in value.items() if k != "#meta") + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def format_action(action: Mapping[str, Any] | None) -> str:
+    if not action:
+        return "Init"
+    args = ", ".join(f"{k}={format_value(v)}" for k, v in action.get("args", {}).items())
+    return f"{action['name']}({args})"

@@ -1,0 +1,230 @@
+"""The one abstraction: a model is a frozen config plus init_states and successors."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from .errors import UserError
+
+State = Hashable
+
+
+class Action(tuple):
+    """A hashable action label: a name and keyword arguments, e.g. Action("FollowerFetch", follower=2).
+
+    Arguments keep the order they were given in; they are compared and hashed in that order.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, name: str, /, **args: Any) -> Action:
+        return tuple.__new__(cls, (name, tuple(args.items())))
+
+    @classmethod
+    def of(cls, name: str, args: Iterable[tuple[str, Any]]) -> Action:
+        return tuple.__new__(cls, (name, tuple(args)))
+
+    @property
+    def name(self) -> str:
+        return self[0]
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return dict(self[1])
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self[1])
+        return f"{self[0]}({inner})"
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # pickling
+        return (self[0],)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Action.of, (self[0], self[1]))
+
+
+def param(
+    default: Any,
+    help: str,
+    *,
+    min: int | None = None,
+    max: int | None = None,
+    choices: tuple[Any, ...] | None = None,
+) -> Any:
+    """A config key: a dataclass field with its help text and the values it accepts."""
+    return dataclasses.field(
+        default=default, metadata={"help": help, "min": min, "max": max, "choices": choices}
+    )
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type_name: str
+    default: Any
+    help: str
+    min: int | None
+    max: int | None
+    choices: tuple[Any, ...] | None
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named bundle of config values, named after the KIP or JIRA people know."""
+
+    description: str
+    settings: Mapping[str, Any]
+    expected: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Property name -> "holds" or "violated" at the preset's defaults (documentation and `kmc list`)."""
+
+
+def _field_type(config_cls: type, field: dataclasses.Field[Any]) -> Any:
+    hints = typing.get_type_hints(config_cls)
+    return hints[field.name]
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is Literal:
+        return "|".join(str(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def config_keys(config_cls: type) -> list[ConfigKey]:
+    keys = []
+    for field in dataclasses.fields(config_cls):
+        meta = field.metadata
+        keys.append(
+            ConfigKey(
+                name=field.name,
+                type_name=_type_name(_field_type(config_cls, field)),
+                default=field.default,
+                help=meta.get("help", ""),
+                min=meta.get("min"),
+                max=meta.get("max"),
+                choices=meta.get("choices"),
+            )
+        )
+    return keys
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+def coerce_value(config_cls: type, key: str, value: Any) -> Any:
+    """Turn a CLI string (or a TOML value) into the key's type, and check its range."""
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    if key not in fields:
+        known = ", ".join(sorted(fields))
+        raise UserError(f"unknown config key {key!r}; known keys: {known}")
+    field = fields[key]
+    tp = _field_type(config_cls, field)
+    meta = field.metadata
+    try:
+        if typing.get_origin(tp) is Literal:
+            allowed = typing.get_args(tp)
+            coerced = value if value in allowed else str(value)
+            if coerced not in allowed:
+                raise ValueError(f"expected one of {', '.join(map(str, allowed))}")
+        elif tp is bool:
+            coerced = value if isinstance(value, bool) else _parse_bool(str(value))
+        elif tp is int:
+            if isinstance(value, bool):
+                raise ValueError("expected an integer, got a boolean")
+            coerced = value if isinstance(value, int) else int(str(value).strip())
+        elif tp is str:
+            coerced = str(value)
+        else:
+            coerced = value
+    except ValueError as exc:
+        raise UserError(f"bad value for {key}: {value!r} ({exc})") from None
+    if meta.get("min") is not None and coerced < meta["min"]:
+        raise UserError(f"bad value for {key}: {coerced} is below the minimum {meta['min']}")
+    if meta.get("max") is not None and coerced > meta["max"]:
+        raise UserError(f"bad value for {key}: {coerced} is above the maximum {meta['max']}")
+    if meta.get("choices") is not None and coerced not in meta["choices"]:
+        allowed = ", ".join(map(str, meta["choices"]))
+        raise UserError(f"bad value for {key}: {coerced!r}; allowed: {allowed}")
+    return coerced
+
+
+class Model:
+    """Base class of every model.
+
+    Subclasses set ``name``, ``Config`` (a frozen dataclass whose fields are made with
+    :func:`param`), optionally ``presets`` and ``spec_modules``, and implement
+    :meth:`init_states` and :meth:`successors`. States must be immutable and hashable:
+    tuples, NamedTuples, frozen dataclasses, frozensets, ints, bools, strs and None.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Config: ClassVar[type] = type("NoConfig", (), {})
+    presets: ClassVar[Mapping[str, Preset]] = types.MappingProxyType({})
+    default_preset: ClassVar[str | None] = None
+    spec_modules: ClassVar[tuple[str, ...]] = ()
+    """Modules (import paths) whose decorated functions are this model's properties."""
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config if config is not None else self.Config()
+
+    # -- the interface -------------------------------------------------------------------------
+    def init_states(self) -> Iterable[State]:
+        raise NotImplementedError
+
+    def successors(self, state: State) -> Iterable[tuple[Action, State]]:
+        raise NotImplementedError
+
+    symmetry: ClassVar[Callable[[Any, State], State] | None] = None
+    """Optionally a method returning a canonical representative of the state's symmetry class."""
+
+    # -- helpers the engines use ---------------------------------------------------------------
+    def successors_by_action(self, state: State, action: Action) -> Iterator[State]:
+        for candidate, nxt in self.successors(state):
+            if candidate == action:
+                yield nxt
+
+    @classmethod
+    def build(
+        cls, preset: str | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> Model:
+        """The model for a preset plus ``key=value`` overrides, with every value checked."""
+        return cls(cls.make_config(preset, overrides))
+
+    @classmethod
+    def make_config(
+        cls, preset: str | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> Any:
+        values: dict[str, Any] = {}
+        chosen = preset if preset is not None else cls.default_preset
+        if chosen is not None:
+            if chosen not in cls.presets:
+                known = ", ".join(cls.presets) or "(none)"
+                raise UserError(f"unknown preset {chosen!r} for model {cls.name}; presets: {known}")
+            for key, value in cls.presets[chosen].settings.items():
+                values[key] = coerce_value(cls.Config, key, value)
+        for key, value in (overrides or {}).items():
+            values[key] = coerce_value(cls.Config, key, value)
+        try:
+            config = cls.Config(**values)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"bad config for {cls.name}: {exc}") from None
+        return config
+
+    def config_dict(self) -> dict[str, Any]:
+        if dataclasses.is_dataclass(self.config):
+            return dataclasses.asdict(self.config)
+        return {}
+
+    def describe_state(self, state: State) -> str:
+        return repr(state)

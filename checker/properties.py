@@ -1,0 +1,171 @@
+"""Properties as plain Python functions, registered with decorators.
+
+    @invariant
+    def LeaderInIsr(state) -> bool: ...
+
+    @step
+    def HighWatermarkMonotonic(state, action, next_state) -> bool: ...
+
+A function may take an extra ``model`` parameter to see the model's config.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+from .errors import UserError
+
+Kind = Literal["invariant", "step"]
+_MARK = "__kmc_property__"
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    kind: Kind
+    fn: Callable[..., Any]
+    doc: str = ""
+    wants_model: bool = False
+    source: str = ""
+
+    def bind(self, model: Any) -> Callable[..., Any]:
+        """The predicate with the model bound in, as the engines call it."""
+        if self.wants_model:
+            fn = self.fn
+            return lambda *args: fn(*args, model=model)
+        return self.fn
+
+
+def _register(kind: Kind, fn: Callable[..., Any] | None, name: str | None) -> Any:
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        params = inspect.signature(func).parameters
+        wants_model = "model" in params
+        arity = len([p for p in params if p != "model"])
+        expected = 1 if kind == "invariant" else 3
+        if arity != expected:
+            shape = "(state)" if kind == "invariant" else "(state, action, next_state)"
+            raise UserError(f"@{kind} {func.__name__} must take {shape}, it takes {arity} arguments")
+        prop = Property(
+            name=name or func.__name__,
+            kind=kind,
+            fn=func,
+            doc=inspect.getdoc(func) or "",
+            wants_model=wants_model,
+            source=getattr(func, "__module__", ""),
+        )
+        setattr(func, _MARK, prop)
+        return func
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate
+
+
+def invariant(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    """Mark ``fn(state) -> bool`` as an invariant: it must hold in every reachable state."""
+    return _register("invariant", fn, name)
+
+
+def step(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    """Mark ``fn(state, action, next_state) -> bool`` as a property of every transition."""
+    return _register("step", fn, name)
+
+
+def properties_of(module: ModuleType) -> list[Property]:
+    """The properties a module defines, in definition order."""
+    found: list[Property] = []
+    for value in vars(module).values():
+        prop = getattr(value, _MARK, None)
+        if isinstance(prop, Property) and prop not in found:
+            found.append(prop)
+    return found
+
+
+def load_module(path: str | Path) -> ModuleType:
+    """Import a user's spec file; any failure is one clear UserError."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"spec file not found: {path}")
+    module_name = f"kmc_user_spec_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"cannot import spec file {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except UserError as exc:
+        raise UserError(f"spec file {path}: {exc}") from None
+    except BaseException as exc:  # the user's code: report, never a traceback
+        sys.modules.pop(module_name, None)
+        line = ""
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == str(path):
+                line = f" (line {tb.tb_lineno})"
+            tb = tb.tb_next
+        raise UserError(f"spec file {path} failed to import{line}: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def model_properties(model_cls: type) -> list[Property]:
+    props: list[Property] = []
+    for module_name in getattr(model_cls, "spec_modules", ()):
+        props.extend(properties_of(importlib.import_module(module_name)))
+    return props
+
+
+@dataclass
+class PropertySet:
+    """The properties one check uses."""
+
+    invariants: list[Property] = field(default_factory=list)
+    steps: list[Property] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, props: Iterable[Property]) -> PropertySet:
+        result = cls()
+        for prop in props:
+            (result.invariants if prop.kind == "invariant" else result.steps).append(prop)
+        return result
+
+    def all(self) -> list[Property]:
+        return [*self.invariants, *self.steps]
+
+    def names(self) -> list[str]:
+        return [p.name for p in self.all()]
+
+
+def select_properties(
+    model_cls: type, spec_files: Sequence[str | Path] = (), names: Sequence[str] = ()
+) -> PropertySet:
+    """The model's own properties plus those of spec files, narrowed to ``names`` if given."""
+    available = model_properties(model_cls)
+    for spec_file in spec_files:
+        user_props = properties_of(load_module(spec_file))
+        if not user_props:
+            raise UserError(
+                f"spec file {spec_file} defines no properties: decorate functions with "
+                "@invariant or @step from kmc.checker"
+            )
+        available.extend(user_props)
+    by_name: dict[str, Property] = {}
+    for prop in available:
+        by_name[prop.name] = prop  # a spec file may redefine a built-in property
+    if not names:
+        return PropertySet.of(by_name.values())
+    chosen = []
+    for name in names:
+        if name not in by_name:
+            known = ", ".join(by_name) or "(none)"
+            raise UserError(f"unknown property {name!r} for model {model_cls.name}; properties: {known}")
+        chosen.append(by_name[name])
+    return PropertySet.of(chosen)

@@ -1,0 +1,81 @@
+"""Re-executing a stored trace against its model, so a counterexample is a regression test."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import UserError
+from .itf import action_to_json, format_action, format_value, state_vars
+from .model import Model
+from .registry import load_model_class
+from .result import Trace
+
+
+@dataclass
+class Replayed:
+    model: Model
+    trace: Trace
+    meta: dict[str, Any]
+
+
+def _vars_of(itf_state: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in itf_state.items() if k != "#meta"}
+
+
+def _first_difference(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> str:
+    for name in sorted(set(expected) | set(actual)):
+        if expected.get(name) != actual.get(name):
+            return (
+                f"{name}: trace has {format_value(expected.get(name, '(absent)'))}, "
+                f"model gives {format_value(actual.get(name, '(absent)'))}"
+            )
+    return "(no difference)"
+
+
+def model_for_trace(doc: Mapping[str, Any]) -> Model:
+    meta = doc["#meta"]
+    cls = load_model_class(meta["model"])
+    config = meta.get("config") or {}
+    if not isinstance(config, dict):
+        raise UserError("malformed trace: '#meta'.config must be an object")
+    return cls.build(None, config)
+
+
+def replay(doc: Mapping[str, Any]) -> Replayed:
+    """Check every state of the trace against the model; raise UserError at the first mismatch."""
+    model = model_for_trace(doc)
+    itf_states = [_vars_of(s) for s in doc["states"]]
+    inits = [s for s in model.init_states() if state_vars(s) == itf_states[0]]
+    if not inits:
+        closest = next(iter(model.init_states()), None)
+        detail = _first_difference(itf_states[0], state_vars(closest)) if closest is not None else ""
+        raise UserError(f"trace does not replay: state 0 is not an initial state of {model.name} ({detail})")
+    states = [inits[0]]
+    actions: list[Any] = [None]
+    for index in range(1, len(itf_states)):
+        want_action = doc["states"][index]["#meta"]["action"]
+        want_action = {"name": want_action["name"], "args": want_action.get("args", {})}
+        current = states[-1]
+        candidates = [(a, t) for a, t in model.successors(current) if action_to_json(a) == want_action]
+        if not candidates:
+            raise UserError(
+                f"trace does not replay: step {index}: action {format_action(want_action)} "
+                f"is not enabled in state {index - 1}"
+            )
+        match = next(((a, t) for a, t in candidates if state_vars(t) == itf_states[index]), None)
+        if match is None:
+            detail = _first_difference(itf_states[index], state_vars(candidates[0][1]))
+            raise UserError(
+                f"trace does not replay: step {index}: after {format_action(want_action)} the state "
+                f"differs ({detail})"
+            )
+        actions.append(match[0])
+        states.append(match[1])
+    loop = doc.get("loop")
+    if loop is not None:
+        back = itf_states[loop]
+        if not any(state_vars(t) == back for _a, t in model.successors(states[-1])):
+            raise UserError(f"trace does not replay: the last state has no step back to state {loop} (loop)")
+    return Replayed(model=model, trace=Trace(states=states, actions=actions, loop=loop), meta=dict(doc["#meta"]))

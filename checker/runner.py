@@ -1,0 +1,82 @@
+"""One check from names to result: the builder that picks the engine.
+
+    result = Check("replication", preset="kip-320").engine("bfs").run()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .bfs import BfsOptions, bfs
+from .errors import UserError
+from .itf import trace_to_itf, write_trace
+from .model import Model
+from .progress import Progress
+from .properties import PropertySet, select_properties
+from .registry import load_model_class
+from .result import CheckResult
+from .simulation import SimulationOptions, simulate
+
+ENGINES = ("bfs", "simulate")
+
+
+@dataclass
+class Check:
+    model_name: str
+    preset: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    property_names: Sequence[str] = ()
+    spec_files: Sequence[str | Path] = ()
+    engine_name: str = "bfs"
+    bfs_options: BfsOptions = field(default_factory=BfsOptions)
+    simulation_options: SimulationOptions = field(default_factory=SimulationOptions)
+
+    def engine(self, name: str) -> Check:
+        self.engine_name = name
+        return self
+
+    def build(self) -> tuple[Model, PropertySet]:
+        cls = load_model_class(self.model_name)
+        model = cls.build(self.preset, self.overrides)
+        props = select_properties(cls, self.spec_files, self.property_names)
+        return model, props
+
+    def run(self, progress: Progress | None = None) -> CheckResult:
+        if self.engine_name not in ENGINES:
+            raise UserError(f"unknown engine {self.engine_name!r}; engines: {', '.join(ENGINES)}")
+        model, props = self.build()
+        preset = self.preset if self.preset is not None else type(model).default_preset
+        if self.engine_name == "simulate":
+            return simulate(model, props, self.simulation_options, progress, preset=preset)
+        return bfs(model, props, self.bfs_options, progress, preset=preset)
+
+
+def trace_filename(result: CheckResult, prop: str) -> str:
+    stem = result.preset or result.model
+    return f"{stem}-{prop}.itf.json"
+
+
+def write_traces(result: CheckResult, out_dir: str | Path) -> list[Path]:
+    """Write each violation's trace as ITF under out_dir and remember the path on the violation."""
+    written = []
+    for violation in result.violations:
+        path = Path(out_dir) / trace_filename(result, violation.property)
+        extra: dict[str, Any] = {"kind": violation.kind}
+        if result.seed is not None:
+            extra["seed"] = result.seed
+        doc = trace_to_itf(
+            violation.trace,
+            model=result.model,
+            config=result.config,
+            preset=result.preset,
+            property=violation.property,
+            engine=result.engine,
+            extra_meta=extra,
+        )
+        write_trace(path, doc)
+        violation.trace_file = str(path)
+        written.append(path)
+    return written

@@ -1,0 +1,60 @@
+"""Printing a trace step by step, showing only what changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .itf import format_action, format_value
+
+
+def _diff(path: str, old: Any, new: Any) -> Iterator[tuple[str, Any, Any]]:
+    if old == new:
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        if "#tup" in old and "#tup" in new and len(old["#tup"]) == len(new["#tup"]):
+            for i, (a, b) in enumerate(zip(old["#tup"], new["#tup"], strict=True)):
+                yield from _diff(f"{path}[{i}]", a, b)
+            return
+        if not any(k.startswith("#") for k in old) and not any(k.startswith("#") for k in new):
+            for key in [*old, *(k for k in new if k not in old)]:
+                yield from _diff(f"{path}.{key}" if path else key, old.get(key), new.get(key))
+            return
+    yield path, old, new
+
+
+def changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(path, old value, new value) for every leaf that differs, e.g. replicaState[1].hw."""
+    strip = lambda s: {k: v for k, v in s.items() if k != "#meta"}  # noqa: E731
+    return list(_diff("", strip(old), strip(new)))
+
+
+def render_text(doc: Mapping[str, Any], full: bool = False) -> str:
+    """The trace as text: the initial state in full, then each action and the fields it changed."""
+    meta = doc.get("#meta", {})
+    lines = []
+    title = f"{meta.get('model')}"
+    if meta.get("preset"):
+        title += f" --preset {meta['preset']}"
+    if meta.get("property"):
+        title += f": {meta['property']} violated"
+    lines.append(title)
+    states = doc["states"]
+    loop = doc.get("loop")
+    for index, state in enumerate(states):
+        action = state.get("#meta", {}).get("action")
+        marker = "  <- loop starts here" if loop == index else ""
+        lines.append(f"State {index}: {format_action(action)}{marker}")
+        if index == 0 or full:
+            for key, value in state.items():
+                if key != "#meta":
+                    lines.append(f"  {key} = {format_value(value)}")
+        else:
+            diff = changes(states[index - 1], state)
+            if not diff:
+                lines.append("  (no change)")
+            for path, old, new in diff:
+                lines.append(f"  {path}: {format_value(old)} -> {format_value(new)}")
+    if loop is not None:
+        lines.append(f"Back to state {loop} (the loop repeats forever)")
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""Seeded random walks: for state spaces too big to exhaust. Reproducible from the seed."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+from .bfs import DEADLOCK, expand, peak_rss
+from .errors import PropertyError
+from .fingerprint import fingerprint
+from .model import Action, Model, State
+from .progress import NoProgress, Progress
+from .properties import PropertySet
+from .result import CheckResult, Stats, Status, Trace, Violation
+
+
+@dataclass(frozen=True)
+class SimulationOptions:
+    seed: int | None = None
+    depth: int = 100
+    """Steps per walk at most."""
+    walks: int = 1000
+    deadlock: bool = False
+    keep_going: bool = False
+
+
+def simulate(
+    model: Model,
+    props: PropertySet,
+    options: SimulationOptions = SimulationOptions(),
+    progress: Progress | None = None,
+    preset: str | None = None,
+) -> CheckResult:
+    progress = progress or NoProgress()
+    seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    start = time.perf_counter()
+    invariants = [(p.name, p.bind(model)) for p in props.invariants]
+    steps = [(p.name, p.bind(model)) for p in props.steps]
+    inits = list(model.init_states())
+    seen: set[int] = set()
+    violations: dict[str, Violation] = {}
+    generated = 0
+    max_len = 0
+    walks_done = 0
+
+    def check_state(state: State, states: list[State], actions: list[Action | None]) -> None:
+        for name, pred in invariants:
+            if name in violations:
+                continue
+            try:
+                ok = pred(state)
+            except Exception as exc:
+                raise PropertyError(name, state, exc) from exc
+            if not ok:
+                violations[name] = Violation(name, "invariant", Trace(list(states), list(actions)))
+
+    for _walk in range(options.walks):
+        if violations and not options.keep_going:
+            break
+        walks_done += 1
+        state = rng.choice(inits)
+        states: list[State] = [state]
+        actions: list[Action | None] = [None]
+        generated += 1
+        seen.add(fingerprint(state))
+        check_state(state, states, actions)
+        for _step in range(options.depth):
+            if violations and not options.keep_going:
+                break
+            succs = expand(model, state)
+            generated += len(succs)
+            if not succs:
+                if options.deadlock and DEADLOCK not in violations:
+                    violations[DEADLOCK] = Violation(DEADLOCK, "deadlock", Trace(list(states), list(actions)))
+                break
+            action, nxt = rng.choice(succs)
+            states.append(nxt)
+            actions.append(action)
+            for name, pred in steps:
+                if name in violations:
+                    continue
+                try:
+                    ok = pred(state, action, nxt)
+                except Exception as exc:
+                    raise PropertyError(name, (state, action, nxt), exc) from exc
+                if not ok:
+                    violations[name] = Violation(name, "step", Trace(list(states), list(actions)))
+            state = nxt
+            seen.add(fingerprint(state))
+            check_state(state, states, actions)
+        max_len = max(max_len, len(states))
+        progress.update(distinct=len(seen), generated=generated, depth=max_len, queue=0)
+    progress.close()
+    found = list(violations.values())
+    stats = Stats(
+        distinct_states=len(seen),
+        generated_states=generated,
+        depth=max_len,
+        elapsed_s=time.perf_counter() - start,
+        peak_memory_bytes=peak_rss(),
+        storage="fingerprints",
+        extra={"walks": walks_done},
+    )
+    return CheckResult(
+        engine="simulate",
+        model=model.name,
+        config=model.config_dict(),
+        preset=preset,
+        properties=props.names() + ([DEADLOCK] if options.deadlock else []),
+        status=Status.VIOLATED if found else Status.HOLDS_BOUNDED,
+        complete=False,
+        stats=stats,
+        violations=found,
+        bound_reason=f"{walks_done} random walks of at most {options.depth} steps",
+        seed=seed,
+    )

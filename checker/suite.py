@@ -1,0 +1,201 @@
+"""`kmc ci`: a TOML list of checks with their expected verdicts, as a CI gate.
+
+    [[check]]
+    name = "KIP-101: truncating to the HW loses committed data"
+    model = "replication"
+    preset = "truncate-to-hw"
+    properties = ["StrongIsr"]
+    expect = "violated"              # holds | holds-complete | violated
+    expect_property = "StrongIsr"    # optional: which property must be violated
+    expect_trace_length = 9          # optional: states in the shortest trace
+    expect_distinct_states = 10131   # optional: exact count (complete runs)
+    replay = "replication/truncate-to-hw-StrongIsr.itf.json"  # optional: a stored trace that must replay
+
+An expected violation that is no longer found fails just like an unexpected one.
+"""
+
+from __future__ import annotations
+
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .bfs import BfsOptions
+from .errors import UserError
+from .itf import read_trace
+from .junit import Case
+from .replay import replay
+from .result import CheckResult
+from .runner import ENGINES, Check, write_traces
+from .simulation import SimulationOptions
+
+EXPECTATIONS = ("holds", "holds-complete", "violated")
+_KEYS = {
+    "name", "model", "preset", "set", "properties", "spec", "engine", "max_depth", "max_states",
+    "symmetry", "deadlock", "continue", "store", "seed", "depth", "walks", "expect", "expect_property",
+    "expect_trace_length", "expect_distinct_states", "replay",
+}
+
+
+@dataclass
+class Entry:
+    name: str
+    check: Check
+    expect: str
+    expect_property: list[str] = field(default_factory=list)
+    expect_trace_length: int | None = None
+    expect_distinct_states: int | None = None
+    replay: Path | None = None
+
+
+@dataclass
+class Outcome:
+    entry: Entry
+    ok: bool
+    message: str
+    seconds: float
+    result: CheckResult | None = None
+
+    def as_case(self) -> Case:
+        classname = f"kmc.{self.entry.check.model_name}"
+        return Case(
+            name=self.entry.name,
+            classname=classname,
+            seconds=self.seconds,
+            failure=None if self.ok else self.message,
+            output=self.message if self.ok else "",
+        )
+
+
+def _typed(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise UserError(f"{where}: '{key}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+def load_suite(path: str | Path) -> list[Entry]:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"suite file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"malformed suite {path}: {exc}") from None
+    raw_entries = data.get("check")
+    if not isinstance(raw_entries, list) or not raw_entries:
+        raise UserError(f"malformed suite {path}: it needs at least one [[check]] table")
+    base = path.parent
+    entries = []
+    for index, raw in enumerate(raw_entries):
+        where = f"{path} check #{index + 1}"
+        unknown = set(raw) - _KEYS
+        if unknown:
+            raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        model = _typed(raw, "model", str, where)
+        expect = _typed(raw, "expect", str, where)
+        if not model:
+            raise UserError(f"{where}: 'model' is required")
+        if expect not in EXPECTATIONS:
+            raise UserError(f"{where}: 'expect' must be one of {', '.join(EXPECTATIONS)}")
+        engine = _typed(raw, "engine", str, where) or "bfs"
+        if engine not in ENGINES:
+            raise UserError(f"{where}: unknown engine {engine!r}")
+        props = _typed(raw, "properties", list, where) or []
+        specs = [str(base / s) for s in (_typed(raw, "spec", list, where) or [])]
+        expect_property = _typed(raw, "expect_property", (str, list), where) or []
+        if isinstance(expect_property, str):
+            expect_property = [expect_property]
+        check = Check(
+            model_name=model,
+            preset=_typed(raw, "preset", str, where),
+            overrides=_typed(raw, "set", dict, where) or {},
+            property_names=props,
+            spec_files=specs,
+            engine_name=engine,
+            bfs_options=BfsOptions(
+                max_depth=_typed(raw, "max_depth", int, where),
+                max_states=_typed(raw, "max_states", int, where),
+                symmetry=bool(_typed(raw, "symmetry", bool, where)),
+                deadlock=bool(_typed(raw, "deadlock", bool, where)),
+                keep_going=bool(_typed(raw, "continue", bool, where)),
+                store=_typed(raw, "store", str, where) or "states",
+            ),
+            simulation_options=SimulationOptions(
+                seed=_typed(raw, "seed", int, where),
+                depth=_typed(raw, "depth", int, where) or 100,
+                walks=_typed(raw, "walks", int, where) or 1000,
+            ),
+        )
+        replay_path = _typed(raw, "replay", str, where)
+        name = _typed(raw, "name", str, where) or f"{model} {check.preset or ''} {expect}".strip()
+        entries.append(
+            Entry(
+                name=name,
+                check=check,
+                expect=expect,
+                expect_property=list(expect_property),
+                expect_trace_length=_typed(raw, "expect_trace_length", int, where),
+                expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
+                replay=base / replay_path if replay_path else None,
+            )
+        )
+    return entries
+
+
+def _judge(entry: Entry, result: CheckResult) -> list[str]:
+    problems = []
+    violated = [v.property for v in result.violations]
+    if entry.expect == "violated":
+        if not violated:
+            problems.append(
+                "expected a violation, none found "
+                f"({'complete' if result.complete else 'bounded'} run, {result.stats.distinct_states} states)"
+            )
+        for prop in entry.expect_property:
+            if violated and prop not in violated:
+                problems.append(f"expected {prop} to be violated, got {', '.join(violated)}")
+        if entry.expect_trace_length is not None and result.violations:
+            got = result.violations[0].trace_length
+            if got != entry.expect_trace_length:
+                problems.append(f"expected a shortest trace of {entry.expect_trace_length} states, got {got}")
+    else:
+        if violated:
+            problems.append(f"expected to hold, but violated: {', '.join(violated)}")
+        if entry.expect == "holds-complete" and not result.complete:
+            problems.append(f"expected a complete run, it was bounded ({result.bound_reason})")
+    if entry.expect_distinct_states is not None and result.stats.distinct_states != entry.expect_distinct_states:
+        problems.append(
+            f"expected {entry.expect_distinct_states} distinct states, got {result.stats.distinct_states}"
+        )
+    return problems
+
+
+def run_suite(
+    entries: list[Entry], out_dir: str | Path | None = None, on_outcome: Callable[[Outcome], None] | None = None
+) -> list[Outcome]:
+    outcomes = []
+    for entry in entries:
+        start = time.perf_counter()
+        result = None
+        try:
+            if entry.replay is not None:
+                replay(read_trace(entry.replay))
+            result = entry.check.run()
+            if out_dir is not None:
+                write_traces(result, Path(out_dir))
+            problems = _judge(entry, result)
+            summary = (
+                f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
+                + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
+            )
+            outcome = Outcome(entry, not problems, "; ".join(problems) or summary, time.perf_counter() - start, result)
+        except UserError as exc:
+            outcome = Outcome(entry, False, f"error: {exc}", time.perf_counter() - start, result)
+        outcomes.append(outcome)
+        if on_outcome:
+            on_outcome(outcome)
+    return outcomes

@@ -1,0 +1,510 @@
+"""Kafka partition replication (ZooKeeper era), as in the published TLA+ specification.
+
+The transition system of hachikuji/kafka-specification (KafkaReplication and its variants),
+expressed in Python with Kafka's names: one partition, a fixed set of replicas, a controller
+that only updates the quorum state (ZooKeeper) and sends LeaderAndIsr requests, leaders that
+take writes and advance the high watermark, and followers that fetch and truncate.
+
+The five presets are the five specifications; each is a combination of four flags named after
+what changed in Kafka, so the rule that a KIP fixed can be switched on and off on its own:
+
+* ``truncation`` -- what a replica does to its log when it becomes a follower:
+  ``hw`` (truncate to the local high watermark, before KIP-101), ``leader_epoch`` (KIP-101:
+  OffsetsForLeaderEpoch), ``matching_offset`` (KIP-279: the last offset whose record matches the
+  leader's), ``on_fetch`` (the first KIP-320 draft: no truncation on the epoch change, truncate
+  when a fetch shows divergence), ``fenced`` (KIP-320: truncate only against a leader already in
+  the same epoch).
+* ``fetch_fencing`` -- what a fetch checks: ``none``, ``last_fetched_epoch`` (the follower's last
+  record's epoch must match the leader's at that offset), ``current_leader_epoch`` (KIP-320).
+* ``hw_advance`` -- when the leader advances the HW: ``isr_offsets`` (every ISR member that
+  follows it has the offset), ``epoch_match`` (and the epochs at the HW match), ``current_epoch``
+  (every ISR member follows the leader's current epoch, KIP-320).
+* ``isr_rules`` -- when the leader shrinks or expands the ISR: ``offsets``, ``epoch_match``,
+  ``current_epoch`` (KIP-320, with the KAFKA-7128 rule that a new ISR member must have reached
+  the start of the leader's epoch).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+from kmc.checker import Action, Model, Preset, param
+
+NO_LEADER = -1
+"""Kafka's LeaderAndIsr.NoLeader: the partition has no leader."""
+NO_EPOCH = -1
+"""A replica that has not yet received a LeaderAndIsr request has no leader epoch."""
+
+
+class Record(NamedTuple):
+    id: int
+    epoch: int
+
+
+class ReplicaState(NamedTuple):
+    """A replica's cached view of the partition (from LeaderAndIsr) and its local high watermark."""
+
+    hw: int
+    leaderEpoch: int
+    leader: int
+    isr: frozenset[int]
+
+
+class LeaderAndIsr(NamedTuple):
+    """The partition state in ZooKeeper, and the LeaderAndIsr request that carries it."""
+
+    leaderEpoch: int
+    leader: int
+    isr: frozenset[int]
+
+
+class ReplicationState(NamedTuple):
+    replicaLog: tuple[tuple[Record, ...], ...]
+    """Each replica's log; offset i holds replicaLog[r][i]. The log end offset is its length."""
+    replicaState: tuple[ReplicaState, ...]
+    nextRecordId: int
+    nextLeaderEpoch: int
+    leaderAndIsrRequests: frozenset[LeaderAndIsr]
+    """Every LeaderAndIsr request sent: a replica may receive any of them, late or twice."""
+    quorumState: LeaderAndIsr
+
+
+Truncation = Literal["hw", "leader_epoch", "matching_offset", "on_fetch", "fenced"]
+FetchFencing = Literal["none", "last_fetched_epoch", "current_leader_epoch"]
+HwAdvance = Literal["isr_offsets", "epoch_match", "current_epoch"]
+IsrRules = Literal["offsets", "epoch_match", "current_epoch"]
+
+
+@dataclass(frozen=True)
+class ReplicationConfig:
+    replicas: int = param(2, "Replicas: the replication factor", min=1, max=6)
+    log_size: int = param(2, "LogSize: the most records a replica's log holds", min=1, max=8)
+    max_records: int = param(2, "MaxRecords: how many records producers write in all", min=0, max=8)
+    max_leader_epoch: int = param(
+        2, "MaxLeaderEpoch: the largest leader epoch (epochs 0..max are handed out)", min=0, max=8
+    )
+    truncation: Truncation = param("fenced", "what a new follower does to its log")
+    fetch_fencing: FetchFencing = param("current_leader_epoch", "what a follower's fetch is checked against")
+    hw_advance: HwAdvance = param("current_epoch", "when the leader advances the high watermark")
+    isr_rules: IsrRules = param("current_epoch", "when the leader shrinks or expands the ISR")
+
+
+def _preset(description: str, expected: dict[str, str], **settings: str) -> Preset:
+    return Preset(description=description, settings=settings, expected=expected)
+
+
+PRESETS = {
+    "truncate-to-hw": _preset(
+        "before KIP-101 (< 0.11): a new follower truncates to its high watermark",
+        {"StrongIsr": "violated"},
+        truncation="hw", fetch_fencing="none", hw_advance="isr_offsets", isr_rules="offsets",
+    ),
+    "kip-101": _preset(
+        "KIP-101 (0.11): truncation by leader epoch (OffsetsForLeaderEpoch)",
+        {"StrongIsr": "violated"},
+        truncation="leader_epoch", fetch_fencing="none", hw_advance="isr_offsets", isr_rules="offsets",
+    ),
+    "kip-279": _preset(
+        "KIP-279 (2.0): truncate after the last offset whose record matches the leader's",
+        {"StrongIsr": "violated with replicas=3"},
+        truncation="matching_offset", fetch_fencing="none", hw_advance="isr_offsets", isr_rules="offsets",
+    ),
+    "kip-320-first-try": _preset(
+        "the first KIP-320 draft: truncate on a fetch error, fetches checked by last fetched epoch",
+        {"StrongIsr": "violated with replicas=3"},
+        truncation="on_fetch", fetch_fencing="last_fetched_epoch", hw_advance="epoch_match",
+        isr_rules="epoch_match",
+    ),
+    "kip-320": _preset(
+        "KIP-320 (2.1): fetches and truncation fenced by the current leader epoch",
+        {"StrongIsr": "holds", "WeakIsr": "holds", "LeaderInIsr": "holds", "LogMatching": "holds"},
+        truncation="fenced", fetch_fencing="current_leader_epoch", hw_advance="current_epoch",
+        isr_rules="current_epoch",
+    ),
+}
+
+
+class ReplicationModel(Model):
+    name = "replication"
+    description = "partition replication as in the TLA+ spec hachikuji/kafka-specification"
+    Config = ReplicationConfig
+    presets = PRESETS
+    default_preset = "kip-320"
+    spec_modules = ("kmc.specs.replication",)
+
+    config: ReplicationConfig
+
+    def __init__(self, config: ReplicationConfig | None = None) -> None:
+        super().__init__(config)
+        self.replica_ids = tuple(range(self.config.replicas))
+
+    # -- init ----------------------------------------------------------------------------------
+    def init_states(self) -> list[ReplicationState]:
+        n = self.config.replicas
+        return [
+            ReplicationState(
+                replicaLog=((),) * n,
+                replicaState=(ReplicaState(0, NO_EPOCH, NO_LEADER, frozenset()),) * n,
+                nextRecordId=0,
+                nextLeaderEpoch=0,
+                leaderAndIsrRequests=frozenset(),
+                quorumState=LeaderAndIsr(NO_EPOCH, NO_LEADER, frozenset(self.replica_ids)),
+            )
+        ]
+
+    # -- next ----------------------------------------------------------------------------------
+    def successors(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        yield from self._controller_actions(s)
+        yield from self._become_leader(s)
+        yield from self._become_follower(s)
+        yield from self._leader_write(s)
+        yield from self._leader_inc_high_watermark(s)
+        yield from self._leader_isr_changes(s)
+        yield from self._follower_fetch(s)
+        if self.config.truncation == "on_fetch":
+            yield from self._follower_truncate(s)
+
+    def _controller_update(self, s: ReplicationState, leader: int, isr: frozenset[int]) -> ReplicationState:
+        """The controller writes a new leader and ISR (bumping the epoch) and sends LeaderAndIsr."""
+        request = LeaderAndIsr(s.nextLeaderEpoch, leader, isr)
+        return ReplicationState(
+            s.replicaLog, s.replicaState, s.nextRecordId, s.nextLeaderEpoch + 1,
+            s.leaderAndIsrRequests | {request}, request,
+        )
+
+    def _controller_actions(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        if s.nextLeaderEpoch > self.config.max_leader_epoch:
+            return
+        quorum = s.quorumState
+        # ControllerElectLeader: clean election of any other ISR member.
+        for candidate in sorted(quorum.isr):
+            if candidate != quorum.leader:
+                yield Action("ControllerElectLeader", leader=candidate), self._controller_update(
+                    s, candidate, quorum.isr
+                )
+        # ControllerShrinkIsr: a broker fails or shuts down; a failed leader loses leadership.
+        for replica in self.replica_ids:
+            if quorum.leader == replica:
+                if quorum.isr == {replica}:
+                    nxt = self._controller_update(s, NO_LEADER, quorum.isr)
+                else:
+                    nxt = self._controller_update(s, NO_LEADER, quorum.isr - {replica})
+            elif replica in quorum.isr:
+                nxt = self._controller_update(s, quorum.leader, quorum.isr - {replica})
+            else:
+                continue
+            yield Action("ControllerShrinkIsr", replica=replica), nxt
+
+    def _become_leader(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        for request in sorted(s.leaderAndIsrRequests):
+            leader = request.leader
+            if leader == NO_LEADER:
+                continue
+            current = s.replicaState[leader]
+            if request.leaderEpoch > current.leaderEpoch:
+                state = ReplicaState(current.hw, request.leaderEpoch, leader, request.isr)
+                yield Action("BecomeLeader", leader=leader, leaderEpoch=request.leaderEpoch), s._replace(
+                    replicaState=_put(s.replicaState, leader, state)
+                )
+
+    def _truncation_offset(self, s: ReplicationState, leader: int, replica: int) -> int | None:
+        """Where a replica becoming follower of ``leader`` truncates its log; None: cannot yet."""
+        log = s.replicaLog[replica]
+        mode = self.config.truncation
+        if mode == "hw":
+            return s.replicaState[replica].hw
+        if mode == "leader_epoch":
+            if not log:
+                return 0
+            return _offset_for_leader_epoch(s, leader, replica, log[-1].epoch)
+        if mode == "matching_offset":
+            return _first_non_matching_offset_from_tail(s.replicaLog[leader], log)
+        raise AssertionError(mode)
+
+    def _become_follower(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        mode = self.config.truncation
+        states = s.replicaState
+        for request in sorted(s.leaderAndIsrRequests):
+            leader = request.leader
+            if leader == NO_LEADER:  # the spec's followers only follow a named leader
+                continue
+            if mode == "fenced":
+                # KIP-320: truncate only against a leader that is already in this epoch.
+                leader_state = states[leader]
+                if leader_state.leader != leader or leader_state.leaderEpoch != request.leaderEpoch:
+                    continue
+            for replica in self.replica_ids:
+                if replica == leader or request.leaderEpoch <= states[replica].leaderEpoch:
+                    continue
+                log = s.replicaLog[replica]
+                old_hw = states[replica].hw
+                if mode == "on_fetch":
+                    new_log, hw = log, old_hw
+                else:
+                    if mode == "fenced":
+                        offset = _first_non_matching_offset_from_tail(s.replicaLog[leader], log)
+                    else:
+                        offset = self._truncation_offset(s, leader, replica)
+                    if offset is None or offset > len(log):
+                        continue  # a truncation cannot extend the log
+                    new_log, hw = log[:offset], min(offset, old_hw)
+                state = ReplicaState(hw, request.leaderEpoch, leader, request.isr)
+                yield (
+                    Action("BecomeFollower", replica=replica, leader=leader, leaderEpoch=request.leaderEpoch),
+                    s._replace(
+                        replicaLog=_put(s.replicaLog, replica, new_log) if new_log is not log else s.replicaLog,
+                        replicaState=_put(states, replica, state),
+                    ),
+                )
+
+    def _leader_write(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        if s.nextRecordId > self.config.max_records - 1:
+            return
+        for leader in self.replica_ids:
+            state = s.replicaState[leader]
+            log = s.replicaLog[leader]
+            if state.leader == leader and len(log) < self.config.log_size:
+                record = Record(s.nextRecordId, state.leaderEpoch)
+                yield Action("LeaderWrite", leader=leader, id=record.id), s._replace(
+                    replicaLog=_put(s.replicaLog, leader, (*log, record)),
+                    nextRecordId=s.nextRecordId + 1,
+                )
+
+    def _leader_inc_high_watermark(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        mode = self.config.hw_advance
+        logs, states = s.replicaLog, s.replicaState
+        for leader in self.replica_ids:
+            state = states[leader]
+            hw = state.hw
+            presumes = state.leader == leader
+            if mode == "isr_offsets":
+                ok = (
+                    presumes
+                    and hw < self.config.log_size
+                    and all(states[f].leader == leader and len(logs[f]) > hw for f in state.isr)
+                )
+            elif mode == "epoch_match":
+                ok = (
+                    presumes
+                    and len(logs[leader]) > hw
+                    and all(_caught_up_to_leader_epoch(s, leader, f, hw + 1) for f in state.isr)
+                )
+            else:
+                ok = len(logs[leader]) > hw and all(
+                    _follows_leader_epoch(s, leader, f) and len(logs[f]) > hw for f in state.isr
+                )
+            if ok:
+                yield Action("LeaderIncHighWatermark", leader=leader), s._replace(
+                    replicaState=_put(states, leader, state._replace(hw=hw + 1))
+                )
+
+    def _leader_isr_changes(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        """LeaderShrinkIsr and LeaderExpandIsr: only the true leader may write the ISR to ZooKeeper."""
+        quorum = s.quorumState
+        leader = quorum.leader
+        if leader == NO_LEADER:
+            return
+        state = s.replicaState[leader]
+        if state.leader != leader or state.leaderEpoch != quorum.leaderEpoch:
+            return
+        mode = self.config.isr_rules
+        logs = s.replicaLog
+        leader_log = logs[leader]
+        isr = state.isr
+        for replica in sorted(isr - {leader}):
+            if mode == "offsets":
+                lagging = not _caught_up(s, leader, replica, len(leader_log))
+            elif mode == "epoch_match":
+                lagging = not _caught_up_to_leader_epoch(s, leader, replica, len(leader_log))
+            else:
+                lagging = not _follows_leader_epoch(s, leader, replica) or len(logs[replica]) < len(leader_log)
+            if lagging:
+                yield Action("LeaderShrinkIsr", leader=leader, replica=replica), _quorum_update(
+                    s, leader, isr - {replica}
+                )
+        hw = state.hw
+        for replica in self.replica_ids:
+            if replica in isr:
+                continue
+            if mode == "offsets":
+                eligible = _caught_up(s, leader, replica, hw)
+            elif mode == "epoch_match":
+                eligible = _caught_up_to_leader_epoch(s, leader, replica, hw) and _hw_reached_current_epoch(
+                    s, leader
+                )
+            else:
+                eligible = (
+                    _follows_leader_epoch(s, leader, replica)
+                    and (hw == 0 or len(logs[replica]) >= hw)
+                    and _hw_reached_current_epoch(s, leader)
+                )
+            if eligible:
+                yield Action("LeaderExpandIsr", leader=leader, replica=replica), _quorum_update(
+                    s, leader, isr | {replica}
+                )
+
+    def _follower_fetch(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        mode = self.config.fetch_fencing
+        logs, states = s.replicaLog, s.replicaState
+        for follower in self.replica_ids:
+            fstate = states[follower]
+            leader = fstate.leader
+            if leader == NO_LEADER or leader == follower:
+                continue
+            lstate = states[leader]
+            if lstate.leader != leader:
+                continue
+            flog, llog = logs[follower], logs[leader]
+            end = len(flog)
+            if end >= len(llog):
+                continue
+            if mode == "last_fetched_epoch":
+                if end > 0 and flog[end - 1].epoch != llog[end - 1].epoch:
+                    continue
+            elif mode == "current_leader_epoch" and fstate.leaderEpoch != lstate.leaderEpoch:
+                continue
+            hw = min(lstate.hw, end + 1)
+            yield Action("FollowerFetch", follower=follower, leader=leader), s._replace(
+                replicaLog=_put(logs, follower, (*flog, llog[end])),
+                replicaState=_put(states, follower, fstate._replace(hw=hw)),
+            )
+
+    def _follower_truncate(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+        """The first KIP-320 draft: truncate when a fetch finds the follower's log diverged."""
+        logs, states = s.replicaLog, s.replicaState
+        for follower in self.replica_ids:
+            fstate = states[follower]
+            leader = fstate.leader
+            if leader == NO_LEADER or leader == follower or states[leader].leader != leader:
+                continue
+            flog, llog = logs[follower], logs[leader]
+            diverged = len(flog) > len(llog) or (
+                bool(flog) and len(llog) >= len(flog) and llog[len(flog) - 1].epoch != flog[-1].epoch
+            )
+            if not diverged:
+                continue
+            offset = _first_non_matching_offset_from_tail(llog, flog)
+            yield Action("FollowerTruncate", follower=follower, leader=leader), s._replace(
+                replicaLog=_put(logs, follower, flog[:offset]),
+                replicaState=_put(states, follower, fstate._replace(hw=min(offset, fstate.hw))),
+            )
+
+    # -- symmetry ------------------------------------------------------------------------------
+    def symmetry(self, s: ReplicationState) -> ReplicationState:
+        """Replicas are interchangeable: the least state over all permutations of replica ids."""
+        best, best_key = s, None
+        for perm in itertools.permutations(self.replica_ids):
+            candidate = _permute(s, perm)
+            key = _sort_key(candidate)
+            if best_key is None or key < best_key:
+                best, best_key = candidate, key
+        return best
+
+
+# -- helpers: the spec's operators ----------------------------------------------------------------
+def _put(items: tuple, index: int, value: object) -> tuple:
+    return (*items[:index], value, *items[index + 1 :])
+
+
+def _quorum_update(s: ReplicationState, leader: int, isr: frozenset[int]) -> ReplicationState:
+    """The leader's conditional ISR write to ZooKeeper (epoch unchanged, no LeaderAndIsr sent)."""
+    quorum = s.quorumState
+    return s._replace(
+        quorumState=LeaderAndIsr(quorum.leaderEpoch, quorum.leader, isr),
+        replicaState=_put(s.replicaState, leader, s.replicaState[leader]._replace(isr=isr)),
+    )
+
+
+def _caught_up(s: ReplicationState, leader: int, follower: int, end_offset: int) -> bool:
+    """The follower follows the leader and has the offset before end_offset (no epoch check)."""
+    if s.replicaState[follower].leader != leader:
+        return False
+    if end_offset == 0:
+        return True
+    return len(s.replicaLog[leader]) >= end_offset and len(s.replicaLog[follower]) >= end_offset
+
+
+def _caught_up_to_leader_epoch(s: ReplicationState, leader: int, follower: int, end_offset: int) -> bool:
+    """As _caught_up, and the record before end_offset has the same epoch on both replicas."""
+    if s.replicaState[leader].leader != leader or s.replicaState[follower].leader != leader:
+        return False
+    if end_offset == 0:
+        return True
+    llog, flog = s.replicaLog[leader], s.replicaLog[follower]
+    return len(llog) >= end_offset and len(flog) >= end_offset and flog[end_offset - 1].epoch == llog[
+        end_offset - 1
+    ].epoch
+
+
+def _follows_leader_epoch(s: ReplicationState, leader: int, follower: int) -> bool:
+    lstate, fstate = s.replicaState[leader], s.replicaState[follower]
+    return lstate.leader == leader and fstate.leader == leader and fstate.leaderEpoch == lstate.leaderEpoch
+
+
+def _hw_reached_current_epoch(s: ReplicationState, leader: int) -> bool:
+    """The leader's HW is at its log end or at a record of its own epoch (KAFKA-7128)."""
+    state, log = s.replicaState[leader], s.replicaLog[leader]
+    return state.hw == len(log) or (state.hw < len(log) and log[state.hw].epoch == state.leaderEpoch)
+
+
+def _offset_for_leader_epoch(s: ReplicationState, leader: int, follower: int, epoch: int) -> int:
+    """KIP-101's OffsetsForLeaderEpoch answer, falling back to the follower's HW."""
+    llog = s.replicaLog[leader]
+    if not llog:
+        return s.replicaState[follower].hw
+    if llog[-1].epoch == epoch:
+        return len(llog)
+    larger = [offset for offset, record in enumerate(llog) if record.epoch > epoch]
+    return larger[0] if larger else s.replicaState[follower].hw
+
+
+def _first_non_matching_offset_from_tail(leader_log: tuple[Record, ...], log: tuple[Record, ...]) -> int:
+    """One past the largest offset at which both logs hold the same record (KIP-279)."""
+    if not leader_log:
+        return 0
+    for offset in range(min(len(log), len(leader_log)) - 1, -1, -1):
+        if log[offset] == leader_log[offset]:
+            return offset + 1
+    return 0
+
+
+def _permute(s: ReplicationState, perm: tuple[int, ...]) -> ReplicationState:
+    """Rename replica i to perm[i]."""
+
+    def rid(r: int) -> int:
+        return r if r == NO_LEADER else perm[r]
+
+    def rset(rs: frozenset[int]) -> frozenset[int]:
+        return frozenset(perm[r] for r in rs)
+
+    n = len(perm)
+    logs: list = [None] * n
+    states: list = [None] * n
+    for r in range(n):
+        logs[perm[r]] = s.replicaLog[r]
+        st = s.replicaState[r]
+        states[perm[r]] = ReplicaState(st.hw, st.leaderEpoch, rid(st.leader), rset(st.isr))
+    quorum = s.quorumState
+    return ReplicationState(
+        tuple(logs),
+        tuple(states),
+        s.nextRecordId,
+        s.nextLeaderEpoch,
+        frozenset(LeaderAndIsr(q.leaderEpoch, rid(q.leader), rset(q.isr)) for q in s.leaderAndIsrRequests),
+        LeaderAndIsr(quorum.leaderEpoch, rid(quorum.leader), rset(quorum.isr)),
+    )
+
+
+def _sort_key(s: ReplicationState) -> tuple:
+    def isr_key(isr: frozenset[int]) -> tuple[int, ...]:
+        return tuple(sorted(isr))
+
+    return (
+        s.replicaLog,
+        tuple((st.hw, st.leaderEpoch, st.leader, isr_key(st.isr)) for st in s.replicaState),
+        tuple(sorted((q.leaderEpoch, q.leader, isr_key(q.isr)) for q in s.leaderAndIsrRequests)),
+        (s.quorumState.leaderEpoch, s.quorumState.leader, isr_key(s.quorumState.isr)),
+    )
