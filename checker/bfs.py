@@ -219,9 +219,7 @@ def bfs(
                 stop = True
                 break
             if expanded & 1023 == 0:
-                progress.update(
-                    distinct=len(parents), generated=generated, depth=depth, queue=len(next_frontier)
-                )
+                progress.update(distinct=len(parents), generated=generated, depth=depth, queue=len(next_frontier))
         frontier = next_frontier
         if frontier and not stop:
             depth += 1
@@ -236,9 +234,7 @@ def bfs(
         elapsed_s=elapsed,
         peak_memory_bytes=peak_rss(),
         bytes_per_state=(max(current_rss() - rss_start, 0) / distinct) if distinct else None,
-        collision_probability=(
-            collision_probability(distinct, generated) if options.store == "fingerprints" else None
-        ),
+        collision_probability=(collision_probability(distinct, generated) if options.store == "fingerprints" else None),
         storage=options.store,
     )
     found = list(violations.values())

@@ -111,8 +111,11 @@ def list_models(
                 "description": cls.description,
                 "default_preset": cls.default_preset,
                 "presets": {
-                    p: {"description": preset.description, "settings": dict(preset.settings),
-                        "expected": dict(preset.expected)}
+                    p: {
+                        "description": preset.description,
+                        "settings": dict(preset.settings),
+                        "expected": dict(preset.expected),
+                    }
                     for p, preset in cls.presets.items()
                 },
                 "properties": [
@@ -185,11 +188,16 @@ def check(
         spec_files=specs,
         engine_name=engine,
         bfs_options=BfsOptions(
-            max_depth=max_depth, max_states=max_states, symmetry=symmetry, deadlock=deadlock,
-            keep_going=keep_going, store=store,
+            max_depth=max_depth,
+            max_states=max_states,
+            symmetry=symmetry,
+            deadlock=deadlock,
+            keep_going=keep_going,
+            store=store,
         ),
-        simulation_options=SimulationOptions(seed=seed, depth=depth, walks=walks, deadlock=deadlock,
-                                             keep_going=keep_going),
+        simulation_options=SimulationOptions(
+            seed=seed, depth=depth, walks=walks, deadlock=deadlock, keep_going=keep_going
+        ),
     )
     job.build()  # validate names and values before any work
     result = job.run(make_progress(f"kmc {engine}", enabled=progress and not as_json))
@@ -202,7 +210,8 @@ def check(
                 seconds=result.stats.elapsed_s,
                 failure=(
                     f"{prop} violated: trace of {v.trace_length} states in {v.trace_file}"
-                    if (v := result.violation(prop)) else None
+                    if (v := result.violation(prop))
+                    else None
                 ),
             )
             for prop in result.properties
@@ -246,7 +255,7 @@ def show(
 def ci(
     suite: Annotated[Path, typer.Argument(help="A TOML suite of [[check]] entries.")],
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Directory for traces of violations found.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write traces of violations found under DIR/<model>/.")] = None,
 ) -> None:
     """Run every check in the suite; exit 1 if any verdict differs from the expected one."""
     entries = load_suite(suite)
@@ -293,8 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line unless --debug
         if debug:
             raise
-        print(f"kmc: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)",
-              file=sys.stderr)
+        print(
+            f"kmc: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr
+        )
         return EXIT_BAD_INPUT
     return EXIT_HOLDS
 

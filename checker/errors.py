@@ -17,9 +17,7 @@ class PropertyError(UserError):
         self.prop_name = prop_name
         self.state = state
         self.exc = exc
-        super().__init__(
-            f"property {prop_name} raised {type(exc).__name__}: {exc} -- in state {state!r}"
-        )
+        super().__init__(f"property {prop_name} raised {type(exc).__name__}: {exc} -- in state {state!r}")
 
 
 class NondeterministicModelError(UserError):

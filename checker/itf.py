@@ -9,7 +9,6 @@ the action and arguments that led to it.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import enum
 import json
 from collections.abc import Mapping
@@ -24,8 +23,27 @@ FORMAT = "ITF"
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 
 
-def _sort_key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+def natural_key(value: Any) -> tuple[Any, ...]:
+    """A total order on state values that reads naturally: numbers by value, records by field order."""
+    if isinstance(value, bool):
+        return (0, int(value))
+    if isinstance(value, int):
+        return (1, int(value))
+    if isinstance(value, str):
+        return (2, value)
+    if isinstance(value, enum.Enum):
+        return (2, value.name)
+    if value is None:
+        return (-1,)
+    if isinstance(value, tuple):
+        return (3, tuple(natural_key(v) for v in value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (3, tuple(natural_key(getattr(value, f.name)) for f in dataclasses.fields(value)))
+    if isinstance(value, frozenset | set):
+        return (4, tuple(sorted(natural_key(v) for v in value)))
+    if isinstance(value, Mapping):
+        return (5, tuple(sorted((natural_key(k), natural_key(v)) for k, v in value.items())))
+    return (6, repr(value))
 
 
 def to_itf(value: Any) -> Any:
@@ -49,10 +67,10 @@ def to_itf(value: Any) -> Any:
     if isinstance(value, list):
         return [to_itf(v) for v in value]
     if isinstance(value, frozenset | set):
-        return {"#set": sorted((to_itf(v) for v in value), key=_sort_key)}
+        return {"#set": [to_itf(v) for v in sorted(value, key=natural_key)]}
     if isinstance(value, Mapping):
-        entries = [[to_itf(k), to_itf(v)] for k, v in value.items()]
-        return {"#map": sorted(entries, key=_sort_key)}
+        keys = sorted(value, key=natural_key)
+        return {"#map": [[to_itf(k), to_itf(value[k])] for k in keys]}
     if isinstance(value, float):
         return value
     raise TypeError(f"cannot write a value of type {type(value).__name__} to ITF")
@@ -99,7 +117,6 @@ def trace_to_itf(
             "config": dict(config),
             "property": property,
             "engine": engine,
-            "created": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             **(dict(extra_meta) if extra_meta else {}),
         },
         "vars": varnames,

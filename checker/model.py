@@ -57,9 +57,7 @@ def param(
     choices: tuple[Any, ...] | None = None,
 ) -> Any:
     """A config key: a dataclass field with its help text and the values it accepts."""
-    return dataclasses.field(
-        default=default, metadata={"help": help, "min": min, "max": max, "choices": choices}
-    )
+    return dataclasses.field(default=default, metadata={"help": help, "min": min, "max": max, "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -195,16 +193,12 @@ class Model:
                 yield nxt
 
     @classmethod
-    def build(
-        cls, preset: str | None = None, overrides: Mapping[str, Any] | None = None
-    ) -> Model:
+    def build(cls, preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> Model:
         """The model for a preset plus ``key=value`` overrides, with every value checked."""
         return cls(cls.make_config(preset, overrides))
 
     @classmethod
-    def make_config(
-        cls, preset: str | None = None, overrides: Mapping[str, Any] | None = None
-    ) -> Any:
+    def make_config(cls, preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> Any:
         values: dict[str, Any] = {}
         chosen = preset if preset is not None else cls.default_preset
         if chosen is not None:

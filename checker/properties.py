@@ -144,9 +144,7 @@ class PropertySet:
         return [p.name for p in self.all()]
 
 
-def select_properties(
-    model_cls: type, spec_files: Sequence[str | Path] = (), names: Sequence[str] = ()
-) -> PropertySet:
+def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), names: Sequence[str] = ()) -> PropertySet:
     """The model's own properties plus those of spec files, narrowed to ``names`` if given."""
     available = model_properties(model_cls)
     for spec_file in spec_files:

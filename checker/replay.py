@@ -36,7 +36,7 @@ def _first_difference(expected: Mapping[str, Any], actual: Mapping[str, Any]) ->
 
 def model_for_trace(doc: Mapping[str, Any]) -> Model:
     meta = doc["#meta"]
-    cls = load_model_class(meta["model"])
+    cls = load_model_class(meta.get("model_ref") or meta["model"])
     config = meta.get("config") or {}
     if not isinstance(config, dict):
         raise UserError("malformed trace: '#meta'.config must be an object")
@@ -68,8 +68,7 @@ def replay(doc: Mapping[str, Any]) -> Replayed:
         if match is None:
             detail = _first_difference(itf_states[index], state_vars(candidates[0][1]))
             raise UserError(
-                f"trace does not replay: step {index}: after {format_action(want_action)} the state "
-                f"differs ({detail})"
+                f"trace does not replay: step {index}: after {format_action(want_action)} the state differs ({detail})"
             )
         actions.append(match[0])
         states.append(match[1])

@@ -80,6 +80,8 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
     seed: int | None = None
     error: str | None = None
+    model_ref: str | None = None
+    """How the model was named when it is not a registered one (module:Class or file.py:Class)."""
 
     @property
     def verdict(self) -> str:

@@ -1,6 +1,6 @@
 """One check from names to result: the builder that picks the engine.
 
-    result = Check("replication", preset="kip-320").engine("bfs").run()
+result = Check("replication", preset="kip-320").engine("bfs").run()
 """
 
 from __future__ import annotations
@@ -50,8 +50,20 @@ class Check:
         model, props = self.build()
         preset = self.preset if self.preset is not None else type(model).default_preset
         if self.engine_name == "simulate":
-            return simulate(model, props, self.simulation_options, progress, preset=preset)
-        return bfs(model, props, self.bfs_options, progress, preset=preset)
+            result = simulate(model, props, self.simulation_options, progress, preset=preset)
+        else:
+            result = bfs(model, props, self.bfs_options, progress, preset=preset)
+        if self.model_name != model.name:
+            result.model_ref = model_reference(self.model_name)
+        return result
+
+
+def model_reference(name: str) -> str:
+    """A model of one's own as replay will find it again: file paths made absolute."""
+    target, sep, attr = name.rpartition(":")
+    if sep and target.endswith(".py"):
+        return f"{Path(target).resolve()}:{attr}"
+    return name
 
 
 def trace_filename(result: CheckResult, prop: str) -> str:
@@ -65,6 +77,8 @@ def write_traces(result: CheckResult, out_dir: str | Path) -> list[Path]:
     for violation in result.violations:
         path = Path(out_dir) / trace_filename(result, violation.property)
         extra: dict[str, Any] = {"kind": violation.kind}
+        if result.model_ref:
+            extra["model_ref"] = result.model_ref
         if result.seed is not None:
             extra["seed"] = result.seed
         doc = trace_to_itf(

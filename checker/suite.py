@@ -34,9 +34,27 @@ from .simulation import SimulationOptions
 
 EXPECTATIONS = ("holds", "holds-complete", "violated")
 _KEYS = {
-    "name", "model", "preset", "set", "properties", "spec", "engine", "max_depth", "max_states",
-    "symmetry", "deadlock", "continue", "store", "seed", "depth", "walks", "expect", "expect_property",
-    "expect_trace_length", "expect_distinct_states", "replay",
+    "name",
+    "model",
+    "preset",
+    "set",
+    "properties",
+    "spec",
+    "engine",
+    "max_depth",
+    "max_states",
+    "symmetry",
+    "deadlock",
+    "continue",
+    "store",
+    "seed",
+    "depth",
+    "walks",
+    "expect",
+    "expect_property",
+    "expect_trace_length",
+    "expect_distinct_states",
+    "replay",
 }
 
 
@@ -168,9 +186,7 @@ def _judge(entry: Entry, result: CheckResult) -> list[str]:
         if entry.expect == "holds-complete" and not result.complete:
             problems.append(f"expected a complete run, it was bounded ({result.bound_reason})")
     if entry.expect_distinct_states is not None and result.stats.distinct_states != entry.expect_distinct_states:
-        problems.append(
-            f"expected {entry.expect_distinct_states} distinct states, got {result.stats.distinct_states}"
-        )
+        problems.append(f"expected {entry.expect_distinct_states} distinct states, got {result.stats.distinct_states}")
     return problems
 
 
@@ -182,11 +198,11 @@ def run_suite(
         start = time.perf_counter()
         result = None
         try:
-            if entry.replay is not None:
-                replay(read_trace(entry.replay))
             result = entry.check.run()
             if out_dir is not None:
-                write_traces(result, Path(out_dir))
+                write_traces(result, Path(out_dir) / result.model)
+            if entry.replay is not None:
+                replay(read_trace(entry.replay))
             problems = _judge(entry, result)
             summary = (
                 f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"

@@ -100,28 +100,41 @@ PRESETS = {
     "truncate-to-hw": _preset(
         "before KIP-101 (< 0.11): a new follower truncates to its high watermark",
         {"StrongIsr": "violated"},
-        truncation="hw", fetch_fencing="none", hw_advance="isr_offsets", isr_rules="offsets",
+        truncation="hw",
+        fetch_fencing="none",
+        hw_advance="isr_offsets",
+        isr_rules="offsets",
     ),
     "kip-101": _preset(
         "KIP-101 (0.11): truncation by leader epoch (OffsetsForLeaderEpoch)",
         {"StrongIsr": "violated"},
-        truncation="leader_epoch", fetch_fencing="none", hw_advance="isr_offsets", isr_rules="offsets",
+        truncation="leader_epoch",
+        fetch_fencing="none",
+        hw_advance="isr_offsets",
+        isr_rules="offsets",
     ),
     "kip-279": _preset(
         "KIP-279 (2.0): truncate after the last offset whose record matches the leader's",
         {"StrongIsr": "violated with replicas=3"},
-        truncation="matching_offset", fetch_fencing="none", hw_advance="isr_offsets", isr_rules="offsets",
+        truncation="matching_offset",
+        fetch_fencing="none",
+        hw_advance="isr_offsets",
+        isr_rules="offsets",
     ),
     "kip-320-first-try": _preset(
         "the first KIP-320 draft: truncate on a fetch error, fetches checked by last fetched epoch",
         {"StrongIsr": "violated with replicas=3"},
-        truncation="on_fetch", fetch_fencing="last_fetched_epoch", hw_advance="epoch_match",
+        truncation="on_fetch",
+        fetch_fencing="last_fetched_epoch",
+        hw_advance="epoch_match",
         isr_rules="epoch_match",
     ),
     "kip-320": _preset(
         "KIP-320 (2.1): fetches and truncation fenced by the current leader epoch",
         {"StrongIsr": "holds", "WeakIsr": "holds", "LeaderInIsr": "holds", "LogMatching": "holds"},
-        truncation="fenced", fetch_fencing="current_leader_epoch", hw_advance="current_epoch",
+        truncation="fenced",
+        fetch_fencing="current_leader_epoch",
+        hw_advance="current_epoch",
         isr_rules="current_epoch",
     ),
 }
@@ -171,8 +184,12 @@ class ReplicationModel(Model):
         """The controller writes a new leader and ISR (bumping the epoch) and sends LeaderAndIsr."""
         request = LeaderAndIsr(s.nextLeaderEpoch, leader, isr)
         return ReplicationState(
-            s.replicaLog, s.replicaState, s.nextRecordId, s.nextLeaderEpoch + 1,
-            s.leaderAndIsrRequests | {request}, request,
+            s.replicaLog,
+            s.replicaState,
+            s.nextRecordId,
+            s.nextLeaderEpoch + 1,
+            s.leaderAndIsrRequests | {request},
+            request,
         )
 
     def _controller_actions(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
@@ -182,8 +199,9 @@ class ReplicationModel(Model):
         # ControllerElectLeader: clean election of any other ISR member.
         for candidate in sorted(quorum.isr):
             if candidate != quorum.leader:
-                yield Action("ControllerElectLeader", leader=candidate), self._controller_update(
-                    s, candidate, quorum.isr
+                yield (
+                    Action("ControllerElectLeader", leader=candidate),
+                    self._controller_update(s, candidate, quorum.isr),
                 )
         # ControllerShrinkIsr: a broker fails or shuts down; a failed leader loses leadership.
         for replica in self.replica_ids:
@@ -206,8 +224,9 @@ class ReplicationModel(Model):
             current = s.replicaState[leader]
             if request.leaderEpoch > current.leaderEpoch:
                 state = ReplicaState(current.hw, request.leaderEpoch, leader, request.isr)
-                yield Action("BecomeLeader", leader=leader, leaderEpoch=request.leaderEpoch), s._replace(
-                    replicaState=_put(s.replicaState, leader, state)
+                yield (
+                    Action("BecomeLeader", leader=leader, leaderEpoch=request.leaderEpoch),
+                    s._replace(replicaState=_put(s.replicaState, leader, state)),
                 )
 
     def _truncation_offset(self, s: ReplicationState, leader: int, replica: int) -> int | None:
@@ -268,9 +287,12 @@ class ReplicationModel(Model):
             log = s.replicaLog[leader]
             if state.leader == leader and len(log) < self.config.log_size:
                 record = Record(s.nextRecordId, state.leaderEpoch)
-                yield Action("LeaderWrite", leader=leader, id=record.id), s._replace(
-                    replicaLog=_put(s.replicaLog, leader, (*log, record)),
-                    nextRecordId=s.nextRecordId + 1,
+                yield (
+                    Action("LeaderWrite", leader=leader, id=record.id),
+                    s._replace(
+                        replicaLog=_put(s.replicaLog, leader, (*log, record)),
+                        nextRecordId=s.nextRecordId + 1,
+                    ),
                 )
 
     def _leader_inc_high_watermark(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
@@ -297,8 +319,9 @@ class ReplicationModel(Model):
                     _follows_leader_epoch(s, leader, f) and len(logs[f]) > hw for f in state.isr
                 )
             if ok:
-                yield Action("LeaderIncHighWatermark", leader=leader), s._replace(
-                    replicaState=_put(states, leader, state._replace(hw=hw + 1))
+                yield (
+                    Action("LeaderIncHighWatermark", leader=leader),
+                    s._replace(replicaState=_put(states, leader, state._replace(hw=hw + 1))),
                 )
 
     def _leader_isr_changes(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
@@ -322,8 +345,9 @@ class ReplicationModel(Model):
             else:
                 lagging = not _follows_leader_epoch(s, leader, replica) or len(logs[replica]) < len(leader_log)
             if lagging:
-                yield Action("LeaderShrinkIsr", leader=leader, replica=replica), _quorum_update(
-                    s, leader, isr - {replica}
+                yield (
+                    Action("LeaderShrinkIsr", leader=leader, replica=replica),
+                    _quorum_update(s, leader, isr - {replica}),
                 )
         hw = state.hw
         for replica in self.replica_ids:
@@ -332,9 +356,7 @@ class ReplicationModel(Model):
             if mode == "offsets":
                 eligible = _caught_up(s, leader, replica, hw)
             elif mode == "epoch_match":
-                eligible = _caught_up_to_leader_epoch(s, leader, replica, hw) and _hw_reached_current_epoch(
-                    s, leader
-                )
+                eligible = _caught_up_to_leader_epoch(s, leader, replica, hw) and _hw_reached_current_epoch(s, leader)
             else:
                 eligible = (
                     _follows_leader_epoch(s, leader, replica)
@@ -342,8 +364,9 @@ class ReplicationModel(Model):
                     and _hw_reached_current_epoch(s, leader)
                 )
             if eligible:
-                yield Action("LeaderExpandIsr", leader=leader, replica=replica), _quorum_update(
-                    s, leader, isr | {replica}
+                yield (
+                    Action("LeaderExpandIsr", leader=leader, replica=replica),
+                    _quorum_update(s, leader, isr | {replica}),
                 )
 
     def _follower_fetch(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
@@ -352,7 +375,7 @@ class ReplicationModel(Model):
         for follower in self.replica_ids:
             fstate = states[follower]
             leader = fstate.leader
-            if leader == NO_LEADER or leader == follower:
+            if leader in (NO_LEADER, follower):
                 continue
             lstate = states[leader]
             if lstate.leader != leader:
@@ -367,9 +390,12 @@ class ReplicationModel(Model):
             elif mode == "current_leader_epoch" and fstate.leaderEpoch != lstate.leaderEpoch:
                 continue
             hw = min(lstate.hw, end + 1)
-            yield Action("FollowerFetch", follower=follower, leader=leader), s._replace(
-                replicaLog=_put(logs, follower, (*flog, llog[end])),
-                replicaState=_put(states, follower, fstate._replace(hw=hw)),
+            yield (
+                Action("FollowerFetch", follower=follower, leader=leader),
+                s._replace(
+                    replicaLog=_put(logs, follower, (*flog, llog[end])),
+                    replicaState=_put(states, follower, fstate._replace(hw=hw)),
+                ),
             )
 
     def _follower_truncate(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
@@ -378,7 +404,7 @@ class ReplicationModel(Model):
         for follower in self.replica_ids:
             fstate = states[follower]
             leader = fstate.leader
-            if leader == NO_LEADER or leader == follower or states[leader].leader != leader:
+            if leader in (NO_LEADER, follower) or states[leader].leader != leader:
                 continue
             flog, llog = logs[follower], logs[leader]
             diverged = len(flog) > len(llog) or (
@@ -387,9 +413,12 @@ class ReplicationModel(Model):
             if not diverged:
                 continue
             offset = _first_non_matching_offset_from_tail(llog, flog)
-            yield Action("FollowerTruncate", follower=follower, leader=leader), s._replace(
-                replicaLog=_put(logs, follower, flog[:offset]),
-                replicaState=_put(states, follower, fstate._replace(hw=min(offset, fstate.hw))),
+            yield (
+                Action("FollowerTruncate", follower=follower, leader=leader),
+                s._replace(
+                    replicaLog=_put(logs, follower, flog[:offset]),
+                    replicaState=_put(states, follower, fstate._replace(hw=min(offset, fstate.hw))),
+                ),
             )
 
     # -- symmetry ------------------------------------------------------------------------------
@@ -434,9 +463,9 @@ def _caught_up_to_leader_epoch(s: ReplicationState, leader: int, follower: int, 
     if end_offset == 0:
         return True
     llog, flog = s.replicaLog[leader], s.replicaLog[follower]
-    return len(llog) >= end_offset and len(flog) >= end_offset and flog[end_offset - 1].epoch == llog[
-        end_offset - 1
-    ].epoch
+    return (
+        len(llog) >= end_offset and len(flog) >= end_offset and flog[end_offset - 1].epoch == llog[end_offset - 1].epoch
+    )
 
 
 def _follows_leader_epoch(s: ReplicationState, leader: int, follower: int) -> bool:

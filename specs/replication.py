@@ -20,9 +20,7 @@ def _replicated_below_hw(s: ReplicationState, leader: int, members: frozenset[in
 @invariant
 def WeakIsr(s: ReplicationState) -> bool:
     """Every presumed leader's own ISR holds exactly its log up to its high watermark."""
-    return all(
-        _replicated_below_hw(s, r, st.isr) for r, st in enumerate(s.replicaState) if st.leader == r
-    )
+    return all(_replicated_below_hw(s, r, st.isr) for r, st in enumerate(s.replicaState) if st.leader == r)
 
 
 @invariant
@@ -51,8 +49,6 @@ def LogMatching(s: ReplicationState) -> bool:
     for a in range(n):
         for b in range(a + 1, n):
             common = min(states[a].hw, states[b].hw)
-            if common and (
-                len(logs[a]) < common or len(logs[b]) < common or logs[a][:common] != logs[b][:common]
-            ):
+            if common and (len(logs[a]) < common or len(logs[b]) < common or logs[a][:common] != logs[b][:common]):
                 return False
     return True

@@ -1,0 +1,232 @@
+"""The kmc command: verdicts, exit codes, JSON, and one clear line for every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TESTS
+
+
+def test_check_holds_json(kmc, toy: str, tmp_path: Path) -> None:
+    code, out, err = kmc("check", f"{toy}:TwoPhaseCommit", "--json", "--out", tmp_path)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["verdict"] == "holds"
+    assert data["complete"] is True
+    assert data["distinct_states"] == 62
+    assert data["depth"] == 8
+    assert data["violations"] == []
+    assert {"generated_states", "elapsed_s"} <= set(data)
+
+
+def test_check_violated_json_and_trace(kmc, toy: str, tmp_path: Path) -> None:
+    code, out, _ = kmc("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--json", "--out", tmp_path)
+    assert code == 1
+    data = json.loads(out)
+    assert data["verdict"] == "violated"
+    assert data["complete"] is False
+    [violation] = data["violations"]
+    assert violation["property"] == "Consistent"
+    assert violation["trace_length"] == 5
+    trace = Path(violation["trace"])
+    assert trace == tmp_path / "buggy-Consistent.itf.json"
+    assert kmc("replay", trace)[0] == 0
+
+
+def test_check_human_output_prints_the_trace(kmc, toy: str, tmp_path: Path) -> None:
+    code, out, _ = kmc("check", f"{toy}:CounterGrid", "--set", "limit=2", "--out", tmp_path)
+    assert code == 1
+    assert "VIOLATED Bounded (invariant): shortest trace of 3 states" in out
+    assert "State 2: Inc" in out
+    assert "verdict: violated" in out
+
+
+def test_bounded_run_and_require_complete(kmc, toy: str, tmp_path: Path) -> None:
+    code, out, _ = kmc("check", f"{toy}:CounterGrid", "--max-depth", "2", "--json", "--out", tmp_path)
+    assert code == 0
+    data = json.loads(out)
+    assert data["complete"] is False and data["bound_reason"] == "max depth 2"
+    code, _, _ = kmc("check", f"{toy}:CounterGrid", "--max-depth", "2", "--require-complete", "--out", tmp_path)
+    assert code == 3
+    code, _, _ = kmc("check", f"{toy}:CounterGrid", "--require-complete", "--out", tmp_path)
+    assert code == 0
+
+
+def test_simulation_is_reproducible_from_its_seed(kmc, toy: str, tmp_path: Path) -> None:
+    args = ("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--engine", "simulate", "--json")
+    code1, out1, _ = kmc(*args, "--seed", "7", "--out", tmp_path / "a")
+    code2, out2, _ = kmc(*args, "--seed", "7", "--out", tmp_path / "b")
+    assert code1 == code2 == 1
+    one, two = json.loads(out1), json.loads(out2)
+    assert one["seed"] == 7
+    assert one["violations"][0]["trace_length"] == two["violations"][0]["trace_length"]
+    a = json.loads((tmp_path / "a" / "buggy-Consistent.itf.json").read_text())
+    b = json.loads((tmp_path / "b" / "buggy-Consistent.itf.json").read_text())
+    assert a["states"] == b["states"]
+    assert kmc("replay", tmp_path / "a" / "buggy-Consistent.itf.json")[0] == 0
+
+
+def test_simulation_prints_a_seed_when_none_given(kmc, toy: str, tmp_path: Path) -> None:
+    code, out, _ = kmc("check", f"{toy}:CounterGrid", "--engine", "simulate", "--walks", "5", "--out", tmp_path)
+    assert code == 0
+    assert "rerun with --seed" in out
+    assert "holds within bounds only" in out
+
+
+def test_spec_file_adds_properties(kmc, toy: str, tmp_path: Path) -> None:
+    spec = tmp_path / "mine.py"
+    spec.write_text("from kmc.checker import invariant\n\n@invariant\ndef XNeverThree(s):\n    return s.x != 3\n")
+    code, out, _ = kmc("check", f"{toy}:CounterGrid", "--spec", spec, "-P", "XNeverThree", "--json", "--out", tmp_path)
+    assert code == 1
+    assert json.loads(out)["violations"][0]["trace_length"] == 4
+
+
+def test_list_shows_models_presets_properties_and_keys(kmc) -> None:
+    code, out, _ = kmc("list", "--json")
+    assert code == 0
+    models = {m["model"]: m for m in json.loads(out)}
+    rep = models["replication"]
+    assert set(rep["presets"]) == {"truncate-to-hw", "kip-101", "kip-279", "kip-320-first-try", "kip-320"}
+    assert [p["name"] for p in rep["properties"]] == ["WeakIsr", "StrongIsr", "LeaderInIsr", "LogMatching"]
+    assert {c["key"]: c["default"] for c in rep["config"]}["replicas"] == 2
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+BAD_INPUT = [
+    (("check", "no-such-model"), "unknown model 'no-such-model'"),
+    (("check", "replication", "--preset", "kip-999"), "unknown preset 'kip-999'"),
+    (("check", "replication", "--property", "Nope"), "unknown property 'Nope'"),
+    (("check", "replication", "--set", "brokers=3"), "unknown config key 'brokers'"),
+    (("check", "replication", "--set", "replicas=two"), "bad value for replicas"),
+    (("check", "replication", "--set", "replicas=0"), "below the minimum 1"),
+    (("check", "replication", "--set", "truncation=sometimes"), "bad value for truncation"),
+    (("check", "replication", "--set", "replicas"), "--set expects key=value"),
+    (("check", "replication", "--engine", "quantum"), "unknown engine 'quantum'"),
+    (("check", "replication", "--no-such-flag"), "No such option"),
+    (("check", "replication", "--store", "tape"), "unknown store 'tape'"),
+    (("replay", "/nonexistent/trace.itf.json"), "trace file not found"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT)
+def test_bad_input_is_one_line_and_exit_2(kmc, tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    code, _, err = kmc(*args, "--out", tmp_path) if args[0] == "check" else kmc(*args)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_spec_file_that_fails_to_import(kmc, tmp_path: Path) -> None:
+    spec = _write(tmp_path, "broken.py", "import nonexistent_module_xyz\n")
+    code, _, err = kmc("check", "replication", "--spec", spec, "--out", tmp_path)
+    assert code == 2
+    assert "failed to import (line 1): ModuleNotFoundError" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_spec_file_without_properties(kmc, tmp_path: Path) -> None:
+    spec = _write(tmp_path, "empty.py", "X = 1\n")
+    code, _, err = kmc("check", "replication", "--spec", spec, "--out", tmp_path)
+    assert code == 2 and "defines no properties" in err
+
+
+def test_property_that_raises(kmc, toy: str, tmp_path: Path) -> None:
+    spec = _write(
+        tmp_path,
+        "raises.py",
+        "from kmc.checker import invariant\n\n@invariant\ndef Oops(s):\n    return {}[s.x]\n",
+    )
+    code, _, err = kmc("check", f"{toy}:CounterGrid", "--spec", spec, "-P", "Oops", "--out", tmp_path)
+    assert code == 2
+    assert "property Oops raised KeyError: 0 -- in state Grid(x=0, y=0)" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_model_that_raises(kmc, toy: str, tmp_path: Path) -> None:
+    code, _, err = kmc("check", f"{toy}:Crashy", "--out", tmp_path)
+    assert code == 2 and "raised KeyError in successors()" in err and "in state 2" in err
+
+
+def test_nondeterministic_model(kmc, toy: str, tmp_path: Path) -> None:
+    code, _, err = kmc("check", f"{toy}:Flaky", "--out", tmp_path)
+    assert code == 2 and "different results in two calls on the same state" in err
+
+
+def test_malformed_traces(kmc, tmp_path: Path) -> None:
+    cases = {
+        "notjson.itf.json": "{ this is not json",
+        "nometa.itf.json": json.dumps({"states": [{}]}),
+        "nostates.itf.json": json.dumps({"#meta": {"model": "replication"}, "states": []}),
+        "noaction.itf.json": json.dumps({"#meta": {"model": "replication"}, "states": [{}, {"#meta": {}}]}),
+    }
+    for name, text in cases.items():
+        code, _, err = kmc("replay", _write(tmp_path, name, text))
+        assert code == 2, name
+        assert "malformed trace" in err, name
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_trace_that_does_not_replay(kmc, toy: str, tmp_path: Path) -> None:
+    _, out, _ = kmc("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--json", "--out", tmp_path)
+    path = Path(json.loads(out)["violations"][0]["trace"])
+    doc = json.loads(path.read_text())
+    doc["states"][2]["participants"]["#tup"][0] = "committed"
+    path.write_text(json.dumps(doc))
+    code, _, err = kmc("replay", path)
+    assert code == 2
+    assert "trace does not replay: step 2" in err
+    doc["states"][2]["#meta"]["action"]["name"] = "Teleport"
+    path.write_text(json.dumps(doc))
+    code, _, err = kmc("replay", path)
+    assert code == 2 and "action Teleport(" in err and "is not enabled in state 1" in err
+
+
+def test_show_prints_only_changed_fields(kmc, toy: str, tmp_path: Path) -> None:
+    kmc("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--out", tmp_path)
+    code, out, _ = kmc("show", tmp_path / "buggy-Consistent.itf.json")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1] == "State 0: Init"
+    assert "  coordinator = init" in lines
+    step_lines = [line for line in lines if line.startswith("  participants[")]
+    assert len(step_lines) == 3  # prepare, abort and commit each change one participant
+    assert any(line.startswith("  coordinator: init -> committed") for line in lines)
+
+
+def test_installed_entry_point_runs(tmp_path: Path) -> None:
+    """The real `kmc` executable, as a user runs it (also covers a fresh PYTHONHASHSEED)."""
+    exe = Path(sys.executable).parent / "kmc"
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    done = subprocess.run(
+        [
+            str(exe),
+            "check",
+            "replication",
+            "--preset",
+            "kip-101",
+            "--property",
+            "StrongIsr",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["violations"][0]["trace_length"] == 12
+    bad = subprocess.run([str(exe), "check", "nope"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1

@@ -1,0 +1,98 @@
+"""`kmc ci`: expected verdicts, failures for changed verdicts, and the JUnit report."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+SUITE = """
+[[check]]
+name = "2PC holds"
+model = "{toy}:TwoPhaseCommit"
+expect = "holds-complete"
+expect_distinct_states = 62
+
+[[check]]
+name = "buggy 2PC is caught"
+model = "{toy}:TwoPhaseCommit"
+preset = "buggy"
+expect = "violated"
+expect_property = "Consistent"
+expect_trace_length = 5
+"""
+
+STALE = """
+[[check]]
+name = "a bug that is no longer there"
+model = "{toy}:TwoPhaseCommit"
+preset = "correct"
+expect = "violated"
+
+[[check]]
+name = "a count that changed"
+model = "{toy}:CounterGrid"
+expect = "holds"
+expect_distinct_states = 17
+
+[[check]]
+name = "bounded is not complete"
+model = "{toy}:CounterGrid"
+max_depth = 2
+expect = "holds-complete"
+"""
+
+
+def test_suite_passes_and_writes_junit(kmc, toy: str, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE.format(toy=toy))
+    junit = tmp_path / "report.xml"
+    code, out, _ = kmc("ci", suite, "--junit", junit, "--out", tmp_path / "traces")
+    assert code == 0, out
+    assert out.strip().splitlines()[-1] == "2 passed, 0 failed"
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuite"
+    assert root.get("tests") == "2" and root.get("failures") == "0"
+    assert [c.get("name") for c in root.iter("testcase")] == ["2PC holds", "buggy 2PC is caught"]
+    assert (tmp_path / "traces" / "two-phase" / "buggy-Consistent.itf.json").exists()
+
+
+def test_suite_fails_on_every_kind_of_changed_verdict(kmc, toy: str, tmp_path: Path) -> None:
+    suite = tmp_path / "stale.toml"
+    suite.write_text(STALE.format(toy=toy))
+    junit = tmp_path / "report.xml"
+    code, out, _ = kmc("ci", suite, "--junit", junit)
+    assert code == 1
+    assert "expected a violation, none found (complete run, 62 states)" in out
+    assert "expected 17 distinct states, got 16" in out
+    assert "expected a complete run, it was bounded (max depth 2)" in out
+    assert out.strip().splitlines()[-1] == "0 passed, 3 failed"
+    root = ET.parse(junit).getroot()
+    assert root.get("failures") == "3"
+    failures = [c.find("failure") for c in root.iter("testcase")]
+    assert all(f is not None and f.get("message") for f in failures)
+
+
+def test_suite_replays_stored_traces(kmc, toy: str, tmp_path: Path) -> None:
+    kmc("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--out", tmp_path)
+    trace = tmp_path / "buggy-Consistent.itf.json"
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE.format(toy=toy) + 'replay = "buggy-Consistent.itf.json"\n')
+    assert kmc("ci", suite)[0] == 0
+    trace.write_text(trace.read_text().replace('"Prepare"', '"Teleport"'))
+    code, out, _ = kmc("ci", suite)
+    assert code == 1 and "trace does not replay" in out
+
+
+def test_malformed_suites_are_bad_input(kmc, tmp_path: Path) -> None:
+    cases = {
+        "empty.toml": "",
+        "syntax.toml": "[[check]\nmodel=",
+        "noexpect.toml": '[[check]]\nmodel = "replication"\n',
+        "unknown.toml": '[[check]]\nmodel = "replication"\nexpect = "holds"\nspeed = 3\n',
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        code, _, err = kmc("ci", path)
+        assert code == 2, name
+        assert len(err.strip().splitlines()) == 1, name
