@@ -26,6 +26,7 @@ from .result import CheckResult, Status
 from .runner import ENGINES, Check, write_traces
 from .show import render_text
 from .simulation import SimulationOptions
+from .spark import SparkOptions
 from .suite import load_suite, run_suite
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -168,6 +169,12 @@ def check(
     seed: Annotated[int | None, typer.Option(help="simulate: random seed.")] = None,
     depth: Annotated[int, typer.Option(help="simulate: steps per walk.", min=1)] = 100,
     walks: Annotated[int, typer.Option(help="simulate: number of walks.", min=1)] = 1000,
+    spark_master: Annotated[str, typer.Option(help="spark: local[*] or spark://HOST:7077.")] = "local[*]",
+    partitions: Annotated[int | None, typer.Option(help="spark: shards of the visited set.", min=1)] = None,
+    checkpoint: Annotated[Path | None, typer.Option(help="spark: keep each completed level in DIR.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="spark: continue the run checkpointed in DIR.")] = None,
+    driver_memory: Annotated[str, typer.Option(help="spark: the driver JVM's memory.")] = "2g",
+    spark_verbose: Annotated[bool, typer.Option("--spark-verbose", help="spark: Spark's logs and UI on.")] = False,
     out: Annotated[Path, typer.Option(help="Directory for counterexample traces.")] = Path("kmc-out"),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
@@ -197,6 +204,14 @@ def check(
         ),
         simulation_options=SimulationOptions(
             seed=seed, depth=depth, walks=walks, deadlock=deadlock, keep_going=keep_going
+        ),
+        spark_options=SparkOptions(
+            master=spark_master,
+            partitions=partitions,
+            checkpoint=str(resume or checkpoint) if (resume or checkpoint) else None,
+            resume=resume is not None,
+            driver_memory=driver_memory,
+            verbose=spark_verbose,
         ),
     )
     job.build()  # validate names and values before any work

@@ -3,6 +3,12 @@
 A fingerprint is xxh3_64 of a canonical byte encoding, so it is the same in every process,
 under every PYTHONHASHSEED and on every machine. Python's own ``hash()`` is not: it is salted
 for str and bytes and, for None, depends on memory addresses.
+
+The encoding is a function of the value as Python compares it: values that are equal (==) encode
+to the same bytes (so ``True`` and ``1`` do, as they do as dictionary keys), sets and maps are
+encoded in sorted order, and NamedTuples encode as the tuples they are. Encodings of the parts
+that states share (logs, member records, sets) are cached, which makes fingerprinting a state
+that differs from its parent in one place cheap.
 """
 
 from __future__ import annotations
@@ -15,64 +21,71 @@ from typing import Any
 
 import xxhash
 
+_pack_len = struct.Struct("<I").pack
 _pack_int = struct.Struct("<q").pack
+_SMALL_INTS = {i: b"i" + _pack_int(i) for i in range(-16, 1024)}
+_CACHE_LIMIT = 1 << 16
+_cache: dict[Any, bytes] = {}
 
 
-def _encode(value: Any, out: list[bytes]) -> None:
+def _int(value: int) -> bytes:
+    if -(2**63) <= value < 2**63:
+        return b"i" + _pack_int(value)
+    text = str(value).encode()
+    return b"I" + _pack_len(len(text)) + text
+
+
+def _encode(value: Any) -> bytes:
     kind = type(value)
-    if kind is int:
-        if -(2**63) <= value < 2**63:
-            out.append(b"i" + _pack_int(value))
-        else:
-            text = str(value).encode()
-            out.append(b"I" + _pack_int(len(text)) + text)
-    elif kind is bool:
-        out.append(b"T" if value else b"F")
-    elif kind is str:
+    if kind is int or kind is bool:
+        encoded = _SMALL_INTS.get(value)
+        return encoded if encoded is not None else _int(int(value))
+    if kind is str:
         data = value.encode()
-        out.append(b"s" + _pack_int(len(data)) + data)
-    elif value is None:
-        out.append(b"N")
-    elif isinstance(value, tuple):
-        # NamedTuples and plain tuples alike: a record's identity is its field values in order.
-        out.append(b"(" + _pack_int(len(value)))
-        for item in value:
-            _encode(item, out)
+        return b"s" + _pack_len(len(data)) + data
+    if value is None:
+        return b"N"
+    try:
+        cached = _cache.get(value)
+    except TypeError:  # unhashable: a set or a mapping inside the state
+        cached = None
+    if cached is not None:
+        return cached
+    if isinstance(value, tuple):
+        encoded = b"(" + _pack_len(len(value)) + b"".join([_encode(item) for item in value])
     elif isinstance(value, frozenset | set):
-        parts = sorted(canonical_bytes(item) for item in value)
-        out.append(b"{" + _pack_int(len(parts)))
-        out.extend(parts)
+        encoded = b"{" + _pack_len(len(value)) + b"".join(sorted([_encode(item) for item in value]))
     elif isinstance(value, Mapping):
-        items = sorted((canonical_bytes(k), canonical_bytes(v)) for k, v in value.items())
-        out.append(b"<" + _pack_int(len(items)))
-        for key, val in items:
-            out.append(key)
-            out.append(val)
+        items = sorted([_encode(k) + _encode(v) for k, v in value.items()])
+        encoded = b"<" + _pack_len(len(items)) + b"".join(items)
     elif isinstance(value, enum.Enum):
-        _encode(f"{kind.__name__}.{value.name}", out)
+        encoded = b"e" + _encode(f"{kind.__name__}.{value.name}")
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = dataclasses.fields(value)
-        out.append(b"(" + _pack_int(len(fields)))
-        for field in fields:
-            _encode(getattr(value, field.name), out)
-    elif kind is bytes:
-        out.append(b"b" + _pack_int(len(value)) + value)
-    elif kind is float:
-        out.append(b"f" + struct.pack("<d", value))
+        encoded = b"(" + _pack_len(len(fields)) + b"".join([_encode(getattr(value, f.name)) for f in fields])
     elif isinstance(value, int):  # IntEnum and other int subclasses
-        _encode(int(value), out)
+        return _encode(int(value))
+    elif kind is float:
+        return _encode(int(value)) if value.is_integer() else b"f" + struct.pack("<d", value)
+    elif kind is bytes:
+        return b"b" + _pack_len(len(value)) + value
     else:
         raise TypeError(
             f"cannot fingerprint a value of type {kind.__name__}: states must be built from "
             "tuples, NamedTuples, frozen dataclasses, frozensets, ints, bools, strs and None"
         )
+    if kind is not set and not isinstance(value, Mapping):
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        _cache[value] = encoded
+    return encoded
 
 
 def canonical_bytes(value: Any) -> bytes:
     """The canonical encoding: equal values give equal bytes, sets and maps in sorted order."""
-    out: list[bytes] = []
-    _encode(value, out)
-    return b"".join(out)
+    if type(value) is not tuple and isinstance(value, tuple):  # a whole state: its parts are cached
+        return b"(" + _pack_len(len(value)) + b"".join([_encode(item) for item in value])
+    return _encode(value)
 
 
 def fingerprint(value: Any) -> int:

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+import xxhash
+
 from .errors import UserError
 
 Kind = Literal["invariant", "step"]
@@ -94,7 +96,15 @@ def load_module(path: str | Path) -> ModuleType:
     path = Path(path)
     if not path.is_file():
         raise UserError(f"spec file not found: {path}")
-    module_name = f"kmc_user_spec_{abs(hash(str(path.resolve())))}"
+    # A stable name (the same in every process) so that states of the file's classes pickle by
+    # reference between Spark's driver and executors; loading the same file twice is one module.
+    digest = xxhash.xxh3_64_hexdigest(str(path.resolve()).encode())[:12]
+    module_name = f"kmc_user_{path.stem}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:  # as `python file.py` does: the file's siblings are importable
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise UserError(f"cannot import spec file {path}: not a Python file")

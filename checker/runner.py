@@ -5,6 +5,7 @@ result = Check("replication", preset="kip-320").engine("bfs").run()
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +20,9 @@ from .properties import PropertySet, select_properties
 from .registry import load_model_class
 from .result import CheckResult
 from .simulation import SimulationOptions, simulate
+from .spark import SparkOptions, spark_bfs
 
-ENGINES = ("bfs", "simulate")
+ENGINES = ("bfs", "simulate", "spark")
 
 
 @dataclass
@@ -33,6 +35,9 @@ class Check:
     engine_name: str = "bfs"
     bfs_options: BfsOptions = field(default_factory=BfsOptions)
     simulation_options: SimulationOptions = field(default_factory=SimulationOptions)
+    spark_options: SparkOptions | None = None
+    spark_context: Any = None
+    """An existing SparkContext to run on (tests share one); by default each run starts its own."""
 
     def engine(self, name: str) -> Check:
         self.engine_name = name
@@ -51,6 +56,27 @@ class Check:
         preset = self.preset if self.preset is not None else type(model).default_preset
         if self.engine_name == "simulate":
             result = simulate(model, props, self.simulation_options, progress, preset=preset)
+        elif self.engine_name == "spark":
+            bfs_opts = self.bfs_options
+            spark_opts = self.spark_options or SparkOptions()
+            spark_opts = dataclasses.replace(
+                spark_opts,
+                max_depth=bfs_opts.max_depth,
+                max_states=bfs_opts.max_states,
+                symmetry=bfs_opts.symmetry,
+                deadlock=bfs_opts.deadlock,
+                keep_going=bfs_opts.keep_going,
+            )
+            result = spark_bfs(
+                model,
+                props,
+                model_ref=model_reference(self.model_name),
+                spec_files=tuple(str(s) for s in self.spec_files),
+                options=spark_opts,
+                progress=progress,
+                preset=preset,
+                sc=self.spark_context,
+            )
         else:
             result = bfs(model, props, self.bfs_options, progress, preset=preset)
         if self.model_name != model.name:

@@ -43,7 +43,8 @@ def test_equal_values_equal_fingerprints() -> None:
     assert fingerprint((a, "x")) == fingerprint((b, "x"))
     assert fingerprint((1, 2)) != fingerprint((2, 1))
     assert fingerprint(("1",)) != fingerprint((1,))
-    assert fingerprint(True) != fingerprint(1)
+    assert fingerprint(True) == fingerprint(1)  # equal values, equal fingerprints
+    assert fingerprint((True, "a")) == fingerprint((1, "a"))
     assert fingerprint(((1,), 2)) != fingerprint((1, (2,)))
     assert 0 <= fingerprint(SAMPLE) < 2**64
 

@@ -1,0 +1,103 @@
+"""A Spark standalone cluster on 127.0.0.1 for tests: one master, N workers, started and stopped here."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def spark_class() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+
+
+@dataclass
+class Cluster:
+    workdir: Path
+    workers: int = 2
+    master_url: str = ""
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def _env(self) -> dict[str, str]:
+        import pyspark
+
+        return {
+            **os.environ,
+            "SPARK_HOME": str(Path(pyspark.__file__).parent),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_NO_DAEMONIZE": "1",
+        }
+
+    def _launch(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        log = open(self.workdir / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [spark_class(), *args], stdout=log, stderr=subprocess.STDOUT, env=self._env(), start_new_session=True
+        )
+        self.procs.append(proc)
+        return proc
+
+    def start(self, timeout: float = 60.0) -> Cluster:
+        port = free_port()
+        self.master_url = f"spark://127.0.0.1:{port}"
+        self._launch(
+            "master",
+            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+             "--webui-port", str(free_port())],
+        )  # fmt: skip
+        self._wait_for_port(port, timeout)
+        for i in range(self.workers):
+            work = self.workdir / f"worker-{i}"
+            work.mkdir(parents=True, exist_ok=True)
+            self._launch(
+                f"worker-{i}",
+                ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", "2g", "--work-dir", str(work), "--webui-port", str(free_port())],
+            )  # fmt: skip
+        self._wait_for_workers(timeout)
+        return self
+
+    def _wait_for_port(self, port: int, timeout: float) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"Spark master did not start; see {self.workdir / 'master.log'}")
+
+    def _wait_for_workers(self, timeout: float) -> None:
+        deadline = time.time() + timeout
+        log = self.workdir / "master.log"
+        while time.time() < deadline:
+            if log.exists() and log.read_text(errors="replace").count("Registering worker") >= self.workers:
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"Spark workers did not register; see {log}")
+
+    def kill_worker(self, index: int) -> None:
+        """Kill a worker and everything it started (its executor and Python workers)."""
+        proc = self.procs[1 + index]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=30)

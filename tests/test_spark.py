@@ -1,0 +1,156 @@
+"""The Spark engine in local mode: the same answers as the BFS engine, checkpoints and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TESTS
+from kmc.checker import BfsOptions, Check
+from kmc.checker.errors import UserError
+from kmc.checker.result import CheckResult, Status
+from kmc.checker.spark import SparkOptions, spark_context
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def sc():
+    context = spark_context("local[2]")
+    yield context
+    context.stop()
+
+
+def run_both(sc, model: str, preset: str | None = None, overrides: dict | None = None, **bfs_kwargs) -> tuple:
+    opts = BfsOptions(**bfs_kwargs)
+    reference = Check(model, preset=preset, overrides=overrides or {}, bfs_options=opts).run()
+    spark = Check(
+        model,
+        preset=preset,
+        overrides=overrides or {},
+        engine_name="spark",
+        bfs_options=opts,
+        spark_options=SparkOptions(partitions=3),
+        spark_context=sc,
+    ).run()
+    return reference, spark
+
+
+def assert_same(reference: CheckResult, spark: CheckResult) -> None:
+    assert spark.engine == "spark"
+    assert spark.status == reference.status
+    assert spark.complete == reference.complete
+    if reference.complete:
+        assert spark.stats.distinct_states == reference.stats.distinct_states
+        assert spark.stats.generated_states == reference.stats.generated_states
+        assert spark.stats.depth == reference.stats.depth
+    found = {v.property: v.trace_length for v in spark.violations}
+    if reference.complete or not reference.violations:
+        assert found == {v.property: v.trace_length for v in reference.violations}
+    else:
+        # Stopped at the first violation: Spark finishes the level, so it may report more than one
+        # property violated at that depth, but never a longer trace and never a different depth.
+        for v in reference.violations:
+            assert found[v.property] == v.trace_length
+        assert set(found.values()) == {reference.violations[0].trace_length}
+
+
+TOY = str(TESTS / "toy_models.py")
+TOY_CASES = [
+    (f"{TOY}:CounterGrid", None, {"n": 6}, {}),
+    (f"{TOY}:CounterGrid", None, {"n": 6}, {"symmetry": True}),
+    (f"{TOY}:CounterGrid", None, {"n": 6, "limit": 5}, {}),
+    (f"{TOY}:CounterGrid", None, {"n": 3}, {"deadlock": True}),
+    (f"{TOY}:TwoPhaseCommit", "correct", {}, {}),
+    (f"{TOY}:TwoPhaseCommit", "correct", {}, {"symmetry": True}),
+    (f"{TOY}:TwoPhaseCommit", "buggy", {}, {}),
+    (f"{TOY}:TwoPhaseCommit", "buggy", {}, {"symmetry": True}),
+    (f"{TOY}:CounterGrid", None, {"n": 5}, {"max_depth": 4}),
+]
+
+
+@pytest.mark.parametrize(("model", "preset", "overrides", "options"), TOY_CASES)
+def test_toy_models_match_bfs(sc, model: str, preset: str | None, overrides: dict, options: dict) -> None:
+    reference, spark = run_both(sc, model, preset, overrides, **options)
+    assert_same(reference, spark)
+
+
+@pytest.mark.parametrize("preset", ["truncate-to-hw", "kip-101", "kip-279", "kip-320-first-try", "kip-320"])
+def test_replication_presets_match_bfs(sc, preset: str) -> None:
+    reference, spark = run_both(sc, "replication", preset)
+    assert_same(reference, spark)
+
+
+def test_replication_symmetry_matches_bfs(sc) -> None:
+    reference, spark = run_both(sc, "replication", "kip-320", symmetry=True)
+    assert_same(reference, spark)
+    assert spark.stats.distinct_states < 5973
+
+
+def test_spark_trace_replays(sc, tmp_path: Path, kmc) -> None:
+    from kmc.checker.runner import write_traces
+
+    result = Check(
+        "replication", preset="truncate-to-hw", property_names=["StrongIsr"], engine_name="spark", spark_context=sc
+    ).run()
+    [path] = write_traces(result, tmp_path)
+    assert json.loads(path.read_text())["#meta"]["engine"] == "spark"
+    assert kmc("replay", path)[0] == 0
+
+
+def _spark_cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "kmc.checker.cli", "check", *args]
+
+
+def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    common = ["replication", "-p", "kip-320", "--engine", "spark", "--spark-master", "local[2]",
+              "--partitions", "3", "--json", "--no-progress", "--out", str(tmp_path)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    proc = subprocess.Popen(
+        _spark_cli(*common, "--checkpoint", str(checkpoint)),
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    meta = checkpoint / "meta.json"
+    deadline = time.time() + 240
+    level = 0
+    while time.time() < deadline and proc.poll() is None:
+        if meta.exists():
+            level = json.loads(meta.read_text())["progress"]["level"]
+            if level >= 6:
+                break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 6 <= level < 18
+    resumed = Check(
+        "replication",
+        preset="kip-320",
+        engine_name="spark",
+        spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True),
+        spark_context=sc,
+    ).run()
+    assert resumed.status is Status.HOLDS_COMPLETE
+    assert resumed.stats.distinct_states == 5973
+    assert resumed.stats.generated_states == 11733
+    assert resumed.stats.depth == 18
+
+
+def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    Check(
+        "replication", preset="kip-320", engine_name="spark", bfs_options=BfsOptions(max_depth=3),
+        spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint)), spark_context=sc,
+    ).run()  # fmt: skip
+    with pytest.raises(UserError, match="checkpoint is of a different check"):
+        Check(
+            "replication", preset="kip-101", engine_name="spark",
+            spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True), spark_context=sc,
+        ).run()  # fmt: skip

@@ -1,0 +1,75 @@
+"""The Spark engine on a real standalone cluster (one master, two workers on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from kmc.checker import Check
+from kmc.checker.result import Status
+from kmc.checker.spark import SparkOptions, spark_context
+from spark_cluster import Cluster
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    cluster = Cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def sc(cluster: Cluster):
+    context = spark_context(cluster.master_url, app="kmc-tests")
+    yield context
+    context.stop()
+
+
+def test_cluster_matches_bfs(sc) -> None:
+    result = Check("replication", preset="kip-279", engine_name="spark", spark_context=sc).run()
+    assert result.status is Status.HOLDS_COMPLETE
+    assert (result.stats.distinct_states, result.stats.depth) == (9027, 18)
+    violated = Check(
+        "replication", preset="kip-101", property_names=["StrongIsr"], engine_name="spark", spark_context=sc
+    ).run()
+    assert violated.violations[0].trace_length == 12
+
+
+def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: Cluster, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = Check(
+                "replication",
+                preset="kip-320",
+                engine_name="spark",
+                spark_options=SparkOptions(partitions=4, checkpoint=str(checkpoint)),
+                spark_context=sc,
+            ).run()
+        except BaseException as exc:  # reported below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    meta = checkpoint / "meta.json"
+    deadline = time.time() + 300
+    killed_at = None
+    while time.time() < deadline and worker.is_alive():
+        if meta.exists() and json.loads(meta.read_text())["progress"]["level"] >= 5:
+            cluster.kill_worker(1)
+            killed_at = json.loads(meta.read_text())["progress"]["level"]
+            break
+        time.sleep(0.1)
+    worker.join(timeout=600)
+    assert killed_at is not None and killed_at < 18, "the worker was not killed mid-run"
+    assert "error" not in outcome, outcome.get("error")
+    result = outcome["result"]
+    assert result.status is Status.HOLDS_COMPLETE
+    assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (5973, 11733, 18)
