@@ -11,20 +11,20 @@ import pytest
 from kmc.checker import Check
 from kmc.checker.result import Status
 from kmc.checker.spark import SparkOptions, spark_context
-from spark_cluster import Cluster
+from kmc.checker.spark_cluster import LocalCluster
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    cluster = Cluster(tmp_path_factory.mktemp("spark-cluster"), workers=2).start()
+    cluster = LocalCluster(tmp_path_factory.mktemp("spark-cluster"), workers=2).start()
     yield cluster
     cluster.stop()
 
 
 @pytest.fixture(scope="module")
-def sc(cluster: Cluster):
+def sc(cluster: LocalCluster):
     context = spark_context(cluster.master_url, app="kmc-tests")
     yield context
     context.stop()
@@ -40,7 +40,7 @@ def test_cluster_matches_bfs(sc) -> None:
     assert violated.violations[0].trace_length == 12
 
 
-def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: Cluster, tmp_path: Path) -> None:
+def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: LocalCluster, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
     outcome: dict[str, object] = {}
 

@@ -1,4 +1,10 @@
-"""A Spark standalone cluster on 127.0.0.1 for tests: one master, N workers, started and stopped here."""
+"""A Spark standalone cluster on 127.0.0.1: one master and N workers, for tests and benchmarks.
+
+    with LocalCluster(workdir, workers=2) as cluster:
+        kmc check replication --engine spark --spark-master {cluster.master_url}
+
+pip's pyspark ships `bin/spark-class` but no `sbin/start-*.sh`, so the daemons are started here.
+"""
 
 from __future__ import annotations
 
@@ -26,10 +32,12 @@ def spark_class() -> str:
 
 
 @dataclass
-class Cluster:
+class LocalCluster:
     workdir: Path
     workers: int = 2
     master_url: str = ""
+    cores_per_worker: int = 1
+    memory_per_worker: str = "2g"
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def _env(self) -> dict[str, str]:
@@ -51,7 +59,7 @@ class Cluster:
         self.procs.append(proc)
         return proc
 
-    def start(self, timeout: float = 60.0) -> Cluster:
+    def start(self, timeout: float = 60.0) -> LocalCluster:
         port = free_port()
         self.master_url = f"spark://127.0.0.1:{port}"
         self._launch(
@@ -63,11 +71,10 @@ class Cluster:
         for i in range(self.workers):
             work = self.workdir / f"worker-{i}"
             work.mkdir(parents=True, exist_ok=True)
-            self._launch(
-                f"worker-{i}",
-                ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
-                 "--cores", "1", "--memory", "2g", "--work-dir", str(work), "--webui-port", str(free_port())],
-            )  # fmt: skip
+            args = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1"]
+            args += ["--cores", str(self.cores_per_worker), "--memory", self.memory_per_worker]
+            args += ["--work-dir", str(work), "--webui-port", str(free_port())]
+            self._launch(f"worker-{i}", args)
         self._wait_for_workers(timeout)
         return self
 
@@ -94,6 +101,12 @@ class Cluster:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         for proc in reversed(self.procs):

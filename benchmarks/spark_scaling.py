@@ -1,0 +1,140 @@
+"""Benchmark: the Spark engine against the single-process BFS, and 1 vs 2 standalone workers.
+
+    python benchmarks/spark_scaling.py                 # all cases (about an hour on 2 cores)
+    python benchmarks/spark_scaling.py --cases medium  # only the ~10^6-state case
+
+Each run is a `kmc check --json` subprocess; a sampler adds up the resident memory of the whole
+process tree (driver, JVM, Python workers) every 0.2 s, since the driver alone hides most of it.
+Spark runs keep their levels in a checkpoint directory, so the visited set's size on disk is
+measured too. Results are recorded in benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from kmc.checker.spark_cluster import LocalCluster
+
+HERE = Path(__file__).resolve().parent
+CASES = {
+    # name: (preset, config overrides)
+    "medium": ("kip-320-first-try", {"replicas": 3}),
+    "large": ("kip-320", {"replicas": 3, "max_leader_epoch": 3}),
+}
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of a process and all its descendants."""
+    total, todo = 0, [pid]
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/statm") as fh:
+                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            pass
+        todo.extend(children.get(current, []))
+    return total
+
+
+def run(label: str, args: list[str], checkpoint: Path | None = None) -> dict:
+    cmd = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", *args,
+           "--property", "LeaderInIsr", "--json", "--no-progress", "--out", tempfile.mkdtemp()]  # fmt: skip
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    sampler.join()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{label} failed: {err.strip()}")
+    data = json.loads(out)
+    row = {
+        "run": label,
+        "distinct_states": data["distinct_states"],
+        "depth": data["depth"],
+        "search_s": data["elapsed_s"],
+        "wall_s": round(wall, 1),
+        "states_per_s": round(data["distinct_states"] / data["elapsed_s"]),
+        "driver_peak_mb": round(data["peak_memory_bytes"] / 2**20),
+        "process_tree_peak_mb": round(peak[0] / 2**20),
+    }
+    if checkpoint is not None:
+        shards = sum(p.stat().st_size for p in checkpoint.glob("visited-*.npz"))
+        row["visited_bytes_per_state"] = round(shards / data["distinct_states"], 2)
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def spark_args(master: str, checkpoint: Path, partitions: int) -> list[str]:
+    return ["--engine", "spark", "--spark-master", master, "--partitions", str(partitions),
+            "--checkpoint", str(checkpoint), "--driver-memory", "4g"]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--partitions", type=int, default=16)
+    args = parser.parse_args()
+    record: dict = {
+        "benchmark": "replication: single-process bfs vs spark local[2] vs standalone workers",
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "cases": {},
+    }
+    scratch = Path(tempfile.mkdtemp(prefix="kmc-bench-"))
+    for name in args.cases:
+        preset, overrides = CASES[name]
+        base = ["--preset", preset] + [f"--set={k}={v}" for k, v in overrides.items()]
+        rows = [run("bfs (one process)", base)]
+        rows.append(run("spark local[2]", base + spark_args("local[2]", scratch / "ckpt", args.partitions),
+                        scratch / "ckpt"))  # fmt: skip
+        if name == "medium":
+            for workers in (1, 2):
+                with LocalCluster(scratch / f"cluster-{workers}", workers=workers) as cluster:
+                    rows.append(
+                        run(f"spark standalone, {workers} worker(s) x 1 core",
+                            base + spark_args(cluster.master_url, scratch / "ckpt", args.partitions),
+                            scratch / "ckpt")
+                    )  # fmt: skip
+        counts = {r["distinct_states"] for r in rows}
+        if len(counts) != 1:
+            raise SystemExit(f"state counts differ in {name}: {rows}")
+        record["cases"][f"{name}: {preset} {overrides}"] = rows
+    shutil.rmtree(scratch, ignore_errors=True)
+    out = HERE / "results" / f"{record['date']}-spark-scaling.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"recorded in {out.relative_to(HERE.parent)}")
+
+
+if __name__ == "__main__":
+    main()
