@@ -6,13 +6,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := kmc-out
 
-.PHONY: demo test lint unit ci-suite system-deps counterexamples bench clean
+.PHONY: demo test lint unit ci-suite system-deps counterexamples diagrams bench clean
 
-# Debian packages the toolkit uses: graphviz (`dot`, for diagrams) and a JRE (PySpark, TLC).
+# Debian packages the toolkit uses: graphviz (`dot`, for diagrams) and a JRE (PySpark, TLC);
+# the tests also load the HTML report in headless Chromium.
+NEED_CHROMIUM ?= no
 system-deps:
 	@missing=""; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	if [ "$(NEED_CHROMIUM)" = yes ]; then command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages:$$missing"; \
@@ -33,6 +36,9 @@ demo: system-deps $(STAMP)
 	$(BIN)/kmc check replication --preset truncate-to-hw --property StrongIsr --out $(OUT)/demo --no-progress \
 	  || test $$? -eq 1
 	$(BIN)/kmc replay $(OUT)/demo/truncate-to-hw-StrongIsr.itf.json
+	$(BIN)/kmc render $(OUT)/demo/truncate-to-hw-StrongIsr.itf.json -o $(OUT)/demo/truncate-to-hw-StrongIsr.svg
+	$(BIN)/kmc render $(OUT)/demo/truncate-to-hw-StrongIsr.itf.json -o $(OUT)/demo/truncate-to-hw-StrongIsr.html
+	@echo "== open $(OUT)/demo/truncate-to-hw-StrongIsr.html for the step-by-step report"
 	@echo "== the same bounds with the KIP-320 fixes: every property holds, every state explored"
 	$(BIN)/kmc check replication --preset kip-320 --require-complete --no-progress
 
@@ -46,11 +52,19 @@ unit: $(STAMP)
 ci-suite: $(STAMP)
 	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml
 
+test: NEED_CHROMIUM = yes
 test: system-deps $(STAMP) lint unit ci-suite
 
-# Regenerate the checked-in shortest counterexamples from the models.
+# Regenerate the checked-in shortest counterexamples from the models, and their diagrams.
 counterexamples: $(STAMP)
 	$(BIN)/kmc ci counterexamples/suite.toml --out counterexamples
+	$(MAKE) diagrams
+
+# The SVG beside every checked-in trace (a test fails when one is out of date).
+diagrams: system-deps $(STAMP)
+	@for trace in counterexamples/*/*.itf.json; do \
+	  $(BIN)/kmc render "$$trace" -o "$${trace%.itf.json}.svg" || exit 1; \
+	done
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/replication_kip320.py

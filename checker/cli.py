@@ -183,6 +183,9 @@ def check(
     ] = False,
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
     quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the trace.")] = False,
+    render: Annotated[
+        Path | None, typer.Option(help="Write each trace's chart (SVG) and an HTML report of the check to DIR.")
+    ] = None,
 ) -> None:
     """Check a model's properties; write each violation's trace as ITF."""
     from .progress import make_progress
@@ -217,6 +220,8 @@ def check(
     job.build()  # validate names and values before any work
     result = job.run(make_progress(f"kmc {engine}", enabled=progress and not as_json))
     write_traces(result, out)
+    if render is not None:
+        _render_check(result, render)
     if junit is not None:
         cases = [
             Case(
@@ -244,6 +249,63 @@ def check(
         raise typer.Exit(EXIT_VIOLATED)
     if require_complete and not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _render_check(result: CheckResult, directory: Path) -> None:
+    from .render import render_replayed
+    from .report import html_report
+
+    replayed = []
+    for violation in result.violations:
+        done = replay(read_trace(violation.trace_file))
+        render_replayed(done, directory / Path(violation.trace_file).name.replace(".itf.json", ".svg"))
+        replayed.append(done)
+    title = f"kmc check {result.model}" + (f" --preset {result.preset}" if result.preset else "")
+    directory.mkdir(parents=True, exist_ok=True)
+    report = html_report(title, replayed, stats=result.to_json(), config=result.config)
+    (directory / f"{result.preset or result.model}-report.html").write_text(report)
+
+
+@app.command()
+def render(
+    trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf, .dot or .html.")],
+) -> None:
+    """Draw a trace as a message-sequence chart (or a self-contained HTML page)."""
+    from .render import render_replayed
+
+    render_replayed(replay(read_trace(trace)), output)
+    print(f"{trace} -> {output}")
+
+
+@app.command()
+def graph(
+    model: Annotated[str, typer.Argument(help="Model name, module:Class or file.py:Class.")],
+    field: Annotated[str, typer.Option(help="Project states onto this field, e.g. quorumState.leader.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf or .dot.")],
+    preset: Annotated[str | None, typer.Option("--preset", "-p")] = None,
+    sets: Annotated[list[str], typer.Option("--set", "-s", help="Config key=value.")] = [],  # noqa: B006
+    max_states: Annotated[int, typer.Option(help="Explore at most this many states.", min=1)] = 200_000,
+    self_loops: Annotated[bool, typer.Option("--self-loops", help="Draw steps that keep the value.")] = False,
+) -> None:
+    """The abstract state diagram: the values a field takes and the actions between them, counted."""
+    from .graph import abstract_graph, graph_dot
+    from .render import run_dot
+
+    cls = load_model_class(model)
+    instance = cls.build(preset, _parse_sets(sets))
+    result = abstract_graph(instance, field, max_states)
+    complete = "" if result.graph["complete"] else f", first {result.graph['states']:,} states"
+    title = f"{instance.name}{' --preset ' + preset if preset else ''}: {field}{complete}"
+    source = graph_dot(result, title, self_loops)
+    fmt = output.suffix.lstrip(".").lower()
+    if fmt not in ("svg", "png", "pdf", "dot"):
+        raise UserError(f"cannot write a graph to {output.name}: use .svg, .png, .pdf or .dot")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(source.encode() if fmt == "dot" else run_dot(source, fmt))
+    edges = sum(d["count"] for _s, _t, d in result.edges(data=True))
+    states = result.graph["states"]
+    print(f"{result.number_of_nodes()} values of {field}, {edges:,} transitions from {states:,} states -> {output}")
 
 
 @app.command("replay")

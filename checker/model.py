@@ -186,6 +186,10 @@ class Model:
     symmetry: ClassVar[Callable[[Any, State], State] | None] = None
     """Optionally a method returning a canonical representative of the state's symmetry class."""
 
+    def drawing(self) -> Any:
+        """Optionally a kmc.checker.drawing.Drawing: lanes and tables for diagrams of traces."""
+        return None
+
     # -- helpers the engines use ---------------------------------------------------------------
     def successors_by_action(self, state: State, action: Action) -> Iterator[State]:
         for candidate, nxt in self.successors(state):

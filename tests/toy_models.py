@@ -133,3 +133,16 @@ class Crashy(Model):
         if s == 2:
             raise KeyError("no such replica")
         yield Action("Step"), s + 1
+
+
+class Ring(Model):
+    """A counter modulo n: every state lies on one cycle (for lasso traces)."""
+
+    name = "ring"
+    Config = GridConfig
+
+    def init_states(self) -> list[int]:
+        return [0]
+
+    def successors(self, s: int):  # type: ignore[override]
+        yield Action("Tick"), (s + 1) % max(self.config.n, 1)

@@ -1,0 +1,158 @@
+"""Diagrams of traces, the HTML report, and the abstract state graph."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TESTS
+from kmc.checker.itf import read_trace, trace_to_itf, write_trace
+from kmc.checker.render import msc_dot, run_dot
+from kmc.checker.replay import replay
+from kmc.checker.result import Trace
+
+TRACES = sorted((ROOT / "counterexamples").glob("*/*.itf.json"))
+TRUNCATE = ROOT / "counterexamples" / "replication" / "truncate-to-hw-StrongIsr.itf.json"
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
+def test_checked_in_diagrams_are_up_to_date(trace: Path) -> None:
+    """Every counterexample has its SVG beside it; `make diagrams` regenerates them."""
+    svg = trace.with_name(trace.name.replace(".itf.json", ".svg"))
+    assert svg.exists(), f"{svg.name} is missing: run `make diagrams`"
+    done = replay(read_trace(trace))
+    from kmc.checker.render import trace_title
+
+    fresh = run_dot(msc_dot(done.model, done.trace, trace_title(done.meta)), "svg")
+    assert fresh == svg.read_bytes(), f"{svg.name} is out of date: run `make diagrams`"
+
+
+def test_replication_chart_has_lanes_steps_and_tables() -> None:
+    done = replay(read_trace(TRUNCATE))
+    dot = msc_dot(done.model, done.trace, "t")
+    for lane in ("producer", "controller", "broker 0", "broker 1"):
+        assert f'label="{lane}"' in dot
+    for k in range(len(done.trace)):
+        assert f'"{k}. ' in dot
+    assert "9. BecomeFollower(replica=1, leader=0, leaderEpoch=2)" in dot
+    assert "LeaderAndIsr(epoch 2)" in dot
+    assert "replicas (log = offset:record/epoch)" in dot and "ZooKeeper" in dot
+    assert 'BGCOLOR="#ffe08a">(empty)<' in dot  # broker 1's truncated log, highlighted as changed
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".svg", b"<?xml"), (".png", b"\x89PNG"), (".pdf", b"%PDF"),
+                                                (".dot", b"digraph msc"), (".html", b"<!DOCTYPE html>")])  # fmt: skip
+def test_render_formats(kmc, tmp_path: Path, suffix: str, magic: bytes) -> None:
+    out = tmp_path / f"trace{suffix}"
+    code, _, err = kmc("render", TRUNCATE, "-o", out)
+    assert code == 0, err
+    assert out.read_bytes().startswith(magic)
+
+
+def test_render_rejects_unknown_format(kmc, tmp_path: Path) -> None:
+    code, _, err = kmc("render", TRUNCATE, "-o", tmp_path / "trace.gif")
+    assert code == 2 and "use one of" in err
+
+
+def test_model_without_drawing_shows_changed_fields(kmc, toy: str, tmp_path: Path) -> None:
+    kmc("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--out", tmp_path)
+    out = tmp_path / "chart.dot"
+    assert kmc("render", tmp_path / "buggy-Consistent.itf.json", "-o", out)[0] == 0
+    dot = out.read_text()
+    assert 'label="system"' in dot
+    assert "participants[" in dot and "coordinator" in dot
+
+
+def _lasso(tmp_path: Path) -> Path:
+    from toy_models import Ring
+
+    model = Ring.build(None, {"n": 3})
+    trace = Trace(states=[0, 1, 2], actions=[None, *[a for a, _ in (next(iter(model.successors(s))) for s in (0, 1))]],
+                  loop=0)  # fmt: skip
+    doc = trace_to_itf(trace, model="ring", config={"n": 3, "limit": 1000}, preset=None, property="Progress",
+                       engine="bfs", extra_meta={"model_ref": f"{TESTS / 'toy_models.py'}:Ring"})  # fmt: skip
+    return write_trace(tmp_path / "ring.itf.json", doc)
+
+
+def test_lasso_replays_and_draws_its_loop(kmc, tmp_path: Path) -> None:
+    path = _lasso(tmp_path)
+    assert json.loads(path.read_text())["loop"] == 0
+    code, out, _ = kmc("replay", path)
+    assert code == 0 and "loop back to state 0" in out
+    done = replay(read_trace(path))
+    dot = msc_dot(done.model, done.trace, "ring")
+    assert "loop back to step 0" in dot and "(loop starts here)" in dot
+    code, out, _ = kmc("show", path)
+    assert "<- loop starts here" in out and "Back to state 0" in out
+
+
+def test_broken_lasso_does_not_replay(kmc, tmp_path: Path) -> None:
+    path = _lasso(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["loop"] = 1
+    path.write_text(json.dumps(doc))
+    code, _, err = kmc("replay", path)
+    assert code == 2 and "no step back to state 1" in err
+
+
+def test_graph_counts_every_transition(kmc, tmp_path: Path) -> None:
+    out = tmp_path / "leaders.dot"
+    code, stdout, err = kmc("graph", "replication", "-p", "kip-320", "--field", "quorumState.leader",
+                            "--self-loops", "-o", out)  # fmt: skip
+    assert code == 0, err
+    dot = out.read_text()
+    labels = {
+        line.split('label="')[1].split('"')[0] for line in dot.splitlines() if "[label=" in line and "->" not in line
+    }
+    assert labels == {"-1", "0", "1"}
+    counts = [int(part.split("×")[1].split('"')[0]) for part in dot.split("->")[1:]]
+    # every successor computed in the complete search, i.e. TLC's "generated" minus the initial state
+    assert sum(counts) == 11733 - 1
+    assert "5,973 states" in stdout
+    assert "peripheries=2" in dot  # the initial value, "-1" (no leader yet), is marked
+
+
+def test_graph_bad_field(kmc, tmp_path: Path) -> None:
+    code, _, err = kmc("graph", "replication", "--field", "quorumState.nope", "-o", tmp_path / "g.svg")
+    assert code == 2 and "no field 'quorumState.nope'" in err
+
+
+def test_check_render_writes_charts_and_report(kmc, tmp_path: Path) -> None:
+    code, _, _ = kmc("check", "replication", "-p", "kip-101", "-P", "StrongIsr", "--out", tmp_path / "t",
+                     "--render", tmp_path / "r")  # fmt: skip
+    assert code == 1
+    assert (tmp_path / "r" / "kip-101-StrongIsr.svg").read_bytes().startswith(b"<?xml")
+    report = (tmp_path / "r" / "kip-101-report.html").read_text()
+    assert "distinct_states" in report and "StrongIsr" in report and "<svg" in report
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("headless Chromium is needed: `make test` installs Debian's chromium package")
+
+
+def test_html_report_shows_every_step_in_chromium(kmc, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    assert kmc("render", TRUNCATE, "-o", page)[0] == 0
+    assert "http" not in page.read_text().split("<svg", 1)[0].replace("http-equiv", "")  # self-contained
+    done = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    dom = done.stdout
+    assert 'data-ready="yes"' in dom, done.stderr[-2000:]
+    trace = read_trace(TRUNCATE)
+    steps = len(trace["states"])
+    for k in range(steps):
+        assert f'<li data-step="{k}"' in dom
+        assert '<div class="panel' in dom and f'data-step="{k}"><h3>Step {k} of {steps - 1}' in dom
+    assert '<li data-step="0" class="current">' in dom
+    assert dom.count('class="panel current"') == 1
