@@ -16,6 +16,7 @@ from typer.exceptions import Abort, TyperException
 
 from .bfs import BfsOptions
 from .errors import UserError
+from .hypothesis_engine import HypothesisOptions
 from .itf import read_trace
 from .junit import Case, write_junit
 from .model import config_keys
@@ -166,9 +167,12 @@ def check(
         bool, typer.Option("--continue", help="Keep exploring after a violation; report all.")
     ] = False,
     store: Annotated[str, typer.Option(help="states (exact) or fingerprints (64-bit, less memory).")] = "states",
-    seed: Annotated[int | None, typer.Option(help="simulate: random seed.")] = None,
+    seed: Annotated[int | None, typer.Option(help="simulate, hypothesis: random seed.")] = None,
     depth: Annotated[int, typer.Option(help="simulate: steps per walk.", min=1)] = 100,
     walks: Annotated[int, typer.Option(help="simulate: number of walks.", min=1)] = 1000,
+    examples: Annotated[int, typer.Option(help="hypothesis: runs to try.", min=1)] = 200,
+    steps: Annotated[int, typer.Option(help="hypothesis: most steps per run.", min=1)] = 60,
+    database: Annotated[Path | None, typer.Option(help="hypothesis: keep failing examples in DIR.")] = None,
     spark_master: Annotated[str, typer.Option(help="spark: local[*] or spark://HOST:7077.")] = "local[*]",
     partitions: Annotated[int | None, typer.Option(help="spark: shards of the visited set.", min=1)] = None,
     checkpoint: Annotated[Path | None, typer.Option(help="spark: keep each completed level in DIR.")] = None,
@@ -207,6 +211,9 @@ def check(
         ),
         simulation_options=SimulationOptions(
             seed=seed, depth=depth, walks=walks, deadlock=deadlock, keep_going=keep_going
+        ),
+        hypothesis_options=HypothesisOptions(
+            seed=seed, examples=examples, steps=steps, database=str(database) if database else None
         ),
         spark_options=SparkOptions(
             master=spark_master,

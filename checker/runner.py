@@ -13,6 +13,7 @@ from typing import Any
 
 from .bfs import BfsOptions, bfs
 from .errors import UserError
+from .hypothesis_engine import HypothesisOptions, hypothesis_check
 from .itf import trace_to_itf, write_trace
 from .model import Model
 from .progress import Progress
@@ -22,7 +23,7 @@ from .result import CheckResult
 from .simulation import SimulationOptions, simulate
 from .spark import SparkOptions, spark_bfs
 
-ENGINES = ("bfs", "simulate", "spark")
+ENGINES = ("bfs", "simulate", "spark", "hypothesis")
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Check:
     engine_name: str = "bfs"
     bfs_options: BfsOptions = field(default_factory=BfsOptions)
     simulation_options: SimulationOptions = field(default_factory=SimulationOptions)
+    hypothesis_options: HypothesisOptions = field(default_factory=HypothesisOptions)
     spark_options: SparkOptions | None = None
     spark_context: Any = None
     """An existing SparkContext to run on (tests share one); by default each run starts its own."""
@@ -56,6 +58,9 @@ class Check:
         preset = self.preset if self.preset is not None else type(model).default_preset
         if self.engine_name == "simulate":
             result = simulate(model, props, self.simulation_options, progress, preset=preset)
+        elif self.engine_name == "hypothesis":
+            opts = dataclasses.replace(self.hypothesis_options, deadlock=self.bfs_options.deadlock)
+            result = hypothesis_check(model, props, opts, preset=preset)
         elif self.engine_name == "spark":
             bfs_opts = self.bfs_options
             spark_opts = self.spark_options or SparkOptions()

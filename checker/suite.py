@@ -25,6 +25,7 @@ from typing import Any
 
 from .bfs import BfsOptions
 from .errors import UserError
+from .hypothesis_engine import HypothesisOptions
 from .itf import read_trace
 from .junit import Case
 from .replay import replay
@@ -141,6 +142,11 @@ def load_suite(path: str | Path) -> list[Entry]:
                 deadlock=bool(_typed(raw, "deadlock", bool, where)),
                 keep_going=bool(_typed(raw, "continue", bool, where)),
                 store=_typed(raw, "store", str, where) or "states",
+            ),
+            hypothesis_options=HypothesisOptions(
+                seed=_typed(raw, "seed", int, where),
+                examples=_typed(raw, "examples", int, where) or 200,
+                steps=_typed(raw, "steps", int, where) or 60,
             ),
             simulation_options=SimulationOptions(
                 seed=_typed(raw, "seed", int, where),

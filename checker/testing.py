@@ -1,0 +1,109 @@
+"""pytest helpers: a model as a test class in one line, and assertions on a check's verdict.
+
+from kmc.checker.testing import assert_holds, assert_violates, hypothesis_test
+
+TestKip320 = hypothesis_test("replication", preset="kip-320")
+
+def test_kip_101_loses_data(tmp_path):
+    assert_violates("replication", "StrongIsr", preset="kip-101", out=tmp_path)
+
+def test_kip_320_holds():
+    assert_holds("replication", preset="kip-320")
+"""
+
+from __future__ import annotations
+
+import unittest
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+
+from .bfs import BfsOptions
+from .hypothesis_engine import HypothesisOptions, machine_for, machine_settings
+from .registry import load_model_class
+from .result import CheckResult
+from .runner import Check, write_traces
+
+
+def hypothesis_test(
+    model: str,
+    preset: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    properties: Sequence[str] = (),
+    spec_files: Sequence[str | Path] = (),
+    examples: int = 200,
+    steps: int = 60,
+    seed: int | None = None,
+) -> type[unittest.TestCase]:
+    """A unittest/pytest test class that runs the model under Hypothesis and fails on a violation."""
+    job = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
+                spec_files=spec_files)  # fmt: skip
+    instance, props = job.build()
+    machine = machine_for(instance, props)
+    if seed is not None:
+        hypothesis.seed(seed)(machine)
+    test_case = machine.TestCase
+    test_case.settings = machine_settings(HypothesisOptions(examples=examples, steps=steps))
+    name = f"Test{type(instance).__name__}{(preset or '').title().replace('-', '')}"
+    return type(name, (test_case,), {"__module__": __name__})
+
+
+def _run(
+    model: str,
+    preset: str | None,
+    overrides: Mapping[str, Any] | None,
+    properties: Sequence[str],
+    engine: str,
+    options: BfsOptions,
+    out: str | Path | None,
+) -> CheckResult:
+    load_model_class(model)
+    result = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
+                   engine_name=engine, bfs_options=options).run()  # fmt: skip
+    write_traces(result, Path(out) if out is not None else Path("kmc-out"))
+    return result
+
+
+def assert_holds(
+    model: str,
+    preset: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    properties: Sequence[str] = (),
+    engine: str = "bfs",
+    complete: bool = True,
+    out: str | Path | None = None,
+    **bfs: Any,
+) -> CheckResult:
+    """Fail, naming the property and the trace file, unless every property holds (completely, by default)."""
+    result = _run(model, preset, overrides, properties, engine, BfsOptions(**bfs), out)
+    if result.violations:
+        v = result.violations[0]
+        raise AssertionError(f"{model} {preset or ''}: {v.property} violated, trace of {v.trace_length} states: "
+                             f"{v.trace_file} (kmc show {v.trace_file})")  # fmt: skip
+    if complete and not result.complete:
+        raise AssertionError(f"{model} {preset or ''}: holds only within bounds ({result.bound_reason})")
+    return result
+
+
+def assert_violates(
+    model: str,
+    prop: str,
+    preset: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    engine: str = "bfs",
+    trace_length: int | None = None,
+    out: str | Path | None = None,
+    **bfs: Any,
+) -> CheckResult:
+    """Fail unless ``prop`` is violated (with a shortest trace of ``trace_length`` states, if given)."""
+    result = _run(model, preset, overrides, [prop], engine, BfsOptions(**bfs), out)
+    violation = result.violation(prop)
+    if violation is None:
+        scope = "every reachable state" if result.complete else f"a bounded search ({result.bound_reason})"
+        raise AssertionError(f"{model} {preset or ''}: expected {prop} to be violated; it holds in {scope}")
+    if trace_length is not None and violation.trace_length != trace_length:
+        raise AssertionError(f"{model} {preset or ''}: {prop} violated with a trace of {violation.trace_length} "
+                             f"states, expected {trace_length}: {violation.trace_file}")  # fmt: skip
+    return result
