@@ -1,0 +1,61 @@
+"""How often the Hypothesis engine finds each known bug with default settings, over 20 seeds,
+and how close its shrunk trace is to the BFS shortest one.
+
+    python benchmarks/hypothesis_seeds.py [--seeds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import time
+from pathlib import Path
+
+from kmc.checker import Check
+from kmc.checker.hypothesis_engine import HypothesisOptions
+
+HERE = Path(__file__).resolve().parent
+CASES = [  # model, preset, overrides, property
+    ("replication", "truncate-to-hw", {}, "StrongIsr"),
+    ("replication", "kip-101", {}, "StrongIsr"),
+    ("replication", "kip-279", {"replicas": 3}, "StrongIsr"),
+    ("replication", "kip-320-first-try", {"replicas": 3}, "StrongIsr"),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=20)
+    args = parser.parse_args()
+    rows = []
+    for model, preset, overrides, prop in CASES:
+        shortest = Check(model, preset=preset, overrides=overrides, property_names=[prop]).run()
+        bfs_len = shortest.violations[0].trace_length
+        found, lengths, times = 0, [], []
+        for seed in range(1, args.seeds + 1):
+            start = time.perf_counter()
+            result = Check(model, preset=preset, overrides=overrides, property_names=[prop], engine_name="hypothesis",
+                           hypothesis_options=HypothesisOptions(seed=seed)).run()  # fmt: skip
+            times.append(time.perf_counter() - start)
+            if result.violations:
+                found += 1
+                lengths.append(result.violations[0].trace_length)
+        row = {
+            "case": f"{model} {preset} {overrides or ''} {prop}".replace("  ", " "),
+            "bfs_shortest": bfs_len,
+            "found": f"{found}/{args.seeds}",
+            "shrunk_lengths": sorted(lengths),
+            "max_extra_steps": (max(lengths) - bfs_len) if lengths else None,
+            "median_s": round(statistics.median(times), 2),
+        }
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    out = HERE / "results" / f"{datetime.date.today().isoformat()}-hypothesis-seeds.json"
+    out.write_text(json.dumps({"defaults": "examples=200, steps=60", "rows": rows}, indent=2) + "\n")
+    print(f"recorded in {out.relative_to(HERE.parent)}")
+
+
+if __name__ == "__main__":
+    main()
