@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 CASES = {
     # name: (preset, config overrides)
     "medium": ("kip-320-first-try", {"replicas": 3}),
-    "large": ("kip-320", {"replicas": 3, "max_leader_epoch": 3}),
+    "large": ("kip-320-first-try", {"replicas": 3, "max_leader_epoch": 3}),
 }
 
 

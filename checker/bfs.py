@@ -14,12 +14,12 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import NondeterministicModelError, PropertyError, UserError
+from .errors import NondeterministicModelError, UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Action, Model, State
 from .path import key_chain, trace_from_keys
 from .progress import NoProgress, Progress
-from .properties import PropertySet
+from .properties import SYMMETRY_WARNING, PropertySet, holds
 from .result import CheckResult, Stats, Status, Trace, Violation
 
 DEADLOCK = "Deadlock"
@@ -132,10 +132,7 @@ def bfs(
         for name, pred in invariants:
             if name in violations:
                 continue
-            try:
-                ok = pred(state)
-            except Exception as exc:
-                raise PropertyError(name, state, exc) from exc
+            ok = holds(name, pred, state)
             if not ok:
                 record(name, "invariant", trace_to(k))
                 if stop:
@@ -179,10 +176,7 @@ def bfs(
                     for name, pred in steps:
                         if name in violations:
                             continue
-                        try:
-                            ok = pred(s, a, t)
-                        except Exception as exc:
-                            raise PropertyError(name, (s, a, t), exc) from exc
+                        ok = holds(name, pred, s, a, t)
                         if not ok:
                             record(name, "step", step_trace(ks, s, a, t, pred))
                 if stop:
@@ -248,10 +242,7 @@ def bfs(
         status = Status.HOLDS_BOUNDED
     warnings = []
     if options.symmetry:
-        warnings.append(
-            "symmetry reduction is on: the verdict is sound only for properties that are symmetric "
-            "under the model's permutation of ids"
-        )
+        warnings.append(SYMMETRY_WARNING)
     return CheckResult(
         engine="bfs",
         model=model.name,

@@ -32,10 +32,10 @@ from hypothesis.stateful import (
 )
 
 from .bfs import DEADLOCK, expand, peak_rss
-from .errors import PropertyError, UserError
+from .errors import UserError
 from .fingerprint import fingerprint
 from .model import Action, Model, State
-from .properties import PropertySet
+from .properties import PropertySet, holds
 from .result import CheckResult, Stats, Status, Trace, Violation
 
 
@@ -105,10 +105,7 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
             type(self).steps_taken += 1
             type(self).longest = max(type(self).longest, len(self.trace))
             for name, pred in steps:
-                try:
-                    ok = pred(before, action, nxt)
-                except Exception as exc:
-                    raise PropertyError(name, (before, action, nxt), exc) from exc
+                ok = holds(name, pred, before, action, nxt)
                 if not ok:
                     self._fail(name, "step")
             self._arrive(nxt)
@@ -124,10 +121,7 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
                 return
             state = self.trace.states[-1]
             for name, pred in invariants:
-                try:
-                    ok = pred(state)
-                except Exception as exc:
-                    raise PropertyError(name, state, exc) from exc
+                ok = holds(name, pred, state)
                 if not ok:
                     self._fail(name, "invariant")
 

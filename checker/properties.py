@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import xxhash
 
-from .errors import UserError
+from .errors import PropertyError, UserError
 
 Kind = Literal["invariant", "step"]
 _MARK = "__kmc_property__"
@@ -44,6 +44,20 @@ class Property:
             fn = self.fn
             return lambda *args: fn(*args, model=model)
         return self.fn
+
+
+def holds(name: str, pred: Callable[..., Any], *args: Any) -> bool:
+    """Evaluate a property; one that raises is reported as such (name, state, exception), never as a verdict."""
+    try:
+        return bool(pred(*args))
+    except Exception as exc:
+        raise PropertyError(name, args[0] if len(args) == 1 else args, exc) from exc
+
+
+SYMMETRY_WARNING = (
+    "symmetry reduction is on: the verdict is sound only for properties that are symmetric "
+    "under the model's permutation of ids"
+)
 
 
 def _register(kind: Kind, fn: Callable[..., Any] | None, name: str | None) -> Any:

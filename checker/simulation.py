@@ -7,11 +7,10 @@ import time
 from dataclasses import dataclass
 
 from .bfs import DEADLOCK, expand, peak_rss
-from .errors import PropertyError
 from .fingerprint import fingerprint
 from .model import Action, Model, State
 from .progress import NoProgress, Progress
-from .properties import PropertySet
+from .properties import PropertySet, holds
 from .result import CheckResult, Stats, Status, Trace, Violation
 
 
@@ -49,10 +48,7 @@ def simulate(
         for name, pred in invariants:
             if name in violations:
                 continue
-            try:
-                ok = pred(state)
-            except Exception as exc:
-                raise PropertyError(name, state, exc) from exc
+            ok = holds(name, pred, state)
             if not ok:
                 violations[name] = Violation(name, "invariant", Trace(list(states), list(actions)))
 
@@ -81,10 +77,7 @@ def simulate(
             for name, pred in steps:
                 if name in violations:
                     continue
-                try:
-                    ok = pred(state, action, nxt)
-                except Exception as exc:
-                    raise PropertyError(name, (state, action, nxt), exc) from exc
+                ok = holds(name, pred, state, action, nxt)
                 if not ok:
                     violations[name] = Violation(name, "step", Trace(list(states), list(actions)))
             state = nxt

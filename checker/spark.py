@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from .bfs import DEADLOCK, current_rss, expand, peak_rss
-from .errors import PropertyError, UserError
+from .errors import UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Model, State
 from .path import trace_from_keys
 from .progress import NoProgress, Progress
-from .properties import PropertySet, select_properties
+from .properties import SYMMETRY_WARNING, PropertySet, holds, select_properties
 from .registry import load_model_class
 from .result import CheckResult, Stats, Status, Trace, Violation
 
@@ -174,10 +174,7 @@ def _expand_task(job: Job, level: int) -> Any:
                 for action, nxt in succs:
                     nfp = keyfn(nxt)
                     for name, pred in steps:
-                        try:
-                            ok = pred(state, action, nxt)
-                        except Exception as exc:
-                            raise PropertyError(name, (state, action, nxt), exc) from exc
+                        ok = holds(name, pred, state, action, nxt)
                         if not ok:
                             violations.append((name, "step", fp, nfp))
                     seen = local.get(nfp)
@@ -227,10 +224,7 @@ def _merge_task(job: Job, level: int, probe: bool) -> Any:
                 state = candidates[fp][1]
                 new_states.append((fp, state))
                 for name, pred in invariants:
-                    try:
-                        ok = pred(state)
-                    except Exception as exc:
-                        raise PropertyError(name, state, exc) from exc
+                    ok = holds(name, pred, state)
                     if not ok:
                         violations.append((name, "invariant", fp, None))
             if not probe:
@@ -435,10 +429,7 @@ def _initial_level(model: Model, props: PropertySet, job: Job, keyfn: Any) -> _P
         seen.add(fp)
         frontier[fp % job.partitions].append((fp, state))
         for prop in props.invariants:
-            try:
-                ok = prop.bind(model)(state)
-            except Exception as exc:
-                raise PropertyError(prop.name, state, exc) from exc
+            ok = holds(prop.name, prop.bind(model), state)
             if not ok:
                 prog.violations.append([prop.name, "invariant", fp, None])
     for p, items in frontier.items():
@@ -549,10 +540,7 @@ def _result(
     )
     warnings = []
     if options.symmetry:
-        warnings.append(
-            "symmetry reduction is on: the verdict is sound only for properties that are symmetric "
-            "under the model's permutation of ids"
-        )
+        warnings.append(SYMMETRY_WARNING)
     return CheckResult(
         engine="spark",
         model=model.name,
