@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 CASES = {
     # name: (preset, config overrides)
     "medium": ("kip-320-first-try", {"replicas": 3}),
-    "large": ("kip-320-first-try", {"replicas": 3, "max_leader_epoch": 3}),
+    "large": ("kip-320", {"replicas": 3, "max_leader_epoch": 3}),
 }
 
 
@@ -104,6 +104,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
     parser.add_argument("--partitions", type=int, default=16)
+    parser.add_argument(
+        "--runs", nargs="*", default=["bfs", "local", "standalone"], choices=["bfs", "local", "standalone"]
+    )
     args = parser.parse_args()
     record: dict = {
         "benchmark": "replication: single-process bfs vs spark local[2] vs standalone workers",
@@ -115,10 +118,13 @@ def main() -> None:
     for name in args.cases:
         preset, overrides = CASES[name]
         base = ["--preset", preset] + [f"--set={k}={v}" for k, v in overrides.items()]
-        rows = [run("bfs (one process)", base)]
-        rows.append(run("spark local[2]", base + spark_args("local[2]", scratch / "ckpt", args.partitions),
-                        scratch / "ckpt"))  # fmt: skip
-        if name == "medium":
+        rows = []
+        if "bfs" in args.runs:
+            rows.append(run("bfs (one process)", base))
+        if "local" in args.runs:
+            rows.append(run("spark local[2]", base + spark_args("local[2]", scratch / "ckpt", args.partitions),
+                            scratch / "ckpt"))  # fmt: skip
+        if name == "medium" and "standalone" in args.runs:
             for workers in (1, 2):
                 with LocalCluster(scratch / f"cluster-{workers}", workers=workers) as cluster:
                     rows.append(
@@ -131,7 +137,7 @@ def main() -> None:
             raise SystemExit(f"state counts differ in {name}: {rows}")
         record["cases"][f"{name}: {preset} {overrides}"] = rows
     shutil.rmtree(scratch, ignore_errors=True)
-    out = HERE / "results" / f"{record['date']}-spark-scaling.json"
+    out = HERE / "results" / f"{record['date']}-spark-scaling-{'-'.join(args.cases)}-{'-'.join(args.runs)}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"recorded in {out.relative_to(HERE.parent)}")
 

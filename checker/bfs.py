@@ -258,22 +258,31 @@ def bfs(
     )
 
 
-def explore_graph(model: Model, max_states: int | None = None) -> dict[Any, list[tuple[Action, Any]]]:
-    """The reachable state graph as adjacency lists (for small models: diagrams, liveness, tests)."""
+def explore(model: Model, max_states: int | None = None) -> tuple[dict[Any, list[tuple[Action, Any]]], set[Any]]:
+    """The reachable state graph as adjacency lists (in BFS order), and the states left
+    unexpanded because ``max_states`` was reached (for liveness, diagrams and tests)."""
     graph: dict[Any, list[tuple[Action, Any]]] = {}
     frontier = [s for s in model.init_states()]
     for s in frontier:
         graph.setdefault(s, [])
+    pending = set(graph)
     while frontier:
         nxt = []
         for s in frontier:
+            if max_states is not None and len(graph) >= max_states:
+                return graph, pending
             edges = expand(model, s)
             graph[s] = edges
+            pending.discard(s)
             for _a, t in edges:
                 if t not in graph:
                     graph[t] = []
+                    pending.add(t)
                     nxt.append(t)
-                    if max_states is not None and len(graph) >= max_states:
-                        return graph
         frontier = nxt
-    return graph
+    return graph, pending
+
+
+def explore_graph(model: Model, max_states: int | None = None) -> dict[Any, list[tuple[Action, Any]]]:
+    """The reachable state graph as adjacency lists."""
+    return explore(model, max_states)[0]

@@ -67,8 +67,11 @@ def summary_text(result: CheckResult, command: str) -> str:
     lines.append(f"  properties: {', '.join(result.properties) or '(none)'}")
     for v in result.violations:
         where = f" -> {v.trace_file}" if v.trace_file else ""
-        shortest = "shortest trace" if result.engine == "bfs" else "trace"
-        lines.append(f"  VIOLATED {v.property} ({v.kind}): {shortest} of {v.trace_length} states{where}")
+        if v.trace.loop is not None:
+            shape = f"lasso of {v.trace_length} states, looping back to state {v.trace.loop}"
+        else:
+            shape = f"{'shortest trace' if result.engine in ('bfs', 'spark') else 'trace'} of {v.trace_length} states"
+        lines.append(f"  VIOLATED {v.property} ({v.kind}): {shape}{where}")
     lines.append(
         f"  {s.distinct_states:,} distinct states, {s.generated_states:,} generated, depth {s.depth}, "
         f"{s.elapsed_s:.2f} s, {s.states_per_second:,.0f} states/s"

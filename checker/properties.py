@@ -25,7 +25,7 @@ import xxhash
 
 from .errors import PropertyError, UserError
 
-Kind = Literal["invariant", "step"]
+Kind = Literal["invariant", "step", "eventually", "leads_to"]
 _MARK = "__kmc_property__"
 
 
@@ -37,6 +37,8 @@ class Property:
     doc: str = ""
     wants_model: bool = False
     source: str = ""
+    trigger: Callable[..., Any] | None = None
+    """For leads_to: the condition after which the property's function must eventually hold."""
 
     def bind(self, model: Any) -> Callable[..., Any]:
         """The predicate with the model bound in, as the engines call it."""
@@ -60,14 +62,16 @@ SYMMETRY_WARNING = (
 )
 
 
-def _register(kind: Kind, fn: Callable[..., Any] | None, name: str | None) -> Any:
+def _register(
+    kind: Kind, fn: Callable[..., Any] | None, name: str | None, trigger: Callable[..., Any] | None = None
+) -> Any:
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         params = inspect.signature(func).parameters
         wants_model = "model" in params
         arity = len([p for p in params if p != "model"])
-        expected = 1 if kind == "invariant" else 3
+        expected = 3 if kind == "step" else 1
         if arity != expected:
-            shape = "(state)" if kind == "invariant" else "(state, action, next_state)"
+            shape = "(state, action, next_state)" if kind == "step" else "(state)"
             raise UserError(f"@{kind} {func.__name__} must take {shape}, it takes {arity} arguments")
         prop = Property(
             name=name or func.__name__,
@@ -76,6 +80,7 @@ def _register(kind: Kind, fn: Callable[..., Any] | None, name: str | None) -> An
             doc=inspect.getdoc(func) or "",
             wants_model=wants_model,
             source=getattr(func, "__module__", ""),
+            trigger=trigger,
         )
         setattr(func, _MARK, prop)
         return func
@@ -93,6 +98,21 @@ def invariant(fn: Callable[..., Any] | None = None, /, *, name: str | None = Non
 def step(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
     """Mark ``fn(state, action, next_state) -> bool`` as a property of every transition."""
     return _register("step", fn, name)
+
+
+def eventually(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    """Mark ``fn(state) -> bool`` as a goal every fair behaviour reaches (TLA+'s <>P)."""
+    return _register("eventually", fn, name)
+
+
+def leads_to(trigger: Callable[..., Any], /, *, name: str | None = None) -> Any:
+    """Mark ``fn(state) -> bool`` as a goal that every fair behaviour reaches after any state where
+    ``trigger(state)`` holds (TLA+'s P ~> Q)::
+
+        @leads_to(lambda s: s.state == "PreparingRebalance")
+        def GroupStabilizes(s): return s.state == "Stable"
+    """
+    return lambda fn: _register("leads_to", fn, name, trigger)
 
 
 def properties_of(module: ModuleType) -> list[Property]:
@@ -153,16 +173,24 @@ class PropertySet:
 
     invariants: list[Property] = field(default_factory=list)
     steps: list[Property] = field(default_factory=list)
+    liveness: list[Property] = field(default_factory=list)
+    fairness: list[Any] = field(default_factory=list)
+    """Fairness constraints (kmc.checker.liveness.WF / SF) from the model and the spec files."""
 
     @classmethod
-    def of(cls, props: Iterable[Property]) -> PropertySet:
-        result = cls()
+    def of(cls, props: Iterable[Property], fairness: Iterable[Any] = ()) -> PropertySet:
+        result = cls(fairness=list(fairness))
         for prop in props:
-            (result.invariants if prop.kind == "invariant" else result.steps).append(prop)
+            if prop.kind == "invariant":
+                result.invariants.append(prop)
+            elif prop.kind == "step":
+                result.steps.append(prop)
+            else:
+                result.liveness.append(prop)
         return result
 
     def all(self) -> list[Property]:
-        return [*self.invariants, *self.steps]
+        return [*self.invariants, *self.steps, *self.liveness]
 
     def names(self) -> list[str]:
         return [p.name for p in self.all()]
@@ -171,23 +199,28 @@ class PropertySet:
 def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), names: Sequence[str] = ()) -> PropertySet:
     """The model's own properties plus those of spec files, narrowed to ``names`` if given."""
     available = model_properties(model_cls)
+    fairness = list(getattr(model_cls, "fairness", ()))
+    for module_name in getattr(model_cls, "spec_modules", ()):
+        fairness.extend(getattr(importlib.import_module(module_name), "FAIRNESS", ()))
     for spec_file in spec_files:
-        user_props = properties_of(load_module(spec_file))
-        if not user_props:
+        module = load_module(spec_file)
+        fairness.extend(getattr(module, "FAIRNESS", ()))
+        user_props = properties_of(module)
+        if not user_props and not getattr(module, "FAIRNESS", ()):
             raise UserError(
                 f"spec file {spec_file} defines no properties: decorate functions with "
-                "@invariant or @step from kmc.checker"
+                "@invariant, @step, @eventually or @leads_to from kmc.checker"
             )
         available.extend(user_props)
     by_name: dict[str, Property] = {}
     for prop in available:
         by_name[prop.name] = prop  # a spec file may redefine a built-in property
     if not names:
-        return PropertySet.of(by_name.values())
+        return PropertySet.of(by_name.values(), fairness)
     chosen = []
     for name in names:
         if name not in by_name:
             known = ", ".join(by_name) or "(none)"
             raise UserError(f"unknown property {name!r} for model {model_cls.name}; properties: {known}")
         chosen.append(by_name[name])
-    return PropertySet.of(chosen)
+    return PropertySet.of(chosen, fairness)

@@ -73,7 +73,7 @@ def replay(doc: Mapping[str, Any]) -> Replayed:
         actions.append(match[0])
         states.append(match[1])
     loop = doc.get("loop")
-    if loop is not None:
+    if loop is not None and loop != len(itf_states) - 1:  # a loop on the last state is stuttering
         back = itf_states[loop]
         if not any(state_vars(t) == back for _a, t in model.successors(states[-1])):
             raise UserError(f"trace does not replay: the last state has no step back to state {loop} (loop)")

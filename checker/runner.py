@@ -15,11 +15,12 @@ from .bfs import BfsOptions, bfs
 from .errors import UserError
 from .hypothesis_engine import HypothesisOptions, hypothesis_check
 from .itf import trace_to_itf, write_trace
+from .liveness import check_liveness
 from .model import Model
 from .progress import Progress
 from .properties import PropertySet, select_properties
 from .registry import load_model_class
-from .result import CheckResult
+from .result import CheckResult, Status
 from .simulation import SimulationOptions, simulate
 from .spark import SparkOptions, spark_bfs
 
@@ -84,9 +85,34 @@ class Check:
             )
         else:
             result = bfs(model, props, self.bfs_options, progress, preset=preset)
+        if props.liveness:
+            self._check_liveness(model, props, result)
         if self.model_name != model.name:
             result.model_ref = model_reference(self.model_name)
         return result
+
+    def _check_liveness(self, model: Model, props: PropertySet, result: CheckResult) -> None:
+        """Liveness is checked on the explored state graph, after the safety search."""
+        if self.engine_name != "bfs":
+            result.warnings.append(
+                f"liveness properties ({', '.join(p.name for p in props.liveness)}) are checked by the bfs engine "
+                f"only; the {self.engine_name} engine ignored them"
+            )
+            return
+        if result.violations and not self.bfs_options.keep_going:
+            return  # stopped at a safety violation, as for any other property
+        opts = self.bfs_options
+        if opts.max_depth is not None:
+            result.warnings.append("liveness is checked on the whole state graph: --max-depth does not apply to it")
+        outcome = check_liveness(model, props, opts.max_states)
+        result.warnings.extend(outcome.warnings)
+        result.violations.extend(outcome.violations)
+        if outcome.violations:
+            result.status = Status.VIOLATED
+            result.complete = result.complete and opts.keep_going
+        elif not outcome.complete:
+            result.status = Status.HOLDS_BOUNDED
+            result.complete = False
 
 
 def model_reference(name: str) -> str:

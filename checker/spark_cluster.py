@@ -60,6 +60,7 @@ class LocalCluster:
         return proc
 
     def start(self, timeout: float = 60.0) -> LocalCluster:
+        self.workdir.mkdir(parents=True, exist_ok=True)
         port = free_port()
         self.master_url = f"spark://127.0.0.1:{port}"
         self._launch(

@@ -146,3 +146,38 @@ class Ring(Model):
 
     def successors(self, s: int):  # type: ignore[override]
         yield Action("Tick"), (s + 1) % max(self.config.n, 1)
+
+
+class Mutex(NamedTuple):
+    pc: tuple[str, ...]  # per process: idle, waiting, critical
+    lock: int  # the holder, or -1
+
+
+@dataclass(frozen=True)
+class MutexConfig:
+    processes: int = param(2, "processes sharing the lock", min=1, max=4)
+
+
+class LockMutex(Model):
+    """Processes take a lock to enter their critical section; nothing stops one of them from
+    taking it over and over, so only strong fairness of Enter rules out starvation."""
+
+    name = "mutex"
+    Config = MutexConfig
+    spec_modules = ("toy_models_liveness",)
+
+    def init_states(self) -> list[Mutex]:
+        return [Mutex(("idle",) * self.config.processes, -1)]
+
+    def successors(self, s: Mutex):  # type: ignore[override]
+        for i, pc in enumerate(s.pc):
+
+            def put(v: str, i: int = i) -> tuple[str, ...]:
+                return (*s.pc[:i], v, *s.pc[i + 1 :])
+
+            if pc == "idle":
+                yield Action("Request", proc=i), Mutex(put("waiting"), s.lock)
+            elif pc == "waiting" and s.lock == -1:
+                yield Action("Enter", proc=i), Mutex(put("critical"), i)
+            elif pc == "critical":
+                yield Action("Exit", proc=i), Mutex(put("idle"), -1)

@@ -1,0 +1,329 @@
+"""Liveness: `eventually` and `leads_to` under weak and strong fairness, checked on the explored
+state graph, with lasso counterexamples (a prefix, then a loop repeated forever).
+
+A behaviour violates ``eventually(goal)`` if it never reaches a goal state; it violates
+``leads_to(p, q)`` if it reaches a p-state after which q never holds. Only fair behaviours
+count: under weak fairness of an action family A, a behaviour may not keep A enabled forever
+without taking it; under strong fairness, it may not have A enabled infinitely often without
+taking it. As in TLA+, a behaviour may also stop (stutter forever) in any state where no action
+under fairness is enabled: with no fairness declared, that is every state.
+
+The search (after Emerson and Lei): restrict the graph to states where the goal does not hold,
+split it into strongly connected components (networkx), and refine each component until it is
+fair. A component is strongly fair for A if it takes an A step inside, or, after removing the
+states where A is enabled, a smaller component is; it is weakly fair for A if it takes an A step
+inside or has a state where A is disabled. A fair component reachable from the start gives the
+lasso: the shortest path to it, then a cycle through it that takes the steps fairness needs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import networkx as nx
+
+from .bfs import explore
+from .model import Action, Model, State
+from .properties import PropertySet, holds
+from .result import Trace, Violation
+
+Graph = dict[Hashable, list[tuple[Action, Hashable]]]
+
+
+@dataclass(frozen=True)
+class Fairness:
+    """Weak (WF) or strong (SF) fairness of the actions whose names match ``pattern`` (and whose
+    arguments include ``args``). With ``each``, one constraint per distinct action of the family
+    (TLA+'s \\A i: WF(A(i))) instead of one for the family as a whole (WF(\\E i: A(i)))."""
+
+    kind: Literal["weak", "strong"]
+    pattern: str
+    args: tuple[tuple[str, Any], ...] = ()
+    each: bool = False
+
+    def matches(self, action: Action) -> bool:
+        if not fnmatch.fnmatchcase(action.name, self.pattern):
+            return False
+        given = dict(action[1])
+        return all(given.get(k) == v for k, v in self.args)
+
+    def __str__(self) -> str:
+        args = "".join(f", {k}={v!r}" for k, v in self.args)
+        return f"{'WF' if self.kind == 'weak' else 'SF'}({self.pattern}{args}{', each' if self.each else ''})"
+
+
+def WF(pattern: str, *, each: bool = False, **args: Any) -> Fairness:
+    """Weak fairness of an action family: a name or a pattern (``Follower*``), optionally with arguments."""
+    return Fairness("weak", pattern, tuple(args.items()), each)
+
+
+def SF(pattern: str, *, each: bool = False, **args: Any) -> Fairness:
+    """Strong fairness of an action family."""
+    return Fairness("strong", pattern, tuple(args.items()), each)
+
+
+def expand_fairness(graph: Graph, fairness: Sequence[Fairness]) -> list[Fairness]:
+    """Split each ``each`` constraint into one per distinct action of its family in the graph."""
+    result: list[Fairness] = []
+    for fair in fairness:
+        if not fair.each:
+            result.append(fair)
+            continue
+        actions = sorted({a for edges in graph.values() for a, _ in edges if fair.matches(a)}, key=repr)
+        result.extend(Fairness(fair.kind, a.name, a[1]) for a in actions)
+    return result
+
+
+@dataclass
+class Lasso:
+    states: list[State]
+    actions: list[Action | None]
+    loop: int
+
+    def trace(self) -> Trace:
+        return Trace(states=self.states, actions=self.actions, loop=self.loop)
+
+
+class StateGraph:
+    """The explored graph with the helpers the liveness search needs."""
+
+    def __init__(self, model: Model, graph: Graph, complete: bool = True) -> None:
+        self.model = model
+        self.edges = graph
+        self.complete = complete
+        self.inits = [s for s in model.init_states() if s in graph]
+        self.order = {s: i for i, s in enumerate(graph)}  # BFS order: deterministic, shortest first
+
+    def enabled(self, state: Hashable, fairness: Fairness) -> bool:
+        return any(fairness.matches(a) for a, _ in self.edges[state])
+
+    def subgraph(self, nodes: set[Hashable]) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(nodes)
+        for s in nodes:
+            for _a, t in self.edges[s]:
+                if t in nodes:
+                    g.add_edge(s, t)
+        return g
+
+
+def can_stutter(sg: StateGraph, state: Hashable, fairness: Sequence[Fairness]) -> bool:
+    """Whether a behaviour may stay in ``state`` forever: no action under fairness is enabled."""
+    return not any(sg.enabled(state, fair) for fair in fairness)
+
+
+def _fair_component(sg: StateGraph, nodes: set[Hashable], fairness: Sequence[Fairness]) -> set[Hashable] | None:
+    """A set of states containing a fair cycle, or a single state that may stutter forever; None if none."""
+    stutter = next((s for s in sorted(nodes, key=sg.order.__getitem__) if can_stutter(sg, s, fairness)), None)
+    if stutter is not None:
+        return {stutter}
+    graph = sg.subgraph(nodes)
+    for component in sorted(nx.strongly_connected_components(graph), key=lambda c: min(sg.order[s] for s in c)):
+        comp = set(component)
+        if len(comp) == 1:
+            (only,) = comp
+            if not graph.has_edge(only, only):
+                continue
+        found = _refine(sg, comp, fairness)
+        if found is not None:
+            return found
+    return None
+
+
+def _taken_inside(sg: StateGraph, comp: set[Hashable], fairness: Fairness) -> bool:
+    return any(fairness.matches(a) and t in comp for s in comp for a, t in sg.edges[s])
+
+
+def _refine(sg: StateGraph, comp: set[Hashable], fairness: Sequence[Fairness]) -> set[Hashable] | None:
+    for fair in fairness:
+        if fair.kind != "strong" or _taken_inside(sg, comp, fair):
+            continue
+        enabled_here = {s for s in comp if sg.enabled(s, fair)}
+        if enabled_here:  # visit those states infinitely often and A must be taken: avoid them
+            return _fair_component(sg, comp - enabled_here, fairness)
+    for fair in fairness:
+        if fair.kind == "weak" and not _taken_inside(sg, comp, fair) and all(sg.enabled(s, fair) for s in comp):
+            return None
+    return comp
+
+
+def _shortest_path(sg: StateGraph, sources: Iterable[Hashable], targets: set[Hashable],
+                   allowed: Callable[[Hashable], bool]) -> list[tuple[Action | None, Hashable]] | None:  # fmt: skip
+    """BFS from any source to any target through allowed states: [(None, s0), (a1, s1), ...]."""
+    parent: dict[Hashable, tuple[Hashable | None, Action | None]] = {}
+    queue: deque[Hashable] = deque()
+    for s in sources:
+        if s not in parent and allowed(s):
+            parent[s] = (None, None)
+            queue.append(s)
+    while queue:
+        s = queue.popleft()
+        if s in targets:
+            path: list[tuple[Action | None, Hashable]] = []
+            cur: Hashable | None = s
+            while cur is not None:
+                up, action = parent[cur]
+                path.append((action, cur))
+                cur = up
+            return path[::-1]
+        for a, t in sg.edges[s]:
+            if t not in parent and allowed(t):
+                parent[t] = (s, a)
+                queue.append(t)
+    return None
+
+
+def _reaching(sg: StateGraph, region: set[Hashable], comp: set[Hashable]) -> set[Hashable]:
+    """The states of ``region`` from which ``comp`` can be reached inside ``region``."""
+    reverse: dict[Hashable, list[Hashable]] = {}
+    for s in region:
+        for _a, t in sg.edges[s]:
+            if t in region:
+                reverse.setdefault(t, []).append(s)
+    seen = set(comp)
+    queue = deque(comp)
+    while queue:
+        t = queue.popleft()
+        for s in reverse.get(t, ()):
+            if s not in seen:
+                seen.add(s)
+                queue.append(s)
+    return seen
+
+
+def _cycle(sg: StateGraph, start: Hashable, comp: set[Hashable],
+           fairness: Sequence[Fairness]) -> list[tuple[Action, Hashable]]:  # fmt: skip
+    """Steps from ``start`` back to ``start`` inside ``comp`` that take what fairness requires."""
+    if len(comp) == 1 and can_stutter(sg, start, fairness):
+        return []  # the loop is the state stuttering
+    inside = comp.__contains__
+    steps: list[tuple[Action, Hashable]] = []
+    here = start
+    visited = [start]
+    taken: list[Action] = []
+
+    def satisfied(fair: Fairness) -> bool:
+        if any(fair.matches(a) for a in taken):
+            return True
+        return fair.kind == "weak" and any(not sg.enabled(s, fair) for s in visited)
+
+    def walk(target: Hashable) -> None:
+        nonlocal here
+        path = _shortest_path(sg, [here], {target}, inside)
+        assert path is not None
+        for a, s in path[1:]:
+            steps.append((a, s))  # type: ignore[arg-type]
+            taken.append(a)  # type: ignore[arg-type]
+            visited.append(s)
+        here = target
+
+    for fair in fairness:
+        if satisfied(fair):
+            continue
+        edge = next(((s, a, t) for s in comp for a, t in sg.edges[s] if fair.matches(a) and t in comp), None)
+        if edge is not None:
+            source, action, target = edge
+            walk(source)
+            steps.append((action, target))
+            taken.append(action)
+            visited.append(target)
+            here = target
+        else:  # weak fairness, met in a state where the family is disabled (_refine made sure one exists)
+            walk(next(s for s in comp if not sg.enabled(s, fair)))
+    if here != start or not steps:
+        # back to the start (at least one step, so a cycle)
+        if here == start:
+            a, t = next((a, t) for a, t in sg.edges[start] if t in comp)
+            steps.append((a, t))
+            here = t
+        path = _shortest_path(sg, [here], {start}, inside)
+        assert path is not None
+        steps.extend((a, s) for a, s in path[1:])  # type: ignore[misc]
+    return steps
+
+
+def find_lasso(sg: StateGraph, start_states: Sequence[Hashable], avoid: Callable[[Hashable], bool],
+               fairness: Sequence[Fairness]) -> Lasso | None:  # fmt: skip
+    """A fair behaviour from one of ``start_states`` that stays in states where ``avoid`` is false
+    forever, as a lasso whose prefix starts at an initial state, or None."""
+    region: set[Hashable] = set()
+    queue = deque(s for s in start_states if not avoid(s))
+    region.update(queue)
+    while queue:
+        s = queue.popleft()
+        for _a, t in sg.edges[s]:
+            if t not in region and not avoid(t):
+                region.add(t)
+                queue.append(t)
+    if not region:
+        return None
+    comp = _fair_component(sg, region, fairness)
+    if comp is None:
+        return None
+    # prefix: initial state -> a start state (through anything) -> the component (avoiding the goal)
+    starts = set(start_states) & region
+    reach_comp = _reaching(sg, region, comp)
+    to_start = _shortest_path(sg, sg.inits, starts & reach_comp, lambda _s: True)
+    assert to_start is not None
+    to_comp = _shortest_path(sg, [to_start[-1][1]], comp, lambda s: s in region)
+    assert to_comp is not None
+    prefix = to_start + to_comp[1:]
+    entry = prefix[-1][1]
+    loop_steps = _cycle(sg, entry, comp, fairness)
+    states = [s for _a, s in prefix] + [s for _a, s in loop_steps]
+    actions = [a for a, _s in prefix] + [a for a, _s in loop_steps]
+    loop_index = len(prefix) - 1
+    if loop_steps:  # the last state is the entry again: drop it, the loop returns to the entry
+        states.pop()
+        actions.pop()
+    return Lasso(states=states, actions=actions, loop=loop_index)
+
+
+def describe_fairness(fairness: Sequence[Fairness]) -> str:
+    return ", ".join(str(f) for f in fairness) or "none"
+
+
+@dataclass
+class LivenessOutcome:
+    violations: list[Violation]
+    warnings: list[str]
+    states: int
+    complete: bool
+
+
+def check_liveness(model: Model, props: PropertySet, max_states: int | None = None) -> LivenessOutcome:
+    """Check every liveness property of ``props`` on the model's explored state graph."""
+    graph, unexpanded = explore(model, max_states)
+    complete = not unexpanded
+    if not complete:  # unexpanded states: nothing is known of their futures
+        graph = {s: edges for s, edges in graph.items() if s not in unexpanded}
+        graph = {s: [(a, t) for a, t in edges if t in graph] for s, edges in graph.items()}
+    sg = StateGraph(model, graph, complete)
+    fairness = expand_fairness(graph, props.fairness)
+    warnings: list[str] = []
+    if not complete:
+        warnings.append(
+            f"liveness checked on the first {len(graph):,} states only (a state bound cut the graph): "
+            "a behaviour that leaves them is not considered, so a 'holds' is unsound"
+        )
+    violations: list[Violation] = []
+    for prop in props.liveness:
+        goal = prop.bind(model)
+        if prop.kind == "eventually":
+            if all(holds(prop.name, goal, s) for s in sg.inits):
+                warnings.append(f"{prop.name} is trivially true: it holds in every initial state")
+            lasso = find_lasso(sg, sg.inits, lambda s, g=goal, n=prop.name: holds(n, g, s), fairness)
+        else:
+            trigger = prop.trigger
+            assert trigger is not None
+            starts = [s for s in graph if holds(prop.name, trigger, s) and not holds(prop.name, goal, s)]
+            if not any(holds(prop.name, trigger, s) for s in graph):
+                warnings.append(f"{prop.name} is trivially true: its trigger holds in no reachable state")
+            lasso = find_lasso(sg, starts, lambda s, g=goal, n=prop.name: holds(n, g, s), fairness) if starts else None
+        if lasso is not None:
+            violations.append(Violation(property=prop.name, kind="liveness", trace=lasso.trace()))
+    return LivenessOutcome(violations, warnings, len(graph), complete)
