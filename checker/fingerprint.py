@@ -24,7 +24,7 @@ import xxhash
 _pack_len = struct.Struct("<I").pack
 _pack_int = struct.Struct("<q").pack
 _SMALL_INTS = {i: b"i" + _pack_int(i) for i in range(-16, 1024)}
-_CACHE_LIMIT = 1 << 16
+_CACHE_LIMIT = 1 << 18
 _cache: dict[Any, bytes] = {}
 
 
