@@ -79,7 +79,8 @@ def _check_determinism(model: Model, state: State, first: list[tuple[Action, Sta
 def expand(model: Model, state: State) -> list[tuple[Action, State]]:
     """The successors of a state; a model that raises is reported, not a traceback."""
     try:
-        return list(model.successors(state))
+        succs = model.successors(state)
+        return succs if type(succs) is list else list(succs)
     except UserError:
         raise
     except Exception as exc:

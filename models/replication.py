@@ -277,7 +277,10 @@ class ReplicationModel(Model):
     def _become_follower(self, s: ReplicationState, out: list[Step]) -> None:
         mode = self.config.truncation
         states = s.replicaState
+        oldest = min(st.leaderEpoch for st in states)
         for request in sorted(s.leaderAndIsrRequests):
+            if request.leaderEpoch <= oldest:  # no replica would accept it
+                continue
             leader = request.leader
             if leader == NO_LEADER:  # the spec's followers only follow a named leader
                 continue
@@ -338,6 +341,10 @@ class ReplicationModel(Model):
             state = states[leader]
             hw = state.hw
             presumes = state.leader == leader
+            # Every rule needs the replica to presume leadership, except that the KIP-320 rule
+            # checks it only through its ISR members: with an empty ISR it asks nothing of them.
+            if not presumes and (state.isr or mode != "current_epoch" or len(logs[leader]) <= hw):
+                continue
             if mode == "isr_offsets":
                 ok = (
                     presumes
@@ -375,7 +382,9 @@ class ReplicationModel(Model):
         logs = s.replicaLog
         leader_log = logs[leader]
         isr = state.isr
-        for replica in sorted(isr - {leader}):
+        for replica in self.replica_ids:
+            if replica == leader or replica not in isr:
+                continue
             if mode == "offsets":
                 lagging = not _caught_up(s, leader, replica, len(leader_log))
             elif mode == "epoch_match":
