@@ -181,6 +181,10 @@ def _bfs(
         at_depth_bound = max_depth is not None and depth >= max_depth
         next_frontier: list[tuple[State, Hashable]] = []
         append = next_frontier.append
+        setdefault = parents.setdefault
+        # Until a property fails, check all of them in one expression; the careful path takes over
+        # for a state where one fails or raises, and for good once any property is violated.
+        fast_invariants = [pred for _name, pred in invariants] if not violations else []
         for s, ks in frontier:
             succs = expand(model, s)
             expanded += 1
@@ -205,27 +209,24 @@ def _bfs(
                 if bounded_by is None and any(key(t) not in parents for _, t in succs):
                     bounded_by = f"max depth {max_depth}"
                 continue
-            if keyfn is None:
-                for _a, t in succs:
-                    if t in parents:
+            for _a, t in succs:
+                k = t if keyfn is None else keyfn(t)
+                size = len(parents)
+                setdefault(k, ks)  # one hash of the state, whether it is new or not
+                if len(parents) == size:
+                    continue
+                append((t, k))
+                if fast_invariants:
+                    try:
+                        failed = not all(pred(t) for pred in fast_invariants)
+                    except Exception:
+                        failed = True
+                    if not failed:
                         continue
-                    parents[t] = ks
-                    append((t, t))
-                    if invariants:
-                        check_invariants(t, t)
-                        if stop:
-                            break
-            else:
-                for _a, t in succs:
-                    k = keyfn(t)
-                    if k in parents:
-                        continue
-                    parents[k] = ks
-                    append((t, k))
-                    if invariants:
-                        check_invariants(t, k)
-                        if stop:
-                            break
+                if invariants:  # the careful path: names the property, reports one that raises
+                    check_invariants(t, k)
+                    if stop:
+                        break
             if stop:
                 break
             if max_states is not None and len(parents) >= max_states:

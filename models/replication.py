@@ -303,8 +303,9 @@ class ReplicationModel(Model):
                         offset = self._truncation_offset(s, leader, replica)
                     if offset is None or offset > len(log):
                         continue  # a truncation cannot extend the log
-                    new_log, hw = log[:offset], min(offset, old_hw)
-                state = ReplicaState(hw, request.leaderEpoch, leader, request.isr)
+                    new_log = log if offset == len(log) else log[:offset]
+                    hw = offset if offset < old_hw else old_hw
+                state = _new(ReplicaState, (hw, request.leaderEpoch, leader, request.isr))
                 out.append(
                     (
                         self._act("BecomeFollower", replica, leader, request.leaderEpoch),
