@@ -252,30 +252,45 @@ def _bfs(
         collision_probability=(collision_probability(distinct, generated) if options.store == "fingerprints" else None),
         storage=options.store,
     )
-    found = list(violations.values())
     # Complete only when nothing was cut off: no bound hit and no early stop at a violation.
-    complete = bounded_by is None and not stop
+    return search_result(
+        "bfs", model, props, options.deadlock, options.symmetry, list(violations.values()),
+        complete=bounded_by is None and not stop, stats=stats, bound_reason=bounded_by, preset=preset,
+    )  # fmt: skip
+
+
+def search_result(
+    engine: str,
+    model: Model,
+    props: PropertySet,
+    deadlock: bool,
+    symmetry: bool,
+    found: list[Violation],
+    *,
+    complete: bool,
+    stats: Stats,
+    bound_reason: str | None,
+    preset: str | None,
+) -> CheckResult:
+    """The result of an exhaustive search, its status derived the same way for every engine."""
     if found:
         status = Status.VIOLATED
     elif complete:
         status = Status.HOLDS_COMPLETE
     else:
         status = Status.HOLDS_BOUNDED
-    warnings = []
-    if options.symmetry:
-        warnings.append(SYMMETRY_WARNING)
     return CheckResult(
-        engine="bfs",
+        engine=engine,
         model=model.name,
         config=model.config_dict(),
         preset=preset,
-        properties=props.names() + ([DEADLOCK] if options.deadlock else []),
+        properties=props.names() + ([DEADLOCK] if deadlock else []),
         status=status,
         complete=complete,
         stats=stats,
         violations=found,
-        bound_reason=bounded_by,
-        warnings=warnings,
+        bound_reason=bound_reason,
+        warnings=[SYMMETRY_WARNING] if symmetry else [],
     )
 
 

@@ -34,15 +34,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bfs import DEADLOCK, current_rss, expand, peak_rss
+from .bfs import DEADLOCK, current_rss, expand, peak_rss, search_result
 from .errors import UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Model, State
 from .path import trace_from_keys
 from .progress import NoProgress, Progress
-from .properties import SYMMETRY_WARNING, PropertySet, holds, select_properties
+from .properties import PropertySet, holds, select_properties
 from .registry import load_model_class
-from .result import CheckResult, Stats, Status, Trace, Violation
+from .result import CheckResult, Stats, Trace, Violation
 
 LOG4J2 = """\
 logger.repl.name = org.apache.spark.repl.Main
@@ -523,12 +523,6 @@ def _result(
         found[name] = Violation(property=name, kind=kind, trace=trace)
     stopped_early = bool(found) and not options.keep_going and not prog.done
     complete = prog.done and prog.bound_reason is None and not stopped_early
-    if found:
-        status = Status.VIOLATED
-    elif complete:
-        status = Status.HOLDS_COMPLETE
-    else:
-        status = Status.HOLDS_BOUNDED
     depth = len([n for n in prog.levels if n])
     stats = Stats(
         distinct_states=prog.distinct,
@@ -538,19 +532,7 @@ def _result(
         collision_probability=collision_probability(prog.distinct, prog.generated),
         extra={"partitions": job.partitions, "states_per_level": prog.levels},
     )
-    warnings = []
-    if options.symmetry:
-        warnings.append(SYMMETRY_WARNING)
-    return CheckResult(
-        engine="spark",
-        model=model.name,
-        config=model.config_dict(),
-        preset=None,
-        properties=props.names() + ([DEADLOCK] if options.deadlock else []),
-        status=status,
-        complete=complete,
-        stats=stats,
-        violations=list(found.values()),
-        bound_reason=prog.bound_reason,
-        warnings=warnings,
-    )
+    return search_result(
+        "spark", model, props, options.deadlock, options.symmetry, list(found.values()),
+        complete=complete, stats=stats, bound_reason=prog.bound_reason, preset=None,
+    )  # fmt: skip
