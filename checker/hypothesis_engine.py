@@ -36,7 +36,8 @@ from .errors import UserError
 from .fingerprint import fingerprint
 from .model import Action, Model, State
 from .properties import PropertySet, holds
-from .result import CheckResult, Stats, Status, Trace, Violation
+from .result import CheckResult, Stats, Trace, Violation
+from .simulation import sampling_result
 
 
 @dataclass(frozen=True)
@@ -214,16 +215,8 @@ def hypothesis_check(
         storage="fingerprints",
         extra={"runs": machine.runs, "examples": options.examples, "steps": options.steps},
     )
-    return CheckResult(
-        engine="hypothesis",
-        model=model.name,
-        config=model.config_dict(),
-        preset=preset,
-        properties=props.names() + ([DEADLOCK] if options.deadlock else []),
-        status=Status.VIOLATED if violation else Status.HOLDS_BOUNDED,
-        complete=False,
-        stats=stats,
-        violations=[violation] if violation else [],
+    return sampling_result(
+        "hypothesis", model, props, options.deadlock, [violation] if violation else [], stats,
         bound_reason=f"{options.examples} Hypothesis examples of at most {options.steps} steps",
-        seed=seed,
-    )
+        seed=seed, preset=preset,
+    )  # fmt: skip

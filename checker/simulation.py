@@ -96,16 +96,35 @@ def simulate(
         storage="fingerprints",
         extra={"walks": walks_done},
     )
+    return sampling_result(
+        "simulate", model, props, options.deadlock, found, stats,
+        bound_reason=f"{walks_done} random walks of at most {options.depth} steps", seed=seed, preset=preset,
+    )  # fmt: skip
+
+
+def sampling_result(
+    engine: str,
+    model: Model,
+    props: PropertySet,
+    deadlock: bool,
+    found: list[Violation],
+    stats: Stats,
+    *,
+    bound_reason: str,
+    seed: int,
+    preset: str | None,
+) -> CheckResult:
+    """The result of a sampling engine: violated, or holding within its bounds -- never complete."""
     return CheckResult(
-        engine="simulate",
+        engine=engine,
         model=model.name,
         config=model.config_dict(),
         preset=preset,
-        properties=props.names() + ([DEADLOCK] if options.deadlock else []),
+        properties=props.names() + ([DEADLOCK] if deadlock else []),
         status=Status.VIOLATED if found else Status.HOLDS_BOUNDED,
         complete=False,
         stats=stats,
         violations=found,
-        bound_reason=f"{walks_done} random walks of at most {options.depth} steps",
+        bound_reason=bound_reason,
         seed=seed,
     )
