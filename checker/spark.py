@@ -138,7 +138,7 @@ def _write_atomically(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
-def _read_frontier(workdir: str, partition: int, level: int) -> list[tuple[int, State]]:
+def _read_frontier(workdir: str, partition: int, level: int) -> list[tuple[int, bytes]]:
     path = _frontier_path(workdir, partition, level)
     if not path.exists():
         return []
@@ -158,15 +158,25 @@ def _read_visited(workdir: str, partition: int, level: int) -> tuple[Any, Any]:
 
 
 def _expand_task(job: Job, level: int) -> Any:
+    """Check the states of depth ``level`` and compute their successors.
+
+    States travel as pickled bytes: the shuffle and the frontier files move bytes, and a state is
+    unpickled once, here, where it is checked and expanded (duplicates are never unpickled)."""
+
     def run(partition: int, _items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
-        model, _invariants, steps, keyfn = _build(job)
+        model, invariants, steps, keyfn = _build(job)
         gc_was_enabled = gc.isenabled()
         gc.disable()  # states are acyclic tuples: the collector only costs time here
+        dumps, loads = pickle.dumps, pickle.loads
         try:
             generated = 0
             violations: list[tuple[str, str, int, int | None]] = []
             local: dict[int, tuple[int, State]] = {}
-            for fp, state in _read_frontier(job.workdir, partition, level):
+            for fp, blob in _read_frontier(job.workdir, partition, level):
+                state = loads(blob)
+                for name, pred in invariants:
+                    if not holds(name, pred, state):
+                        violations.append((name, "invariant", fp, None))
                 succs = expand(model, state)
                 generated += len(succs)
                 if job.deadlock and not succs:
@@ -174,13 +184,13 @@ def _expand_task(job: Job, level: int) -> Any:
                 for action, nxt in succs:
                     nfp = keyfn(nxt)
                     for name, pred in steps:
-                        ok = holds(name, pred, state, action, nxt)
-                        if not ok:
+                        if not holds(name, pred, state, action, nxt):
                             violations.append((name, "step", fp, nfp))
                     seen = local.get(nfp)
                     if seen is None or fp < seen[0]:  # the least parent: every attempt writes the same
                         local[nfp] = (fp, nxt)
-            yield from local.items()
+            for nfp, (parent, nxt) in local.items():
+                yield nfp, (parent, dumps(nxt, pickle.HIGHEST_PROTOCOL))
             yield -partition - 1, ("stats", generated, violations)
         finally:
             if gc_was_enabled:
@@ -190,18 +200,17 @@ def _expand_task(job: Job, level: int) -> Any:
 
 
 def _merge_task(job: Job, level: int, probe: bool) -> Any:
-    """Deduplicate the candidates for depth ``level + 1`` against the visited shard."""
+    """Deduplicate the candidates for depth ``level + 1`` against the visited shard (as bytes)."""
 
     def run(partition: int, records: Iterable[tuple[int, Any]]) -> Iterator[dict[str, Any]]:
         import numpy as np
 
-        _model, invariants, _steps, _keyfn = _build(job)
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
             generated = 0
             violations: list[tuple[str, str, int, int | None]] = []
-            candidates: dict[int, tuple[int, State]] = {}
+            candidates: dict[int, tuple[int, bytes]] = {}
             for key, value in records:
                 if key < 0:
                     generated += value[1]
@@ -219,14 +228,7 @@ def _merge_task(job: Job, level: int, probe: bool) -> Any:
                 new = cand[fps[pos] != cand] if len(cand) else cand
             else:
                 new = cand
-            new_states = []
-            for fp in new.tolist():
-                state = candidates[fp][1]
-                new_states.append((fp, state))
-                for name, pred in invariants:
-                    ok = holds(name, pred, state)
-                    if not ok:
-                        violations.append((name, "invariant", fp, None))
+            new_states = [(fp, candidates[fp][1]) for fp in new.tolist()]  # checked when expanded
             if not probe:
                 new_parents = np.fromiter((candidates[fp][0] for fp in new.tolist()), dtype=np.uint64, count=len(new))
                 at = np.searchsorted(fps, new)
@@ -415,11 +417,12 @@ def spark_bfs(
     return result
 
 
-def _initial_level(model: Model, props: PropertySet, job: Job, keyfn: Any) -> _Progress:
+def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
+    """Depth 1: the initial states, written as the first frontier (checked when expanded)."""
     import numpy as np
 
     prog = _Progress()
-    frontier: dict[int, list[tuple[int, State]]] = {p: [] for p in range(job.partitions)}
+    frontier: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(job.partitions)}
     seen: set[int] = set()
     for state in model.init_states():
         prog.generated += 1
@@ -427,11 +430,7 @@ def _initial_level(model: Model, props: PropertySet, job: Job, keyfn: Any) -> _P
         if fp in seen:
             continue
         seen.add(fp)
-        frontier[fp % job.partitions].append((fp, state))
-        for prop in props.invariants:
-            ok = holds(prop.name, prop.bind(model), state)
-            if not ok:
-                prog.violations.append([prop.name, "invariant", fp, None])
+        frontier[fp % job.partitions].append((fp, pickle.dumps(state, pickle.HIGHEST_PROTOCOL)))
     for p, items in frontier.items():
         fps = np.array(sorted(fp for fp, _ in items), dtype=np.uint64)
         _write_atomically(_visited_path(job.workdir, p, 1), lambda fh, fps=fps: np.savez(fh, fps=fps, parents=fps))
@@ -445,7 +444,7 @@ def _search(
     sc: Any, model: Model, props: PropertySet, job: Job, options: SparkOptions, progress: Progress, resume: bool
 ) -> CheckResult:
     _model, _inv, _steps, keyfn = _build(job)
-    prog = _load_meta(job.workdir, job) if resume else _initial_level(model, props, job, keyfn)
+    prog = _load_meta(job.workdir, job) if resume else _initial_level(model, job, keyfn)
     if not resume:
         _save_meta(job.workdir, job, prog)
     seeds = sc.parallelize(range(job.partitions), job.partitions)
@@ -455,11 +454,11 @@ def _search(
         if prog.levels[-1] == 0:
             prog.done = True
             break
-        if options.max_states is not None and prog.distinct >= options.max_states:
-            prog.bound_reason = f"max states {options.max_states}"
-            break
         level = prog.level
-        probe = options.max_depth is not None and level >= options.max_depth
+        at_state_bound = options.max_states is not None and prog.distinct >= options.max_states
+        # At a bound the last level is still expanded (its states are checked as they are expanded),
+        # but nothing is written: it only tells whether anything lies beyond.
+        probe = at_state_bound or (options.max_depth is not None and level >= options.max_depth)
         summaries = (
             seeds.mapPartitionsWithIndex(_expand_task(job, level))
             .partitionBy(job.partitions, owner)
@@ -471,13 +470,13 @@ def _search(
         violations = sorted(v for s in summaries for v in s["violations"])
         prog.generated += generated
         if probe:
-            # The depth bound: expand the last level only to learn whether anything lies beyond.
-            step_or_deadlock = [list(v) for v in violations if v[1] != "invariant"]
-            prog.violations.extend(step_or_deadlock)
-            if new:
-                prog.bound_reason = f"max depth {options.max_depth}"
-            else:
+            prog.violations.extend(list(v) for v in violations)
+            if not new:
                 prog.done = True
+            elif at_state_bound:
+                prog.bound_reason = f"max states {options.max_states}"
+            else:
+                prog.bound_reason = f"max depth {options.max_depth}"
             break
         prog.violations.extend(list(v) for v in violations)
         prog.distinct += new
