@@ -76,6 +76,14 @@ def _check_determinism(model: Model, state: State, first: list[tuple[Action, Sta
         )
 
 
+MODEL_BOUND = "the model's own bounds (within_bounds)"
+
+
+def bounds_check(model: Model) -> Callable[[State], bool] | None:
+    """The model's ``within_bounds``, or None when it does not define one (nothing to check)."""
+    return None if type(model).within_bounds is Model.within_bounds else model.within_bounds
+
+
 def expand(model: Model, state: State) -> list[tuple[Action, State]]:
     """The successors of a state; a model that raises is reported, not a traceback."""
     try:
@@ -177,6 +185,7 @@ def _bfs(
     depth = 1 if frontier else 0
     max_depth = options.max_depth
     max_states = options.max_states
+    within = bounds_check(model)
     while frontier and not stop:
         at_depth_bound = max_depth is not None and depth >= max_depth
         next_frontier: list[tuple[State, Hashable]] = []
@@ -186,6 +195,9 @@ def _bfs(
         # for a state where one fails or raises, and for good once any property is violated.
         fast_invariants = [pred for _name, pred in invariants] if not violations else []
         for s, ks in frontier:
+            if within is not None and not within(s):
+                bounded_by = bounded_by or MODEL_BOUND
+                continue
             succs = expand(model, s)
             expanded += 1
             if expanded <= options.determinism_checks or expanded % 4096 == 0:
@@ -296,8 +308,9 @@ def search_result(
 
 def explore(model: Model, max_states: int | None = None) -> tuple[dict[Any, list[tuple[Action, Any]]], set[Any]]:
     """The reachable state graph as adjacency lists (in BFS order), and the states left
-    unexpanded because ``max_states`` was reached (for liveness, diagrams and tests)."""
+    unexpanded because ``max_states`` was reached or they lie beyond the model's bounds."""
     graph: dict[Any, list[tuple[Action, Any]]] = {}
+    within = bounds_check(model)
     frontier = [s for s in model.init_states()]
     for s in frontier:
         graph.setdefault(s, [])
@@ -307,6 +320,8 @@ def explore(model: Model, max_states: int | None = None) -> tuple[dict[Any, list
         for s in frontier:
             if max_states is not None and len(graph) >= max_states:
                 return graph, pending
+            if within is not None and not within(s):
+                continue  # beyond the model's bounds: left unexpanded
             edges = expand(model, s)
             graph[s] = edges
             pending.discard(s)

@@ -31,7 +31,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from .bfs import DEADLOCK, expand, peak_rss
+from .bfs import DEADLOCK, bounds_check, expand, peak_rss
 from .errors import UserError
 from .fingerprint import fingerprint
 from .model import Action, Model, State
@@ -64,6 +64,7 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
     action_names_found = action_names(model)
     invariants = [(p.name, p.bind(model)) for p in props.invariants]
     steps = [(p.name, p.bind(model)) for p in props.steps]
+    within = bounds_check(model)
     inits = list(model.init_states())
     if not inits:
         raise UserError(f"model {model.name} has no initial states")
@@ -88,6 +89,9 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
 
         def _arrive(self, state: State) -> None:
             type(self).states_seen.add(fingerprint(state))
+            if within is not None and not within(state):
+                self.succs = []  # beyond the model's bounds: only stuttering from here
+                return
             self.succs = expand(model, state)
             if deadlock and not self.succs:
                 self._fail(DEADLOCK, "deadlock")

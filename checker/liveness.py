@@ -91,15 +91,19 @@ class Lasso:
 class StateGraph:
     """The explored graph with the helpers the liveness search needs."""
 
-    def __init__(self, model: Model, graph: Graph, complete: bool = True) -> None:
+    def __init__(
+        self, model: Model, graph: Graph, complete: bool = True, labels: dict[Hashable, list[Action]] | None = None
+    ) -> None:
         self.model = model
         self.edges = graph
         self.complete = complete
+        self.labels = labels if labels is not None else {s: [a for a, _ in edges] for s, edges in graph.items()}
+        """Every action enabled in a state, including those whose target a bound cut off."""
         self.inits = [s for s in model.init_states() if s in graph]
         self.order = {s: i for i, s in enumerate(graph)}  # BFS order: deterministic, shortest first
 
     def enabled(self, state: Hashable, fairness: Fairness) -> bool:
-        return any(fairness.matches(a) for a, _ in self.edges[state])
+        return any(fairness.matches(a) for a in self.labels[state])
 
     def subgraph(self, nodes: set[Hashable]) -> nx.DiGraph:
         g = nx.DiGraph()
@@ -221,10 +225,11 @@ def _cycle(sg: StateGraph, start: Hashable, comp: set[Hashable],
             visited.append(s)
         here = target
 
+    ordered = sorted(comp, key=sg.order.__getitem__)  # never a set's order: the same lasso every run
     for fair in fairness:
         if satisfied(fair):
             continue
-        edge = next(((s, a, t) for s in comp for a, t in sg.edges[s] if fair.matches(a) and t in comp), None)
+        edge = next(((s, a, t) for s in ordered for a, t in sg.edges[s] if fair.matches(a) and t in comp), None)
         if edge is not None:
             source, action, target = edge
             walk(source)
@@ -233,7 +238,7 @@ def _cycle(sg: StateGraph, start: Hashable, comp: set[Hashable],
             visited.append(target)
             here = target
         else:  # weak fairness, met in a state where the family is disabled (_refine made sure one exists)
-            walk(next(s for s in comp if not sg.enabled(s, fair)))
+            walk(next(s for s in ordered if not sg.enabled(s, fair)))
     if here != start or not steps:
         # back to the start (at least one step, so a cycle)
         if here == start:
@@ -299,15 +304,18 @@ def check_liveness(model: Model, props: PropertySet, max_states: int | None = No
     """Check every liveness property of ``props`` on the model's explored state graph."""
     graph, unexpanded = explore(model, max_states)
     complete = not unexpanded
-    if not complete:  # unexpanded states: nothing is known of their futures
+    labels = {s: [a for a, _ in edges] for s, edges in graph.items()}
+    if not complete:
+        # Unexpanded states are dropped: nothing is known of their futures. An action into one stays
+        # enabled where it was (so no behaviour may stop there), but no cycle can take it.
         graph = {s: edges for s, edges in graph.items() if s not in unexpanded}
         graph = {s: [(a, t) for a, t in edges if t in graph] for s, edges in graph.items()}
-    sg = StateGraph(model, graph, complete)
+    sg = StateGraph(model, graph, complete, labels)
     fairness = expand_fairness(graph, props.fairness)
     warnings: list[str] = []
     if not complete:
         warnings.append(
-            f"liveness checked on the first {len(graph):,} states only (a state bound cut the graph): "
+            f"liveness checked on {len(graph):,} expanded states only (a bound cut the graph): "
             "a behaviour that leaves them is not considered, so a 'holds' is unsound"
         )
     violations: list[Violation] = []

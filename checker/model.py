@@ -186,6 +186,12 @@ class Model:
     symmetry: ClassVar[Callable[[Any, State], State] | None] = None
     """Optionally a method returning a canonical representative of the state's symmetry class."""
 
+    def within_bounds(self, state: State) -> bool:
+        """TLC's CONSTRAINT: a state outside the model's own bounds (a counter that would otherwise
+        grow forever) is checked against the properties but not expanded, and every engine that
+        meets one reports its search as bounded, never complete."""
+        return True
+
     def drawing(self) -> Any:
         """Optionally a kmc.checker.drawing.Drawing: lanes and tables for diagrams of traces."""
         return None

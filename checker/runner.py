@@ -111,7 +111,8 @@ class Check:
             result.status = Status.VIOLATED
             result.complete = result.complete and opts.keep_going
         elif not outcome.complete:
-            result.status = Status.HOLDS_BOUNDED
+            if result.status != Status.VIOLATED:  # a safety violation found with --continue stands
+                result.status = Status.HOLDS_BOUNDED
             result.complete = False
 
 

@@ -6,7 +6,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from .bfs import DEADLOCK, expand, peak_rss
+from .bfs import DEADLOCK, bounds_check, expand, peak_rss
 from .fingerprint import fingerprint
 from .model import Action, Model, State
 from .progress import NoProgress, Progress
@@ -37,6 +37,7 @@ def simulate(
     start = time.perf_counter()
     invariants = [(p.name, p.bind(model)) for p in props.invariants]
     steps = [(p.name, p.bind(model)) for p in props.steps]
+    within = bounds_check(model)
     inits = list(model.init_states())
     seen: set[int] = set()
     violations: dict[str, Violation] = {}
@@ -65,6 +66,8 @@ def simulate(
         for _step in range(options.depth):
             if violations and not options.keep_going:
                 break
+            if within is not None and not within(state):
+                break  # beyond the model's bounds: the walk ends here
             succs = expand(model, state)
             generated += len(succs)
             if not succs:

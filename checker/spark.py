@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bfs import DEADLOCK, current_rss, expand, peak_rss, search_result
+from .bfs import DEADLOCK, MODEL_BOUND, bounds_check, current_rss, expand, peak_rss, search_result
 from .errors import UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Model, State
@@ -172,11 +172,16 @@ def _expand_task(job: Job, level: int) -> Any:
             generated = 0
             violations: list[tuple[str, str, int, int | None]] = []
             local: dict[int, tuple[int, State]] = {}
+            cut = 0
+            within = bounds_check(model)
             for fp, blob in _read_frontier(job.workdir, partition, level):
                 state = loads(blob)
                 for name, pred in invariants:
                     if not holds(name, pred, state):
                         violations.append((name, "invariant", fp, None))
+                if within is not None and not within(state):
+                    cut += 1
+                    continue
                 succs = expand(model, state)
                 generated += len(succs)
                 if job.deadlock and not succs:
@@ -191,7 +196,7 @@ def _expand_task(job: Job, level: int) -> Any:
                         local[nfp] = (fp, nxt)
             for nfp, (parent, nxt) in local.items():
                 yield nfp, (parent, dumps(nxt, pickle.HIGHEST_PROTOCOL))
-            yield -partition - 1, ("stats", generated, violations)
+            yield -partition - 1, ("stats", generated, violations, cut)
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -208,13 +213,14 @@ def _merge_task(job: Job, level: int, probe: bool) -> Any:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            generated = 0
+            generated = cut = 0
             violations: list[tuple[str, str, int, int | None]] = []
             candidates: dict[int, tuple[int, bytes]] = {}
             for key, value in records:
                 if key < 0:
                     generated += value[1]
                     violations.extend(value[2])
+                    cut += value[3]
                     continue
                 seen = candidates.get(key)
                 if seen is None or value[0] < seen[0]:
@@ -242,7 +248,13 @@ def _merge_task(job: Job, level: int, probe: bool) -> Any:
                     _frontier_path(job.workdir, partition, level + 1),
                     lambda fh: pickle.dump(new_states, fh, protocol=pickle.HIGHEST_PROTOCOL),
                 )
-            yield {"partition": partition, "new": len(new_states), "generated": generated, "violations": violations}
+            yield {
+                "partition": partition,
+                "new": len(new_states),
+                "generated": generated,
+                "violations": violations,
+                "cut": cut,
+            }
         finally:
             if gc_was_enabled:
                 gc.enable()
@@ -469,6 +481,8 @@ def _search(
         generated = sum(s["generated"] for s in summaries)
         violations = sorted(v for s in summaries for v in s["violations"])
         prog.generated += generated
+        if any(s["cut"] for s in summaries) and prog.bound_reason is None:
+            prog.bound_reason = MODEL_BOUND
         if probe:
             prog.violations.extend(list(v) for v in violations)
             if not new:

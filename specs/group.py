@@ -1,0 +1,87 @@
+"""Properties of the `group` model: the classic coordinator's invariants (kafka-protocols.md §1.11)
+and the rebalance guarantees of §2.5."""
+
+from __future__ import annotations
+
+from kmc.checker import Action, invariant, leads_to, step
+from kmc.models.group import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    FENCED,
+    NONE,
+    PREPARING_REBALANCE,
+    STABLE,
+    VALID_PREVIOUS_STATES,
+    GroupState,
+)
+
+
+@invariant
+def ExclusiveOwnership(s: GroupState) -> bool:
+    """G-Own: no partition is processed by two consumers at the same time."""
+    seen: set[int] = set()
+    for consumer in s.consumers:
+        if seen & consumer.owned:
+            return False
+        seen |= consumer.owned
+    return True
+
+
+@invariant
+def StableAssignmentCovers(s: GroupState, model) -> bool:  # type: ignore[no-untyped-def]
+    """GC-2: a Stable group's assignment gives every partition to exactly one member (the
+    cooperative assignor may hold some back for one more round, so only the eager ones)."""
+    group = s.group
+    if group.state != STABLE or not group.members:
+        return True
+    assigned = [p for m in group.members for p in m.assignment]
+    if len(assigned) != len(set(assigned)):
+        return False
+    return model.config.rebalance_protocol == "cooperative" or set(assigned) == model.partition_ids
+
+
+@invariant
+def OneMemberPerInstance(s: GroupState) -> bool:
+    """GC-4: at most one member id per group.instance.id."""
+    instances = [m.groupInstanceId for m in s.group.members if m.groupInstanceId is not None]
+    return len(instances) == len(set(instances))
+
+
+@invariant
+def NoLiveConsumerFenced(s: GroupState) -> bool:
+    """GC-6: no running consumer is fenced. The model never runs two processes with the same
+    group.instance.id, so FENCED_INSTANCE_ID only ever reaches a consumer by mistake."""
+    return all(consumer.phase != FENCED for consumer in s.consumers)
+
+
+@step
+def LegalGroupTransition(s: GroupState, action: Action, t: GroupState) -> bool:
+    """GC-1: every state change is one ClassicGroupState allows, or two through PreparingRebalance
+    when the handler that starts a rebalance also completes the join (``tryCompleteJoin`` runs
+    under the same group lock). A failover loads a new group."""
+    before, after = s.group.state, t.group.state
+    if action.name == "CoordinatorFailover" or before == after or before in VALID_PREVIOUS_STATES[after]:
+        return True
+    return before in VALID_PREVIOUS_STATES[PREPARING_REBALANCE] and PREPARING_REBALANCE in VALID_PREVIOUS_STATES[after]
+
+
+@step
+def CommitFencedByGeneration(s: GroupState, action: Action, t: GroupState) -> bool:
+    """GC-3: an OffsetCommit is accepted only from a current member with the current generation."""
+    if action.name != "OffsetCommit" or action.args["error"] != NONE:
+        return True
+    args = action.args
+    members = {m.memberId for m in s.group.members}
+    return args["memberId"] in members and args["generationId"] == s.group.generationId
+
+
+@leads_to(lambda s: s.group.state == PREPARING_REBALANCE)
+def RebalanceCompletes(s: GroupState) -> bool:
+    """GC-5: a rebalance that starts ends: the group reaches Stable (or Empty)."""
+    return s.group.state in (STABLE, EMPTY)
+
+
+@leads_to(lambda s: s.group.state == COMPLETING_REBALANCE)
+def SyncCompletes(s: GroupState) -> bool:
+    """GC-5: CompletingRebalance ends, in Stable or in another rebalance."""
+    return s.group.state != COMPLETING_REBALANCE
