@@ -87,6 +87,20 @@ def test_replication_presets_match_bfs(sc, preset: str) -> None:
     assert_same(reference, spark)
 
 
+@pytest.mark.parametrize("preset", ["eager-range", "static-kafka-9801"])
+def test_group_presets_match_bfs(sc, preset: str) -> None:
+    reference, spark = run_both(sc, "group", preset)
+    assert_same(reference, spark)
+
+
+def test_model_bounds_make_spark_bounded_too(sc) -> None:
+    """The group model's within_bounds cuts the slow-member state space: both engines say bounded."""
+    overrides = {"max_generation": 2}
+    reference, spark = run_both(sc, "group", "eager-range", {**overrides, "timeouts": "any", "max_faults": 0})
+    assert not reference.complete and reference.bound_reason == spark.bound_reason
+    assert_same(reference, spark)
+
+
 def test_replication_symmetry_matches_bfs(sc) -> None:
     reference, spark = run_both(sc, "replication", "kip-320", symmetry=True)
     assert_same(reference, spark)
