@@ -22,15 +22,21 @@ CASES = [  # model, preset, overrides, property
     ("replication", "kip-101", {}, "StrongIsr"),
     ("replication", "kip-279", {"replicas": 3}, "StrongIsr"),
     ("replication", "kip-320-first-try", {"replicas": 3}, "StrongIsr"),
+    ("group", "cooperative-unsafe-assignor", {}, "ExclusiveOwnership"),
+    ("group", "static-kafka-10284", {}, "NoLiveConsumerFenced"),
+    ("group", "static-kafka-9801", {}, "StableAssignmentCovers"),
 ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--models", nargs="*", help="only the cases of these models (default: all)")
     args = parser.parse_args()
     rows = []
     for model, preset, overrides, prop in CASES:
+        if args.models and model not in args.models:
+            continue
         shortest = Check(model, preset=preset, overrides=overrides, property_names=[prop]).run()
         bfs_len = shortest.violations[0].trace_length
         found, lengths, times = 0, [], []
@@ -52,7 +58,8 @@ def main() -> None:
         }
         print(json.dumps(row), flush=True)
         rows.append(row)
-    out = HERE / "results" / f"{datetime.date.today().isoformat()}-hypothesis-seeds.json"
+    suffix = "-" + "-".join(args.models) if args.models else ""
+    out = HERE / "results" / f"{datetime.date.today().isoformat()}-hypothesis-seeds{suffix}.json"
     out.write_text(json.dumps({"defaults": "examples=200, steps=60", "rows": rows}, indent=2) + "\n")
     print(f"recorded in {out.relative_to(HERE.parent)}")
 
