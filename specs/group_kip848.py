@@ -1,0 +1,103 @@
+"""Properties of the `group-kip848` model: the invariants of kafka-protocols.md §2.6."""
+
+from __future__ import annotations
+
+from kmc.checker import Action, invariant, leads_to, step
+from kmc.models.group_kip848 import (
+    ASSIGNING,
+    EMPTY,
+    FREE,
+    NONE,
+    RECONCILING,
+    STABLE,
+    STOPPED,
+    Kip848State,
+    group_state,
+)
+
+
+@invariant
+def NoDoubleClientAssignment(s: Kip848State) -> bool:
+    """No two consumers believe they own the same partition (the most important property)."""
+    seen: set[int] = set()
+    for consumer in s.consumers:
+        if consumer.phase == STOPPED:
+            continue
+        if seen & consumer.owned:
+            return False
+        seen |= consumer.owned
+    return True
+
+
+@invariant
+def ValidPartitionEpoch(s: Kip848State) -> bool:
+    """A partition's epoch is its holder's member epoch; a free partition is held by no member,
+    and no partition is held (assigned or pending revocation) by two members."""
+    coord = s.coordinator
+    holders: dict[int, list[int]] = {}
+    for m in coord.members:
+        for p in m.assigned | m.pendingRevocation:
+            holders.setdefault(p, []).append(m.memberEpoch)
+    for p, epoch in enumerate(coord.partitionEpochs):
+        held = holders.get(p, [])
+        if epoch == FREE and held:
+            return False
+        if epoch != FREE and held != [epoch]:
+            return False
+    return True
+
+
+@invariant
+def LegalTargetAssignment(s: Kip848State, model) -> bool:  # type: ignore[no-untyped-def]
+    """Once computed for the current group epoch, the target gives every partition to exactly one
+    current member."""
+    coord = s.coordinator
+    if coord.targetAssignmentEpoch != coord.groupEpoch or not coord.members:
+        return True
+    parts = [p for _, ps in coord.targetAssignment for p in ps]
+    members = {m.memberId for m in coord.members}
+    return (
+        len(parts) == len(set(parts))
+        and set(parts) == model.all_partitions
+        and {m for m, _ in coord.targetAssignment} <= members
+    )
+
+
+@invariant
+def ValidMemberEpoch(s: Kip848State) -> bool:
+    """A member at the target epoch holds no partition the target gives to another member."""
+    coord = s.coordinator
+    target = dict(coord.targetAssignment)
+    for m in coord.members:
+        if m.memberEpoch != coord.targetAssignmentEpoch:
+            continue
+        others = set().union(*(ps for mid, ps in target.items() if mid != m.memberId))
+        if m.assigned & others:
+            return False
+    return True
+
+
+@step
+def ClientSideMemberEpochIsMonotonic(s: Kip848State, action: Action, t: Kip848State) -> bool:
+    """A consumer's member epoch never decreases while it keeps its member id."""
+    return all(
+        after.memberEpoch >= before.memberEpoch
+        for before, after in zip(s.consumers, t.consumers, strict=True)
+        if before.memberId and before.memberId == after.memberId
+    )
+
+
+@step
+def CommitFencedByMemberEpoch(s: Kip848State, action: Action, t: Kip848State) -> bool:
+    """An accepted OffsetCommit carries the member's current epoch."""
+    if action.name != "OffsetCommit" or action.args["error"] != NONE:
+        return True
+    consumer = s.consumers[action.args["consumer"]]
+    member = next((m for m in s.coordinator.members if m.memberId == consumer.memberId), None)
+    return member is not None and member.memberEpoch == action.args["memberEpoch"]
+
+
+@leads_to(lambda s: group_state(s.coordinator) in (ASSIGNING, RECONCILING))
+def EventuallyConverges(s: Kip848State) -> bool:
+    """Every rebalance ends with every member reconciled to the target (or no members)."""
+    return group_state(s.coordinator) in (STABLE, EMPTY)
