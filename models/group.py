@@ -58,6 +58,7 @@ REBALANCE_IN_PROGRESS = "REBALANCE_IN_PROGRESS"
 MEMBER_ID_REQUIRED = "MEMBER_ID_REQUIRED"
 FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
 NOT_COORDINATOR = "NOT_COORDINATOR"
+COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 
 NO_GENERATION = -1
 NO_MEMBER = ""
@@ -251,7 +252,8 @@ ACTION_ARGS = {
     "SyncTimeout": (),
     "SessionTimeout": ("memberId",),
     "PendingMemberTimeout": ("memberId",),
-    "CoordinatorFailover": (),
+    "CoordinatorUnload": (),
+    "CoordinatorLoad": (),
 }
 """Every action of the model and the names of its arguments."""
 
@@ -275,6 +277,7 @@ class GroupModel(Model):
         WF("SyncTimeout"),
         WF("SessionTimeout", each=True),
         WF("PendingMemberTimeout", each=True),
+        WF("CoordinatorLoad"),
     )
     """Everything but the faults (crash, leave, failover) and commits happens if it stays enabled."""
 
@@ -303,9 +306,12 @@ class GroupModel(Model):
         out: list[Step] = []
         for c, consumer in enumerate(s.consumers):
             self._consumer_steps(s, c, consumer, out)
-        self._coordinator_timers(s, out)
-        if self.config.coordinator_failover and s.faults < self.config.max_faults:
-            out.append((self._act("CoordinatorFailover"), self._failover(s)))
+        if s.group.state == DEAD:
+            out.append((self._act("CoordinatorLoad"), self._load(s)))
+        else:
+            self._coordinator_timers(s, out)
+            if self.config.coordinator_failover and s.faults < self.config.max_faults:
+                out.append((self._act("CoordinatorUnload"), self._unload(s)))
         return [(a, _normalise(n)) for a, n in out]
 
     def within_bounds(self, s: GroupState) -> bool:
@@ -405,13 +411,15 @@ class GroupModel(Model):
             me = me._replace(memberId=NO_MEMBER, generationId=NO_GENERATION, owned=frozenset(), phase=UNJOINED)
         elif error == FENCED_INSTANCE_ID:  # fatal: the application's poll() throws
             me = me._replace(phase=FENCED, owned=frozenset())
-        elif error == NOT_COORDINATOR:  # find the new coordinator and rejoin
+        elif error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):  # find the coordinator, retry
             me = me._replace(phase=UNJOINED)
         else:
             raise AssertionError(f"unexpected error {error}")
         return _set_consumer(s, c, me._replace(rejoinRequested=False))
 
     def _heartbeat_error(self, group: Group, me: Consumer, c: int) -> str:
+        if group.state == DEAD:
+            return NONE  # COORDINATOR_NOT_AVAILABLE: the client looks for the coordinator, nothing else
         error = self._member_error(group, me.memberId, self.instance_id(c))
         if error != NONE:
             return error
@@ -424,6 +432,8 @@ class GroupModel(Model):
     def _offset_commit(self, s: GroupState, c: int, me: Consumer) -> Step:
         """OffsetCommit of the owned partitions: fenced by (memberId, generation) only (§1.9)."""
         group = s.group
+        if group.state == DEAD:
+            return self._act("OffsetCommit", c, me.memberId, me.generationId, COORDINATOR_NOT_AVAILABLE), s
         error = self._member_error(group, me.memberId, self.instance_id(c))
         if error == NONE and me.generationId != group.generationId:
             error = ILLEGAL_GENERATION
@@ -464,7 +474,7 @@ class GroupModel(Model):
         s = _set_consumer(s, c, me._replace(phase=STOPPED, memberId=NO_MEMBER, generationId=NO_GENERATION,
                                             owned=frozenset(), assigned=frozenset()))  # fmt: skip
         s = s._replace(faults=s.faults + 1)
-        if _member(s.group, me.memberId) is None:
+        if s.group.state == DEAD or _member(s.group, me.memberId) is None:
             return s
         return self._remove_member_and_update_group(s, me.memberId)
 
@@ -472,6 +482,9 @@ class GroupModel(Model):
     def _handle_join(self, s: GroupState, c: int, request: Request) -> tuple[str, GroupState]:
         s = _set_consumer(s, c, s.consumers[c]._replace(request=None))
         group = s.group
+        if group.state == DEAD:
+            response = _error_response("JoinGroup", COORDINATOR_NOT_AVAILABLE)
+            return COORDINATOR_NOT_AVAILABLE, self._respond(s, c, response)
         instance = self.instance_id(c)
         if request.memberId == NO_MEMBER:
             return self._join_new_member(s, c, request, instance)
@@ -628,6 +641,9 @@ class GroupModel(Model):
     def _handle_sync(self, s: GroupState, c: int, request: Request) -> tuple[str, GroupState]:
         s = _set_consumer(s, c, s.consumers[c]._replace(request=None))
         group = s.group
+        if group.state == DEAD:
+            response = _error_response("SyncGroup", COORDINATOR_NOT_AVAILABLE)
+            return COORDINATOR_NOT_AVAILABLE, self._respond(s, c, response)
         error = self._member_error(group, request.memberId, self.instance_id(c))
         if error == NONE and request.generationId != group.generationId:
             error = ILLEGAL_GENERATION
@@ -718,30 +734,27 @@ class GroupModel(Model):
         return self._try_complete_join(s)
 
     # -- coordinator failover (GroupMetadataManager) ---------------------------------------------
-    def _failover(self, s: GroupState) -> GroupState:
-        """The old coordinator unloads the group (parked callbacks get NOT_COORDINATOR) and the new
-        one loads the last group record: Stable if it has members, else Empty."""
+    def _unload(self, s: GroupState) -> GroupState:
+        """Leadership of the group's __consumer_offsets partition moves: the old coordinator marks
+        the group Dead (``removeGroupsForPartition``) and parked callbacks get NOT_COORDINATOR."""
         for m in s.group.members:
             if m.awaitingJoin or m.awaitingSync:
-                s = self._deliver(
-                    s, m, _error_response("JoinGroup" if m.awaitingJoin else "SyncGroup", NOT_COORDINATOR)
-                )
-        consumers = tuple(
-            me._replace(request=None, response=_error_response(me.request.api, NOT_COORDINATOR))
-            if me.request is not None
-            else me
-            for me in s.consumers
-        )
+                api = "JoinGroup" if m.awaitingJoin else "SyncGroup"
+                s = self._deliver(s, m, _error_response(api, NOT_COORDINATOR))
+        dead = s.group._replace(state=DEAD, pendingSyncMembers=frozenset(), pendingMembers=frozenset(), joinDelay="")
+        return GroupState(dead, s.consumers, s.faults + 1)
+
+    def _load(self, s: GroupState) -> GroupState:
+        """The new coordinator loads the last group record (``loadGroupsAndOffsets``): Stable if it
+        has members, else Empty; nothing that was not written survives."""
         stored = s.group.stored
         if stored is None:
             group = Group(EMPTY, 0, NO_MEMBER, (), frozenset(), frozenset(), "", False, 0, None)
         else:
-            members = stored.members
-            state = STABLE if members else EMPTY
-            group = Group(
-                state, stored.generationId, stored.leaderId, members, frozenset(), frozenset(), "", False, 0, stored
-            )
-        return GroupState(group, consumers, s.faults + 1)
+            state = STABLE if stored.members else EMPTY
+            group = Group(state, stored.generationId, stored.leaderId, stored.members, frozenset(), frozenset(), "",
+                          False, 0, stored)  # fmt: skip
+        return s._replace(group=group)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _respond(self, s: GroupState, c: int, response: Response) -> GroupState:

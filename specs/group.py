@@ -54,13 +54,25 @@ def NoLiveConsumerFenced(s: GroupState) -> bool:
     return all(consumer.phase != FENCED for consumer in s.consumers)
 
 
+@invariant
+def StaticReplacementPersisted(s: GroupState) -> bool:
+    """GC-6: in a Stable group, the stored record maps every group.instance.id to the member id the
+    coordinator holds, so a failover cannot bring back a replaced member id."""
+    group = s.group
+    if group.state != STABLE:
+        return True
+    live = {m.groupInstanceId: m.memberId for m in group.members if m.groupInstanceId is not None}
+    stored = group.stored.members if group.stored is not None else ()
+    return live == {m.groupInstanceId: m.memberId for m in stored if m.groupInstanceId is not None}
+
+
 @step
 def LegalGroupTransition(s: GroupState, action: Action, t: GroupState) -> bool:
     """GC-1: every state change is one ClassicGroupState allows, or two through PreparingRebalance
     when the handler that starts a rebalance also completes the join (``tryCompleteJoin`` runs
-    under the same group lock). A failover loads a new group."""
+    under the same group lock). Loading after a failover makes a new group object."""
     before, after = s.group.state, t.group.state
-    if action.name == "CoordinatorFailover" or before == after or before in VALID_PREVIOUS_STATES[after]:
+    if action.name == "CoordinatorLoad" or before == after or before in VALID_PREVIOUS_STATES[after]:
         return True
     return before in VALID_PREVIOUS_STATES[PREPARING_REBALANCE] and PREPARING_REBALANCE in VALID_PREVIOUS_STATES[after]
 

@@ -9,6 +9,7 @@ from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
 from kmc.models.group import (
     COMPLETING_REBALANCE,
+    DEAD,
     EMPTY,
     PREPARING_REBALANCE,
     STABLE,
@@ -17,7 +18,7 @@ from kmc.models.group import (
     _normalise,
 )
 
-HOLDING = {"eager-range": 6477, "cooperative-sticky": 9543, "static": 2857}
+HOLDING = {"eager-range": 7360, "cooperative-sticky": 10778, "static": 3560}
 
 
 @pytest.mark.parametrize(("preset", "distinct"), HOLDING.items())
@@ -33,7 +34,8 @@ def test_fixed_presets_hold_completely(preset: str, distinct: int) -> None:
     ("preset", "prop", "length"),
     [
         ("cooperative-unsafe-assignor", "ExclusiveOwnership", 23),
-        ("static-kafka-10284", "NoLiveConsumerFenced", 14),
+        ("static-kafka-10284", "StaticReplacementPersisted", 10),
+        ("static-kafka-10284", "NoLiveConsumerFenced", 15),
         ("static-kafka-9801", "StableAssignmentCovers", 13),
     ],
 )
@@ -58,7 +60,7 @@ def test_static_replacement_during_a_rebalance_is_not_persisted() -> None:
     coordinator failover in between still fences the live consumer."""
     result = Check("group", preset="static", property_names=["NoLiveConsumerFenced"], overrides={"max_faults": 2}).run()
     [violation] = result.violations
-    assert violation.trace_length == 16
+    assert violation.trace_length == 17
     trace = violation.trace
     replaced = [
         trace.states[i - 1].group.state
@@ -69,7 +71,7 @@ def test_static_replacement_during_a_rebalance_is_not_persisted() -> None:
         and any(m.groupInstanceId == "i0" for m in trace.states[i - 1].group.members)
     ]
     assert replaced == [PREPARING_REBALANCE]
-    assert [a.name for a in trace.actions if a is not None].count("CoordinatorFailover") == 1
+    assert [a.name for a in trace.actions if a is not None].count("CoordinatorUnload") == 1
 
 
 def test_slow_member_lasso() -> None:
@@ -99,14 +101,14 @@ def test_slow_member_processes_a_partition_twice_but_cannot_commit_it() -> None:
 
 
 def test_every_transition_is_legal_and_every_state_is_reached() -> None:
-    """The coordinator only makes ClassicGroupState's transitions, and reaches all four live states."""
+    """The coordinator only makes ClassicGroupState's transitions, and reaches all five states."""
     from kmc.checker.bfs import explore_graph
 
     graph = explore_graph(GroupModel.build("eager-range"))
     seen = {s.group.state for s in graph}
-    assert seen == {EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE}
+    assert seen == {EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD}
     direct = {(s.group.state, t.group.state) for s, edges in graph.items() for a, t in edges
-              if a.name != "CoordinatorFailover" and s.group.state != t.group.state}  # fmt: skip
+              if a.name != "CoordinatorLoad" and s.group.state != t.group.state}  # fmt: skip
     for before, after in direct:  # or two transitions through PreparingRebalance in one handler
         via_preparing = (
             before in VALID_PREVIOUS_STATES[PREPARING_REBALANCE]
