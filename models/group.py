@@ -147,6 +147,8 @@ class Consumer(NamedTuple):
     incarnation: int
     rejoinRequested: bool
     """Cooperative: revoked something in the last assignment, so it must rejoin."""
+    stalled: bool = False
+    """The application thread stopped polling; only the heartbeat thread runs (KIP-62)."""
 
 
 class GroupState(NamedTuple):
@@ -182,6 +184,9 @@ class GroupConfig:
     )
     max_faults: int = param(1, "consumer crashes, leaves and coordinator failovers in all", min=0, max=4)
     coordinator_failover: bool = param(True, "the coordinator may move (its partition's leader changes)")
+    poll_stalls: bool = param(
+        False, "a fault: the application stops polling for good while the heartbeat thread keeps its session alive"
+    )
     max_generation: int = param(8, "bound on the (shifted) generation id (within_bounds)", min=1, max=16)
 
 
@@ -224,6 +229,12 @@ PRESETS = {
         static_membership=True,
         rebalance_static_rejoin_in_completing=False,
     ),
+    "kafka-12890": _preset(
+        "before KAFKA-12890: a member that heartbeats but never sends SyncGroup keeps the group in CompletingRebalance",
+        {"SyncCompletes": "violated"},
+        delayed_sync=False,
+        poll_stalls=True,
+    ),
     "slow-member": _preset(
         "timers expire at any moment: a member that keeps missing its rebalance timeout",
         {"RebalanceCompletes": "violated"},
@@ -246,6 +257,7 @@ ACTION_ARGS = {
     "LeaveGroup": ("consumer",),
     "ConsumerCrash": ("consumer",),
     "ConsumerStart": ("consumer",),
+    "ConsumerStall": ("consumer",),
     "RequestTimeout": ("consumer",),
     "InitialDelayExpired": (),
     "RebalanceTimeout": (),
@@ -326,6 +338,14 @@ class GroupModel(Model):
             return
         if me.phase == FENCED:
             return
+        if me.stalled:  # only its request already on the wire is still handled
+            if me.request is not None:
+                handler = self._handle_join if me.request.api == "JoinGroup" else self._handle_sync
+                error, nxt = handler(s, c, me.request)
+                out.append((self._act(f"Handle{me.request.api}", c, error), nxt))
+            if s.faults < self.config.max_faults:
+                out.append((self._act("ConsumerCrash", c), self._crash(s, c)))
+            return
         if me.phase == UNJOINED and me.request is None and me.response is None:
             out.append((self._act("SendJoinGroup", c), self._send_join(s, c, me)))
         if me.request is not None:
@@ -349,6 +369,9 @@ class GroupModel(Model):
                 out.append(self._offset_commit(s, c, me))
         if s.faults < self.config.max_faults:
             out.append((self._act("ConsumerCrash", c), self._crash(s, c)))
+            if self.config.poll_stalls:
+                stalled = _set_consumer(s, c, me._replace(stalled=True))._replace(faults=s.faults + 1)
+                out.append((self._act("ConsumerStall", c), stalled))
             if me.phase == CONSUMING and me.memberId and not self.config.static_membership:
                 out.append((self._act("LeaveGroup", c), self._leave(s, c, me)))
 
@@ -699,7 +722,7 @@ class GroupModel(Model):
                 nxt = self._prepare_rebalance(_set_group(nxt, nxt.group._replace(pendingSyncMembers=frozenset())))
                 out.append((self._act("SyncTimeout"), nxt))
         for m in group.members:
-            if self._may_expire(s, [m], frozenset()):
+            if self._may_expire(s, [m], frozenset(), session=True):
                 out.append(
                     (self._act("SessionTimeout", m.memberId), self._remove_member_and_update_group(s, m.memberId))
                 )
@@ -708,16 +731,19 @@ class GroupModel(Model):
                 nxt = _set_group(s, group._replace(pendingMembers=group.pendingMembers - {member_id}))
                 out.append((self._act("PendingMemberTimeout", member_id), self._try_complete_join(nxt)))
 
-    def _may_expire(self, s: GroupState, members: list[GroupMember], pending: frozenset[str]) -> bool:
+    def _may_expire(
+        self, s: GroupState, members: list[GroupMember], pending: frozenset[str], session: bool = False
+    ) -> bool:
         """A timer that waits for these members may fire: always with timeouts=any; with
         timeouts=crashed only if none of them has a running consumer behind it (a running consumer
-        heartbeats, joins and syncs in time)."""
+        heartbeats, joins and syncs in time). For the session timer a stalled consumer is running:
+        its heartbeat thread keeps the session alive."""
         if self.config.timeouts == "any":
             return True
         for m in members:
             me = s.consumers[m.consumer]
             alive = me.phase not in (STOPPED, FENCED) and me.incarnation == m.incarnation
-            if alive and me.memberId in (m.memberId, NO_MEMBER):
+            if alive and me.memberId in (m.memberId, NO_MEMBER) and (session or not me.stalled):
                 return False
         return not any(_holds_id(me, member_id) for member_id in pending for me in s.consumers)
 

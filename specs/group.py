@@ -18,9 +18,12 @@ from kmc.models.group import (
 
 @invariant
 def ExclusiveOwnership(s: GroupState) -> bool:
-    """G-Own: no partition is processed by two consumers at the same time."""
+    """G-Own: no partition is processed by two consumers at the same time. A consumer whose
+    application stopped polling for good (``poll_stalls``) processes nothing and is left out."""
     seen: set[int] = set()
     for consumer in s.consumers:
+        if consumer.stalled:
+            continue
         if seen & consumer.owned:
             return False
         seen |= consumer.owned

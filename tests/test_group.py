@@ -74,6 +74,19 @@ def test_static_replacement_during_a_rebalance_is_not_persisted() -> None:
     assert [a.name for a in trace.actions if a is not None].count("CoordinatorUnload") == 1
 
 
+def test_kafka_12890_stuck_in_completing_rebalance() -> None:
+    """A consumer whose application stops polling keeps heartbeating: before DelayedSync nothing
+    removes it, and the group waits in CompletingRebalance forever (a lasso that stutters there)."""
+    result = Check("group", preset="kafka-12890", property_names=["SyncCompletes"]).run()
+    [violation] = result.violations
+    trace = violation.trace
+    assert (trace.loop, len(trace.states)) == (15, 16)
+    assert trace.states[-1].group.state == COMPLETING_REBALANCE
+    assert any(a is not None and a.name == "ConsumerStall" for a in trace.actions)
+    fixed = Check("group", preset="eager-range", overrides={"poll_stalls": True}).run()
+    assert fixed.status is Status.HOLDS_COMPLETE and fixed.stats.distinct_states == 7980
+
+
 def test_slow_member_lasso() -> None:
     """A member that keeps missing its rebalance timeout: a lasso that never reaches Stable or Empty."""
     result = Check("group", preset="slow-member", property_names=["RebalanceCompletes"]).run()
