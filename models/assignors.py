@@ -39,6 +39,10 @@ NO_GENERATION = -1
 """A member that reports no generation with its owned partitions (``DEFAULT_GENERATION``)."""
 
 
+class AssignorStateError(RuntimeError):
+    """The assignor's own consistency check failed (Kafka's ``IllegalStateException``)."""
+
+
 @dataclass(frozen=True)
 class Member:
     """One member's subscription as the leader sees it in the JoinGroup response."""
@@ -68,8 +72,13 @@ def assign(
     strategy: str,
     members: Iterable[Member | Mapping[str, Any]],
     partitions_per_topic: Mapping[str, int],
+    *,
+    sanitise: bool = True,
 ) -> Assignment:
-    """Run the assignor ``strategy`` and return member id -> sorted list of (topic, partition)."""
+    """Run the assignor ``strategy`` and return member id -> sorted list of (topic, partition).
+
+    ``sanitise=False`` is the sticky assignors before KAFKA-12984 and KAFKA-14639: every member
+    keeps the partitions it claims, whatever its generation and whoever else claims them."""
     group = sorted((_member(m) for m in members), key=Member.sort_key)
     ids = [m.memberId for m in group]
     if len(set(ids)) != len(ids):
@@ -82,9 +91,9 @@ def assign(
     elif strategy == "roundrobin":
         result = _roundrobin(group, partitions_per_topic)
     elif strategy == "sticky":
-        result = _sticky(group, partitions_per_topic)
+        result = _sticky(group, partitions_per_topic, sanitise)
     elif strategy == "cooperative-sticky":
-        result = _cooperative_sticky(group, partitions_per_topic)
+        result = _cooperative_sticky(group, partitions_per_topic, sanitise)
     else:
         raise ValueError(f"unknown assignor {strategy!r}; assignors: {', '.join(STRATEGIES)}")
     return {member_id: sorted(parts) for member_id, parts in result.items()}
@@ -139,9 +148,19 @@ def _roundrobin(group: Sequence[Member], partitions_per_topic: Mapping[str, int]
 
 
 # -- StickyAssignor -------------------------------------------------------------------------------
-def sanitise_owned(group: Sequence[Member], partitions_per_topic: Mapping[str, int]) -> _Sanitised:
+def sanitise_owned(
+    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
+) -> _Sanitised:
     """Owned partitions the sticky assignors may keep: those of members of the highest generation,
     of topics the member still subscribes to and that exist, claimed by exactly one such member."""
+    if not sanitise:
+        claimed = {
+            m.memberId: [
+                (t, p) for t, p in m.ownedPartitions if t in m.topics and 0 <= p < partitions_per_topic.get(t, 0)
+            ]
+            for m in group
+        }
+        return _Sanitised(owned=claimed)
     generations = [m.generation for m in group if m.ownedPartitions or m.generation != NO_GENERATION]
     newest = max(generations, default=NO_GENERATION)
     owners: dict[TopicPartition, list[str]] = {}
@@ -160,8 +179,8 @@ def sanitise_owned(group: Sequence[Member], partitions_per_topic: Mapping[str, i
     return sanitised
 
 
-def _sticky(group: Sequence[Member], partitions_per_topic: Mapping[str, int]) -> Assignment:
-    sanitised = sanitise_owned(group, partitions_per_topic)
+def _sticky(group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True) -> Assignment:
+    sanitised = sanitise_owned(group, partitions_per_topic, sanitise)
     if len({frozenset(m.topics) for m in group}) <= 1:
         return _constrained(group, partitions_per_topic, sanitised)
     return _general(group, partitions_per_topic, sanitised)
@@ -205,8 +224,8 @@ def _constrained(group: Sequence[Member], partitions_per_topic: Mapping[str, int
             member_id = under_min[turn]
         elif exactly_min:
             member_id = exactly_min.pop(0)
-        else:  # cannot happen: the quotas add up to P
-            raise AssertionError(f"constrained sticky assignment has no member left for {tp}")
+        else:  # only without sanitising: a partition kept by two members throws the quotas off
+            raise AssignorStateError(f"No more unfilled consumers to be assigned ({tp} left over)")
         result[member_id].append(tp)
         if len(result[member_id]) == min_quota and member_id in under_min:
             under_min.remove(member_id)
@@ -264,11 +283,13 @@ def _balancing_move(
 
 
 # -- CooperativeStickyAssignor --------------------------------------------------------------------
-def _cooperative_sticky(group: Sequence[Member], partitions_per_topic: Mapping[str, int]) -> Assignment:
+def _cooperative_sticky(
+    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
+) -> Assignment:
     """The sticky assignment minus the partitions that change owner this round (KIP-429), and minus
     those claimed by two members, which both revoke first."""
-    result = _sticky(group, partitions_per_topic)
-    sanitised = sanitise_owned(group, partitions_per_topic)
+    result = _sticky(group, partitions_per_topic, sanitise)
+    sanitised = sanitise_owned(group, partitions_per_topic, sanitise)
     previous_owner = {tp: m for m, parts in sanitised.owned.items() for tp in parts}
 
     def keeps(member_id: str, tp: TopicPartition) -> bool:

@@ -9,7 +9,15 @@ from collections.abc import Iterator, Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kmc.models.assignors import STRATEGIES, Member, TopicPartition, assign, sanitise_owned, transferring
+from kmc.models.assignors import (
+    STRATEGIES,
+    AssignorStateError,
+    Member,
+    TopicPartition,
+    assign,
+    sanitise_owned,
+    transferring,
+)
 
 SUBSCRIPTIONS = (("t0",), ("t1",), ("t0", "t1"))
 LAYOUTS = [(a, b) for a in range(1, 5) for b in range(0, 5 - a)]
@@ -233,3 +241,32 @@ def groups(draw: st.DrawFn) -> tuple[list[Member], dict[str, int]]:
 def test_beyond_exhaustive_bounds(strategy: str, group: tuple[list[Member], dict[str, int]]) -> None:
     members, layout = group
     check(strategy, members, layout)
+
+
+def test_without_sanitising_claims_the_sticky_assignors_break() -> None:
+    """KAFKA-12984 / KAFKA-14639: before owned partitions were sanitised by generation, a partition
+    also claimed by a member of an older generation made the sticky assignors fail (equal
+    subscriptions: Kafka's "No more unfilled consumers" IllegalStateException) or hand it out twice
+    (different subscriptions). With sanitising, every such input is assigned exclusively."""
+    double, failed = [], []
+    layout = {"t": 2, "u": 1}
+    for count in (2, 3):
+        for owners in itertools.product(range(count + 1), repeat=2):
+            for stale, wide in itertools.product(range(count), (False, True)):
+                members = [
+                    Member(f"m{i}", ("t", "u") if (i == 0 and wide) else ("t",),
+                           tuple(("t", p) for p in range(2) if owners[p] in (i, count)), 4 if i == stale else 5)
+                    for i in range(count)
+                ]  # fmt: skip
+                for strategy in ("sticky", "cooperative-sticky"):
+                    check(strategy, members, layout)  # sanitised: always fine
+                    try:
+                        result = assign(strategy, members, layout, sanitise=False)
+                    except AssignorStateError:
+                        failed.append(members)
+                        continue
+                    flat = [tp for parts in result.values() for tp in parts]
+                    if len(flat) != len(set(flat)):
+                        double.append(members)
+    assert len(min(failed, key=len)) == 2
+    assert len(min(double, key=len)) == 2
