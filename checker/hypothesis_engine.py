@@ -132,6 +132,7 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
 
     for action_name in action_names_found:
         setattr(ModelMachine, f"step_{action_name}", _action_rule(action_name))
+    ModelMachine.step_unlisted = _unlisted_rule(frozenset(action_names_found))
     ModelMachine.__name__ = ModelMachine.__qualname__ = f"{type(model).__name__}Machine"
     return ModelMachine
 
@@ -151,6 +152,24 @@ def _action_rule(action_name: str) -> Any:
         self._take(action, nxt)
 
     take.__name__ = f"step_{action_name}"
+    return take
+
+
+def _unlisted_rule(known: frozenset[str]) -> Any:
+    """Actions the short exploration in :func:`action_names` did not meet (a large configuration):
+    one rule for all of them, so a state is never left with no rule to run."""
+
+    def enabled(self: Any) -> bool:
+        return any(a.name not in known for a, _ in self.succs)
+
+    @precondition(enabled)
+    @rule(data=st.data())
+    def take(self: Any, data: st.DataObject) -> None:
+        choices = [(a, t) for a, t in self.succs if a.name not in known]
+        action, nxt = data.draw(st.sampled_from(choices), label="unlisted action")
+        self._take(action, nxt)
+
+    take.__name__ = "step_unlisted"
     return take
 
 

@@ -70,3 +70,15 @@ def test_assert_helpers(tmp_path: Path) -> None:
         assert_violates("replication", "StrongIsr", preset="kip-320", out=tmp_path)
     with pytest.raises(AssertionError, match="holds only within bounds"):
         assert_holds("replication", preset="kip-320", max_depth=3, out=tmp_path)
+
+
+def test_actions_the_short_exploration_missed_still_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a large configuration the exploration that names the rules may miss actions; one rule
+    covers those, so no state is left without a rule (Hypothesis's InvalidDefinition)."""
+    import kmc.checker.hypothesis_engine as engine
+
+    monkeypatch.setattr(engine, "action_names", lambda model: ["ControllerElectLeader"])
+    result = run("truncate-to-hw", seed=1, examples=30)
+    assert result.status in (Status.VIOLATED, Status.HOLDS_BOUNDED)
+    assert result.error is None
+    assert result.stats.distinct_states > 100  # it went well past the first election
