@@ -61,7 +61,7 @@ class PropertyViolationError(AssertionError):
 
 def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> type[RuleBasedStateMachine]:
     """A RuleBasedStateMachine class for the model; each instance records the trace it walked."""
-    action_names_found = action_names(model)
+    action_names_found, all_found = discover_actions(model)
     invariants = [(p.name, p.bind(model)) for p in props.invariants]
     steps = [(p.name, p.bind(model)) for p in props.steps]
     within = bounds_check(model)
@@ -132,7 +132,8 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
 
     for action_name in action_names_found:
         setattr(ModelMachine, f"step_{action_name}", _action_rule(action_name))
-    ModelMachine.step_unlisted = _unlisted_rule(frozenset(action_names_found))
+    if not all_found:  # only then: an extra rule would change which runs a seed makes
+        ModelMachine.step_unlisted = _unlisted_rule(frozenset(action_names_found))
     ModelMachine.__name__ = ModelMachine.__qualname__ = f"{type(model).__name__}Machine"
     return ModelMachine
 
@@ -175,6 +176,12 @@ def _unlisted_rule(known: frozenset[str]) -> Any:
 
 def action_names(model: Model, budget_states: int = 20_000, budget_s: float = 2.0) -> list[str]:
     """The names of the model's actions, found by a short breadth-first exploration."""
+    return discover_actions(model, budget_states, budget_s)[0]
+
+
+def discover_actions(model: Model, budget_states: int = 20_000, budget_s: float = 2.0) -> tuple[list[str], bool]:
+    """The action names a short breadth-first exploration meets, and whether it explored every
+    reachable state (then no other action exists)."""
     names: dict[str, None] = {}
     frontier = list(model.init_states())
     seen = set(frontier)
@@ -188,7 +195,7 @@ def action_names(model: Model, budget_states: int = 20_000, budget_s: float = 2.
                     seen.add(nxt)
                     nxt_frontier.append(nxt)
         frontier = nxt_frontier
-    return list(names)
+    return list(names), not frontier
 
 
 def machine_settings(options: HypothesisOptions) -> settings:

@@ -77,7 +77,7 @@ def test_actions_the_short_exploration_missed_still_run(monkeypatch: pytest.Monk
     covers those, so no state is left without a rule (Hypothesis's InvalidDefinition)."""
     import kmc.checker.hypothesis_engine as engine
 
-    monkeypatch.setattr(engine, "action_names", lambda model: ["ControllerElectLeader"])
+    monkeypatch.setattr(engine, "discover_actions", lambda model: (["ControllerElectLeader"], False))
     result = run("truncate-to-hw", seed=1, examples=30)
     assert result.status in (Status.VIOLATED, Status.HOLDS_BOUNDED)
     assert result.error is None
