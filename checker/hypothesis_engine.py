@@ -157,7 +157,7 @@ def _action_rule(action_name: str) -> Any:
 
 
 def _unlisted_rule(known: frozenset[str]) -> Any:
-    """Actions the short exploration in :func:`action_names` did not meet (a large configuration):
+    """Actions the short exploration in :func:`discover_actions` did not meet (a large configuration):
     one rule for all of them, so a state is never left with no rule to run."""
 
     def enabled(self: Any) -> bool:
@@ -172,11 +172,6 @@ def _unlisted_rule(known: frozenset[str]) -> Any:
 
     take.__name__ = "step_unlisted"
     return take
-
-
-def action_names(model: Model, budget_states: int = 20_000, budget_s: float = 2.0) -> list[str]:
-    """The names of the model's actions, found by a short breadth-first exploration."""
-    return discover_actions(model, budget_states, budget_s)[0]
 
 
 def discover_actions(model: Model, budget_states: int = 20_000, budget_s: float = 2.0) -> tuple[list[str], bool]:

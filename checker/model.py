@@ -80,6 +80,11 @@ class Preset:
     expected: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Property name -> "holds" or "violated" at the preset's defaults (documentation and `kmc list`)."""
 
+    @classmethod
+    def of(cls, description: str, expected: Mapping[str, str], **settings: Any) -> Preset:
+        """A preset written as its description, its expected verdicts, then its config values."""
+        return cls(description=description, settings=settings, expected=expected)
+
 
 def _field_type(config_cls: type, field: dataclasses.Field[Any]) -> Any:
     hints = typing.get_type_hints(config_cls)

@@ -299,6 +299,17 @@ def _cooperative_sticky(
     return {member_id: [tp for tp in parts if keeps(member_id, tp)] for member_id, parts in result.items()}
 
 
+def pairwise_disjoint(partition_sets: Iterable[Iterable[Any]]) -> bool:
+    """No partition is in two of these sets (exclusive ownership or assignment)."""
+    seen: set[Any] = set()
+    for parts in partition_sets:
+        parts = set(parts)
+        if seen & parts:
+            return False
+        seen |= parts
+    return True
+
+
 def transferring(group: Iterable[Member], assignment: Mapping[str, Sequence[TopicPartition]]) -> set[TopicPartition]:
     """Partitions assigned to one member while another reports owning them: (∪ added) ∩ (∪ revoked).
 

@@ -190,52 +190,48 @@ class GroupConfig:
     max_generation: int = param(8, "bound on the (shifted) generation id (within_bounds)", min=1, max=16)
 
 
-def _preset(description: str, expected: dict[str, str], **settings: object) -> Preset:
-    return Preset(description=description, settings=settings, expected=expected)
-
-
 PRESETS = {
-    "eager-range": _preset(
+    "eager-range": Preset.of(
         "eager rebalancing with the range assignor: the default before Kafka 3.x clients",
         {"ExclusiveOwnership": "holds", "StableAssignmentCovers": "holds"},
     ),
-    "cooperative-sticky": _preset(
+    "cooperative-sticky": Preset.of(
         "KIP-429 incremental cooperative rebalancing with the cooperative-sticky assignor",
         {"ExclusiveOwnership": "holds"},
         assignor="cooperative-sticky",
         rebalance_protocol="cooperative",
     ),
-    "cooperative-unsafe-assignor": _preset(
+    "cooperative-unsafe-assignor": Preset.of(
         "cooperative consumers whose assignor moves partitions in one round (it does not support COOPERATIVE)",
         {"ExclusiveOwnership": "violated"},
         assignor="sticky",
         rebalance_protocol="cooperative",
     ),
-    "static": _preset(
+    "static": Preset.of(
         "static membership (KIP-345) with every later fix",
         {"NoLiveConsumerFenced": "holds", "StableAssignmentCovers": "holds"},
         static_membership=True,
     ),
-    "static-kafka-10284": _preset(
+    "static-kafka-10284": Preset.of(
         "before KAFKA-10284: a static member's new id is not persisted, and a coordinator failover fences it",
         {"NoLiveConsumerFenced": "violated"},
         static_membership=True,
         persist_static_replacement=False,
         max_faults=2,
     ),
-    "static-kafka-9801": _preset(
+    "static-kafka-9801": Preset.of(
         "before KAFKA-9801: a static member rejoining in CompletingRebalance gets no assignment",
         {"StableAssignmentCovers": "violated"},
         static_membership=True,
         rebalance_static_rejoin_in_completing=False,
     ),
-    "kafka-12890": _preset(
+    "kafka-12890": Preset.of(
         "before KAFKA-12890: a member that heartbeats but never sends SyncGroup keeps the group in CompletingRebalance",
         {"SyncCompletes": "violated"},
         delayed_sync=False,
         poll_stalls=True,
     ),
-    "slow-member": _preset(
+    "slow-member": Preset.of(
         "timers expire at any moment: a member that keeps missing its rebalance timeout",
         {"RebalanceCompletes": "violated"},
         timeouts="any",
@@ -534,7 +530,7 @@ class GroupModel(Model):
 
     def _join_new_member(self, s: GroupState, c: int, request: Request, instance: str | None) -> tuple[str, GroupState]:
         group = s.group
-        new_id = _fresh_member_id(s, c)
+        new_id = fresh_member_id(c, _mentioned_ids(s))
         if instance is not None:
             old = next((m for m in group.members if m.groupInstanceId == instance), None)
             if old is not None:
@@ -874,13 +870,13 @@ def _mentioned_ids(s: GroupState) -> set[str]:
     return ids
 
 
-def _fresh_member_id(s: GroupState, c: int) -> str:
-    """A member id no part of the state mentions (Kafka: client id or instance id plus a UUID)."""
-    taken = _mentioned_ids(s)
+def fresh_member_id(consumer: int, mentioned: set[str]) -> str:
+    """A member id for this consumer that nothing in the state mentions. Kafka mints a UUID, which
+    is only ever compared for equality, so reusing a number no longer mentioned changes nothing."""
     n = 0
-    while f"c{c}-{n}" in taken:
+    while f"c{consumer}-{n}" in mentioned:
         n += 1
-    return f"c{c}-{n}"
+    return f"c{consumer}-{n}"
 
 
 def _generations(s: GroupState) -> list[int]:

@@ -26,6 +26,7 @@ from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.checker.liveness import WF
 
 from .assignors import Member, assign
+from .group import fresh_member_id
 
 # member states (MemberState)
 STABLE = "STABLE"
@@ -121,20 +122,20 @@ class Kip848Config:
 
 
 PRESETS = {
-    "kip-848": Preset(
+    "kip-848": Preset.of(
         "the KIP-848 protocol as in Kafka 4.0",
-        {},
         {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
     ),
-    "no-release-wait": Preset(
+    "no-release-wait": Preset.of(
         "the coordinator assigns a partition before its previous owner has revoked it",
-        {"wait_for_release": False},
         {"NoDoubleClientAssignment": "violated"},
+        wait_for_release=False,
     ),
-    "slow-member": Preset(
+    "slow-member": Preset.of(
         "timeouts at any moment: a member fenced for being slow keeps processing until it learns",
-        {"timeouts": "any", "max_faults": 0},
         {"NoDoubleClientAssignment": "violated"},
+        timeouts="any",
+        max_faults=0,
     ),
 }
 
@@ -243,7 +244,7 @@ class Kip848Model(Model):
                 s = self._remove_member(s, hb.memberId)
             return NONE, _respond(s, c, HeartbeatResponse(NONE, hb.memberId, LEAVE_EPOCH, frozenset()))
         if hb.memberEpoch == JOIN_EPOCH and hb.memberId == "":
-            member_id = _fresh_member_id(s, c)
+            member_id = fresh_member_id(c, _mentioned_ids(s))
             member = GroupMember(member_id, JOIN_EPOCH, JOIN_EPOCH, STABLE, frozenset(), frozenset(), c)
             coord = coord._replace(groupEpoch=coord.groupEpoch + 1, members=_sorted((*coord.members, member)))
         else:
@@ -388,19 +389,15 @@ def _respond(s: Kip848State, c: int, response: HeartbeatResponse) -> Kip848State
     return _set(s, c, me._replace(response=response))
 
 
-def _fresh_member_id(s: Kip848State, c: int) -> str:
-    """A member id nothing in the state mentions (Kafka: a UUID)."""
-    taken = {m.memberId for m in s.coordinator.members} | {m for m, _ in s.coordinator.targetAssignment}
+def _mentioned_ids(s: Kip848State) -> set[str]:
+    ids = {m.memberId for m in s.coordinator.members} | {m for m, _ in s.coordinator.targetAssignment}
     for me in s.consumers:
-        taken.add(me.memberId)
+        ids.add(me.memberId)
         if me.request is not None:
-            taken.add(me.request.memberId)
+            ids.add(me.request.memberId)
         if me.response is not None:
-            taken.add(me.response.memberId)
-    n = 0
-    while f"c{c}-{n}" in taken:
-        n += 1
-    return f"c{c}-{n}"
+            ids.add(me.response.memberId)
+    return ids
 
 
 class Kip848Drawing(Drawing):

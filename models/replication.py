@@ -108,12 +108,8 @@ class ReplicationConfig:
     isr_rules: IsrRules = param("current_epoch", "when the leader shrinks or expands the ISR")
 
 
-def _preset(description: str, expected: dict[str, str], **settings: str) -> Preset:
-    return Preset(description=description, settings=settings, expected=expected)
-
-
 PRESETS = {
-    "truncate-to-hw": _preset(
+    "truncate-to-hw": Preset.of(
         "before KIP-101 (< 0.11): a new follower truncates to its high watermark",
         {"StrongIsr": "violated"},
         truncation="hw",
@@ -121,7 +117,7 @@ PRESETS = {
         hw_advance="isr_offsets",
         isr_rules="offsets",
     ),
-    "kip-101": _preset(
+    "kip-101": Preset.of(
         "KIP-101 (0.11): truncation by leader epoch (OffsetsForLeaderEpoch)",
         {"StrongIsr": "violated"},
         truncation="leader_epoch",
@@ -129,7 +125,7 @@ PRESETS = {
         hw_advance="isr_offsets",
         isr_rules="offsets",
     ),
-    "kip-279": _preset(
+    "kip-279": Preset.of(
         "KIP-279 (2.0): truncate after the last offset whose record matches the leader's",
         {"StrongIsr": "violated with replicas=3"},
         truncation="matching_offset",
@@ -137,7 +133,7 @@ PRESETS = {
         hw_advance="isr_offsets",
         isr_rules="offsets",
     ),
-    "kip-320-first-try": _preset(
+    "kip-320-first-try": Preset.of(
         "the first KIP-320 draft: truncate on a fetch error, fetches checked by last fetched epoch",
         {"StrongIsr": "violated with replicas=3"},
         truncation="on_fetch",
@@ -145,7 +141,7 @@ PRESETS = {
         hw_advance="epoch_match",
         isr_rules="epoch_match",
     ),
-    "kip-320": _preset(
+    "kip-320": Preset.of(
         "KIP-320 (2.1): fetches and truncation fenced by the current leader epoch",
         {"StrongIsr": "holds", "WeakIsr": "holds", "LeaderInIsr": "holds", "LogMatching": "holds"},
         truncation="fenced",

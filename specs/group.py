@@ -4,6 +4,7 @@ and the rebalance guarantees of §2.5."""
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, leads_to, step
+from kmc.models.assignors import pairwise_disjoint
 from kmc.models.group import (
     COMPLETING_REBALANCE,
     EMPTY,
@@ -20,14 +21,7 @@ from kmc.models.group import (
 def ExclusiveOwnership(s: GroupState) -> bool:
     """G-Own: no partition is processed by two consumers at the same time. A consumer whose
     application stopped polling for good (``poll_stalls``) processes nothing and is left out."""
-    seen: set[int] = set()
-    for consumer in s.consumers:
-        if consumer.stalled:
-            continue
-        if seen & consumer.owned:
-            return False
-        seen |= consumer.owned
-    return True
+    return pairwise_disjoint(consumer.owned for consumer in s.consumers if not consumer.stalled)
 
 
 @invariant

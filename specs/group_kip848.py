@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, leads_to, step
+from kmc.models.assignors import pairwise_disjoint
 from kmc.models.group_kip848 import (
     ASSIGNING,
     EMPTY,
@@ -19,14 +20,7 @@ from kmc.models.group_kip848 import (
 @invariant
 def NoDoubleClientAssignment(s: Kip848State) -> bool:
     """No two consumers believe they own the same partition (the most important property)."""
-    seen: set[int] = set()
-    for consumer in s.consumers:
-        if consumer.phase == STOPPED:
-            continue
-        if seen & consumer.owned:
-            return False
-        seen |= consumer.owned
-    return True
+    return pairwise_disjoint(consumer.owned for consumer in s.consumers if consumer.phase != STOPPED)
 
 
 @invariant
