@@ -15,6 +15,7 @@ import typer
 from typer.exceptions import Abort, TyperException
 
 from .bfs import BfsOptions
+from .bmc import BmcOptions
 from .errors import UserError
 from .hypothesis_engine import HypothesisOptions
 from .itf import read_trace
@@ -72,6 +73,8 @@ def summary_text(result: CheckResult, command: str) -> str:
         else:
             shape = f"{'shortest trace' if result.engine in ('bfs', 'spark') else 'trace'} of {v.trace_length} states"
         lines.append(f"  VIOLATED {v.property} ({v.kind}): {shape}{where}")
+    if result.engine == "bmc":
+        return _bmc_summary(result, lines)
     lines.append(
         f"  {s.distinct_states:,} distinct states, {s.generated_states:,} generated, depth {s.depth}, "
         f"{s.elapsed_s:.2f} s, {s.states_per_second:,.0f} states/s"
@@ -93,6 +96,21 @@ def summary_text(result: CheckResult, command: str) -> str:
         verdict = f"violated{tail}"
     elif result.complete:
         verdict = "holds (complete: every reachable state was explored)"
+    else:
+        verdict = f"holds within bounds only ({result.bound_reason}): not a proof"
+    lines.append(f"  verdict: {verdict}")
+    return "\n".join(lines)
+
+
+def _bmc_summary(result: CheckResult, lines: list[str]) -> str:
+    steps = result.stats.extra.get("bmc_depth", 0)
+    lines.append(f"  z3: every behaviour of up to {steps} steps checked symbolically, {result.stats.elapsed_s:.2f} s")
+    for warning in result.warnings:
+        lines.append(f"  warning: {warning}")
+    if result.status is Status.VIOLATED:
+        verdict = "violated (no behaviour of fewer steps violates any property checked)"
+    elif result.complete:
+        verdict = f"holds (complete: no behaviour has more than {steps} steps)"
     else:
         verdict = f"holds within bounds only ({result.bound_reason}): not a proof"
     lines.append(f"  verdict: {verdict}")
@@ -171,7 +189,9 @@ def check(
     ] = False,
     store: Annotated[str, typer.Option(help="states (exact) or fingerprints (64-bit, less memory).")] = "states",
     seed: Annotated[int | None, typer.Option(help="simulate, hypothesis: random seed.")] = None,
-    depth: Annotated[int, typer.Option(help="simulate: steps per walk.", min=1)] = 100,
+    depth: Annotated[
+        int | None, typer.Option(help="simulate: steps per walk (100); bmc: steps to unroll (10).", min=1)
+    ] = None,
     walks: Annotated[int, typer.Option(help="simulate: number of walks.", min=1)] = 1000,
     examples: Annotated[int, typer.Option(help="hypothesis: runs to try.", min=1)] = 200,
     steps: Annotated[int, typer.Option(help="hypothesis: most steps per run.", min=1)] = 60,
@@ -212,8 +232,9 @@ def check(
             keep_going=keep_going,
             store=store,
         ),
+        bmc_options=BmcOptions(depth=depth or 10),
         simulation_options=SimulationOptions(
-            seed=seed, depth=depth, walks=walks, deadlock=deadlock, keep_going=keep_going
+            seed=seed, depth=depth or 100, walks=walks, deadlock=deadlock, keep_going=keep_going
         ),
         hypothesis_options=HypothesisOptions(
             seed=seed, examples=examples, steps=steps, database=str(database) if database else None
@@ -336,6 +357,73 @@ def show(
 ) -> None:
     """Print a trace, showing only the fields that changed at each step."""
     print(render_text(read_trace(trace), full=full))
+
+
+@app.command()
+def prove(
+    model: Annotated[str, typer.Argument(help="Model name (see `kmc list`), module:Class or file.py:Class.")],
+    invariant: Annotated[str, typer.Option("--invariant", "-i", help="The invariant (or step property) to prove.")],
+    lemmas: Annotated[list[str], typer.Option("--lemma", "-l", help="A strengthening lemma (repeatable).")] = [],  # noqa: B006
+    lemma_files: Annotated[
+        list[Path], typer.Option("--lemmas", help="A Python file of @lemma functions of your own.")
+    ] = [],  # noqa: B006
+    preset: Annotated[str | None, typer.Option("--preset", "-p", help="A named variant.")] = None,
+    sets: Annotated[list[str], typer.Option("--set", "-s", help="Config key=value (repeatable).")] = [],  # noqa: B006
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Prove with z3 that an invariant, with the lemmas, is inductive: it then holds in every reachable
+    state for these constants. Exit 0 proven, 1 not inductive (the counterexample is printed)."""
+    from .induction import lemmas_in, prove_property
+    from .properties import load_module
+
+    cls = load_model_class(model)
+    instance = cls.build(preset, _parse_sets(sets))
+    extra: dict[str, Any] = {}
+    for path in lemma_files:
+        found = lemmas_in(load_module(path))
+        if not found:
+            raise UserError(f"lemma file {path} defines no lemmas: decorate functions with @lemma from kmc.checker")
+        extra.update(found)
+    result = prove_property(instance, invariant, lemmas, extra, preset=preset or cls.default_preset)
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(proof_text(instance, result))
+    if not result.proven:
+        raise typer.Exit(EXIT_VIOLATED)
+
+
+def proof_text(model: Any, result: Any) -> str:
+    from .itf import format_value, state_vars
+    from .show import changes
+
+    title = f"kmc prove {result.model}" + (f" --preset {result.preset}" if result.preset else "")
+    lines = [title, f"  config: {' '.join(f'{k}={v}' for k, v in result.config.items())}"]
+    lines.append(f"  claims: {', '.join(result.claims)}")
+    lines.append(f"  {result.queries} z3 queries, {result.elapsed_s:.2f} s")
+    failure = result.failure
+    if failure is None:
+        where = "on every step from" if result.step_property else "in"
+        lines.append(
+            f"  verdict: proven: {result.invariant} holds {where} every reachable state for these constants "
+            f"(each claim holds initially and is preserved by every step)"
+        )
+        return "\n".join(lines)
+    if failure.phase == "base":
+        lines.append(f"  verdict: {failure.claim} fails in an initial state")
+        for key, value in state_vars(failure.after).items():
+            lines.append(f"    {key} = {format_value(value)}")
+        return "\n".join(lines)
+    lines.append(f"  verdict: not inductive: {failure.claim} is not preserved by {failure.action!r}")
+    lines.append("  counterexample to induction (all claims hold before, not after):")
+    lines.append("  before:")
+    for key, value in state_vars(failure.before).items():
+        lines.append(f"    {key} = {format_value(value)}")
+    lines.append(f"  after {failure.action!r}:")
+    for path, old, new in changes(state_vars(failure.before), state_vars(failure.after)):
+        lines.append(f"    {path}: {format_value(old)} -> {format_value(new)}")
+    lines.append("  either the claim is false, or it needs a lemma that rules out the state before")
+    return "\n".join(lines)
 
 
 @app.command()

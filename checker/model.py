@@ -197,6 +197,11 @@ class Model:
         meets one reports its search as bounded, never complete."""
         return True
 
+    def symbolic(self) -> Any:
+        """Optionally a kmc.checker.symbolic.SymbolicEncoding: the same transition system as z3
+        formulas, for the bmc engine and `kmc prove`."""
+        return None
+
     def drawing(self) -> Any:
         """Optionally a kmc.checker.drawing.Drawing: lanes and tables for diagrams of traces."""
         return None

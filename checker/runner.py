@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .bfs import BfsOptions, bfs
+from .bmc import BmcOptions, bmc
 from .errors import UserError
 from .hypothesis_engine import HypothesisOptions, hypothesis_check
 from .itf import trace_to_itf, write_trace
@@ -24,7 +25,7 @@ from .result import CheckResult, Status
 from .simulation import SimulationOptions, simulate
 from .spark import SparkOptions, spark_bfs
 
-ENGINES = ("bfs", "simulate", "spark", "hypothesis")
+ENGINES = ("bfs", "simulate", "spark", "hypothesis", "bmc")
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Check:
     bfs_options: BfsOptions = field(default_factory=BfsOptions)
     simulation_options: SimulationOptions = field(default_factory=SimulationOptions)
     hypothesis_options: HypothesisOptions = field(default_factory=HypothesisOptions)
+    bmc_options: BmcOptions = field(default_factory=BmcOptions)
     spark_options: SparkOptions | None = None
     spark_context: Any = None
     """An existing SparkContext to run on (tests share one); by default each run starts its own."""
@@ -59,6 +61,9 @@ class Check:
         preset = self.preset if self.preset is not None else type(model).default_preset
         if self.engine_name == "simulate":
             result = simulate(model, props, self.simulation_options, progress, preset=preset)
+        elif self.engine_name == "bmc":
+            opts = dataclasses.replace(self.bmc_options, named=bool(self.property_names))
+            result = bmc(model, props, opts, progress, preset=preset)
         elif self.engine_name == "hypothesis":
             opts = dataclasses.replace(self.hypothesis_options, deadlock=self.bfs_options.deadlock)
             result = hypothesis_check(model, props, opts, preset=preset)

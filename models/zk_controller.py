@@ -23,7 +23,7 @@ One partition, replicated on every broker. LeaderAndIsr stands for the three con
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table
@@ -359,6 +359,11 @@ class ZkControllerModel(Model):
                 leaderEpoch=request.leaderEpoch,
             )
             out.append((action, s._replace(brokers=_put(s.brokers, b, broker), requests=s.requests - {request})))
+
+    def symbolic(self) -> Any:
+        from kmc.models.zk_controller_z3 import ZkControllerEncoding
+
+        return ZkControllerEncoding(self)
 
     def drawing(self) -> ZkControllerDrawing:
         return ZkControllerDrawing(self.config.brokers)

@@ -1,0 +1,114 @@
+"""The z3 engines: the symbolic next relations agree with the explicit models, bmc finds the same
+shortest violations as BFS, and `kmc prove` proves or returns a real counterexample to induction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kmc.checker import Check
+from kmc.checker.bfs import explore
+from kmc.checker.induction import prove_property
+from kmc.checker.result import Status
+from kmc.checker.symbolic import StepComparer
+from kmc.models.zk_controller import ZkControllerModel
+
+ZK_LEMMAS = ["ControllerEpochsBoundedByZooKeeper", "NewestControllerHoldsTheNode", "NodeHolderIsRegistered"]
+BEYOND_BFS = {"brokers": 4, "max_controller_epoch": 5, "max_leader_epoch": 5, "max_session_expiries": 3,
+              "max_restarts": 3}  # fmt: skip
+
+
+def _agree(model, stride: int) -> int:  # type: ignore[no-untyped-def]
+    """Compare the two next relations from every stride-th reachable state; return how many."""
+    graph, _ = explore(model)
+    comparer = StepComparer(model.symbolic())
+    states = list(graph)[::stride]
+    for state in states:
+        disagreement = comparer.compare(state)
+        assert disagreement is None, disagreement
+    return len(states)
+
+
+def test_zk_controller_encoding_agrees_on_every_state_of_a_small_space() -> None:
+    model = ZkControllerModel.build("kip-380", {"max_restarts": 0, "max_controller_epoch": 1})
+    assert _agree(model, 1) == 1663
+
+
+@pytest.mark.parametrize("preset", ["kip-380", "pre-kip-380", "pre-kafka-6082"])
+def test_zk_controller_encoding_agrees_on_a_sample_of_each_preset(preset: str) -> None:
+    assert _agree(ZkControllerModel.build(preset), 60) > 490
+
+
+@pytest.mark.parametrize(
+    ("preset", "prop", "length"),
+    [("pre-kafka-6082", "OnlyNewestControllerWrites", 6), ("pre-kip-380", "NoRequestForEarlierIncarnation", 5)],
+)
+def test_bmc_finds_the_bfs_depth(preset: str, prop: str, length: int, tmp_path: Path) -> None:
+    bfs_result = Check("zk-controller", preset=preset, property_names=[prop]).run()
+    bmc_result = Check("zk-controller", preset=preset, property_names=[prop], engine_name="bmc").run()
+    assert bmc_result.status is Status.VIOLATED
+    [violation] = bmc_result.violations
+    assert violation.property == prop
+    assert violation.trace_length == bfs_result.violations[0].trace_length == length
+
+
+def test_bmc_bounded_and_its_trace_replays(kmc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = kmc("check", "zk-controller", "--engine", "bmc", "--depth", "4", "--json", "--out", tmp_path)
+    assert code == 0
+    data = json.loads(out)
+    assert (data["verdict"], data["complete"], data["bmc_depth"]) == ("holds", False, 4)
+    code, out, _ = kmc("check", "zk-controller", "-p", "pre-kip-380", "--engine", "bmc", "--json", "--out", tmp_path)
+    assert code == 1
+    [violation] = json.loads(out)["violations"]
+    assert kmc("replay", violation["trace"])[0] == 0
+
+
+def test_bmc_needs_an_encoding_and_symbolic_properties(kmc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = kmc("check", "group", "--engine", "bmc")
+    assert code == 2 and "has no symbolic encoding" in err
+    spec = tmp_path / "mine.py"
+    spec.write_text("from kmc.checker import invariant\n@invariant\ndef Mine(s):\n    return True\n")
+    code, _, err = kmc("check", "zk-controller", "--engine", "bmc", "--spec", spec, "-P", "Mine")
+    assert code == 2 and "no symbolic form of Mine" in err
+
+
+def test_prove_with_lemmas_beyond_what_bfs_exhausts() -> None:
+    model = ZkControllerModel.build("kip-380", BEYOND_BFS)
+    alone = prove_property(model, "OneControllerPerEpoch", [])
+    assert not alone.proven and alone.failure is not None and alone.failure.phase == "step"
+    proof = prove_property(model, "OneControllerPerEpoch", [*ZK_LEMMAS, "ControllerNodeIsCurrent"])
+    assert proof.proven, proof.failure
+    for prop in ("NoRequestForEarlierIncarnation", "LeaderEpochsOnlyIncrease", "OnlyNewestControllerWrites"):
+        assert prove_property(model, prop, ["BrokerEpochsNeverRunAhead"]).proven, prop
+
+
+def test_a_counterexample_to_induction_is_a_step_of_the_explicit_model() -> None:
+    model = ZkControllerModel.build("pre-kip-380")
+    result = prove_property(model, "NoRequestForEarlierIncarnation", ["BrokerEpochsNeverRunAhead"])
+    failure = result.failure
+    assert not result.proven and failure is not None
+    assert failure.claim == "NoRequestForEarlierIncarnation"
+    assert failure.action is not None and failure.action.name == "HandleLeaderAndIsr"
+    assert (failure.action, failure.after) in set(model.successors(failure.before))
+
+
+def test_prove_cli(kmc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    lemmas = [arg for name in ZK_LEMMAS for arg in ("-l", name)]
+    code, out, _ = kmc(
+        "prove", "zk-controller", "-i", "OneControllerPerEpoch", *lemmas, "-l", "ControllerNodeIsCurrent"
+    )
+    assert code == 0 and "proven" in out
+    code, out, _ = kmc("prove", "zk-controller", "-i", "OneControllerPerEpoch")
+    assert code == 1 and "counterexample to induction" in out
+    code, _, err = kmc("prove", "zk-controller", "-i", "NoSuchThing")
+    assert code == 2 and "no symbolic form of NoSuchThing" in err
+    user = tmp_path / "lemmas.py"
+    user.write_text(
+        "from kmc.checker.induction import lemma\n@lemma\ndef Mine(enc, v):\n    return v.zkControllerEpoch >= 0\n"
+    )
+    code, out, _ = kmc("prove", "zk-controller", "-i", "Mine", "--lemmas", user, "--json")
+    assert code == 0 and json.loads(out)["verdict"] == "proven"
+    (tmp_path / "empty.py").write_text("x = 1\n")
+    code, _, err = kmc("prove", "zk-controller", "-i", "Mine", "--lemmas", tmp_path / "empty.py")
+    assert code == 2 and "defines no lemmas" in err
