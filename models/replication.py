@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
@@ -474,6 +474,11 @@ class ReplicationModel(Model):
                     ),
                 )
             )
+
+    def symbolic(self) -> Any:
+        from kmc.models.replication_z3 import ReplicationEncoding
+
+        return ReplicationEncoding(self)
 
     def drawing(self) -> ReplicationDrawing:
         return ReplicationDrawing(self.config.replicas)
