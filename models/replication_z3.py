@@ -10,17 +10,16 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import z3
-
 from kmc.checker import Action
 from kmc.checker.symbolic import Frame, SymbolicEncoding, Var, becomes, select
 from kmc.models.replication import (
     ACTION_ARGS,
     NO_LEADER,
     LeaderAndIsr,
+    Record,
     ReplicaState,
     ReplicationModel,
     ReplicationState,
-    Record,
 )
 
 ACTIONS = tuple(ACTION_ARGS)
@@ -265,9 +264,7 @@ class ReplicationEncoding(SymbolicEncoding):
 
     def _leader_write(self, v: Frame, w: Frame, r: int) -> tuple:
         end = v.logEnd[r]
-        guard = z3.And(
-            v.nextRecordId <= self.config.max_records - 1, v.leader[r] == r, end < self.size
-        )
+        guard = z3.And(v.nextRecordId <= self.config.max_records - 1, v.leader[r] == r, end < self.size)
         updates = self._log_updates(
             v, r, end + 1,
             lambda i: (z3.If(i == end, v.nextRecordId, v.logId[r][i]),
@@ -284,8 +281,8 @@ class ReplicationEncoding(SymbolicEncoding):
             ok = z3.And(presumes, hw < self.size,
                         *(z3.Implies(m, z3.And(v.leader[f] == r, v.logEnd[f] > hw)) for f, m in members))  # fmt: skip
         elif mode == "epoch_match":
-            ok = z3.And(presumes, v.logEnd[r] > hw,
-                        *(z3.Implies(m, self.caught_up_to_leader_epoch(v, r, f, hw + 1)) for f, m in members))  # fmt: skip
+            caught_up = [z3.Implies(m, self.caught_up_to_leader_epoch(v, r, f, hw + 1)) for f, m in members]
+            ok = z3.And(presumes, v.logEnd[r] > hw, *caught_up)
         else:
             isr_empty = z3.Not(z3.Or([m for _, m in members]))
             ok = z3.And(
@@ -296,9 +293,7 @@ class ReplicationEncoding(SymbolicEncoding):
         return "LeaderIncHighWatermark", (r,), z3.And(ok, becomes(v, w, {("hw", r): hw + 1}))
 
     def _isr_write_guard(self, v: Frame, leader: int) -> z3.BoolRef:
-        return z3.And(
-            v.quorumLeader == leader, v.leader[leader] == leader, v.leaderEpoch[leader] == v.quorumEpoch
-        )
+        return z3.And(v.quorumLeader == leader, v.leader[leader] == leader, v.leaderEpoch[leader] == v.quorumEpoch)
 
     def _isr_write(self, v: Frame, w: Frame, leader: int, replica: int, member: bool) -> z3.BoolRef:
         updates: dict[tuple, Any] = {}
@@ -326,7 +321,8 @@ class ReplicationEncoding(SymbolicEncoding):
         if mode == "offsets":
             eligible = self.caught_up(v, leader, r, hw)
         elif mode == "epoch_match":
-            eligible = z3.And(self.caught_up_to_leader_epoch(v, leader, r, hw), self.hw_reached_current_epoch(v, leader))
+            reached = self.hw_reached_current_epoch(v, leader)
+            eligible = z3.And(self.caught_up_to_leader_epoch(v, leader, r, hw), reached)
         else:
             eligible = z3.And(
                 self.follows_leader_epoch(v, leader, r),
