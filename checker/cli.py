@@ -367,6 +367,7 @@ def prove(
     lemma_files: Annotated[
         list[Path], typer.Option("--lemmas", help="A Python file of @lemma functions of your own.")
     ] = [],  # noqa: B006
+    all_lemmas: Annotated[bool, typer.Option("--all-lemmas", help="Use every lemma the model's encoding has.")] = False,
     preset: Annotated[str | None, typer.Option("--preset", "-p", help="A named variant.")] = None,
     sets: Annotated[list[str], typer.Option("--set", "-s", help="Config key=value (repeatable).")] = [],  # noqa: B006
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -384,6 +385,10 @@ def prove(
         if not found:
             raise UserError(f"lemma file {path} defines no lemmas: decorate functions with @lemma from kmc.checker")
         extra.update(found)
+    if all_lemmas:
+        encoding = instance.symbolic()
+        own = list(encoding.lemmas) if encoding is not None else []
+        lemmas = [*own, *(n for n in lemmas if n not in own)]
     result = prove_property(instance, invariant, lemmas, extra, preset=preset or cls.default_preset)
     if as_json:
         print(json.dumps(result.to_json(), indent=2))

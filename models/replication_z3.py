@@ -411,3 +411,222 @@ ReplicationEncoding.invariants = {
     "LeaderInIsr": leader_in_isr,
     "LogMatching": log_matching,
 }
+
+
+# -- lemmas: with these, StrongIsr is inductive for kip-320 with 2 replicas (`kmc prove`) -----------
+# Each is a claim of its own, proven along with StrongIsr; none is assumed.
+def _rng(enc: ReplicationEncoding) -> range:
+    return range(enc.n)
+
+
+def Epochs(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """Bookkeeping: epochs below nextLeaderEpoch, a replica that applied epoch e follows its leader,
+    a fresh replica is empty, a leader is in its own ISR, the HW is within the log."""
+    parts = [v.quorumEpoch == v.nextLeaderEpoch - 1, v.nextRecordId <= enc.config.max_records]
+    for r in _rng(enc):
+        parts += [v.leaderEpoch[r] >= -1, v.leaderEpoch[r] < v.nextLeaderEpoch]
+        fresh = v.leaderEpoch[r] == -1
+        parts.append(
+            z3.Implies(fresh, z3.And(v.leader[r] == -1, v.logEnd[r] == 0, v.hw[r] == 0, *(z3.Not(x) for x in v.isr[r])))
+        )
+        parts.append(z3.Implies(z3.Not(fresh), v.leader[r] == select(v.requestLeader, v.leaderEpoch[r])))
+        parts.append(z3.Implies(v.leader[r] == r, v.isr[r][r]))
+        parts.append(v.hw[r] <= v.logEnd[r])
+    parts.append(z3.Implies(v.nextLeaderEpoch == 0, z3.And(v.quorumLeader == -1, *v.quorumIsr)))
+    parts.append(z3.Implies(v.nextLeaderEpoch > 0, v.quorumLeader == select(v.requestLeader, v.quorumEpoch)))
+    for e in range(enc.epochs):
+        parts.append(
+            z3.Implies(
+                z3.And(e < v.nextLeaderEpoch, v.requestLeader[e] >= 0), select(v.requestIsr[e], v.requestLeader[e])
+            )
+        )
+    parts.append(z3.Implies(v.quorumLeader >= 0, select(v.quorumIsr, v.quorumLeader)))
+    return z3.And(parts)
+
+
+def Records(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """Every record has an epoch no newer than its replica's and an id already handed out; epochs
+    never decrease along a log."""
+    parts = []
+    for r in _rng(enc):
+        for i in range(enc.size):
+            inside = i < v.logEnd[r]
+            parts.append(
+                z3.Implies(
+                    inside,
+                    z3.And(
+                        v.logEpoch[r][i] >= 0,
+                        v.logEpoch[r][i] <= v.leaderEpoch[r],
+                        v.logId[r][i] >= 0,
+                        v.logId[r][i] < v.nextRecordId,
+                    ),
+                )
+            )
+            if i + 1 < enc.size:
+                parts.append(z3.Implies(i + 1 < v.logEnd[r], v.logEpoch[r][i] <= v.logEpoch[r][i + 1]))
+    return z3.And(parts)
+
+
+def UniqueIds(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """A record id is written once: it sits at one offset, with one epoch, in every log that holds it."""
+    parts = []
+    for a in _rng(enc):
+        for b in _rng(enc):
+            for i in range(enc.size):
+                for j in range(enc.size):
+                    both = z3.And(i < v.logEnd[a], j < v.logEnd[b], v.logId[a][i] == v.logId[b][j])
+                    if i != j:
+                        parts.append(z3.Not(both))
+                    elif a < b:
+                        parts.append(z3.Implies(both, v.logEpoch[a][i] == v.logEpoch[b][j]))
+    return z3.And(parts)
+
+
+def PrefixMatching(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """Two logs that hold the same record at an offset agree on every offset up to it."""
+    parts = []
+    for a in _rng(enc):
+        for b in _rng(enc):
+            if a >= b:
+                continue
+            for i in range(enc.size):
+                same = z3.And(i < v.logEnd[a], i < v.logEnd[b], enc.same_record(v, a, b, i))
+                parts.append(z3.Implies(same, prefix_equal(enc, v, a, b, i + 1)))
+    return z3.And(parts)
+
+
+def FollowerIsPrefix(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """A replica following a leader in the leader's epoch holds a prefix of the leader's log."""
+    parts = []
+    for ld in _rng(enc):
+        for f in _rng(enc):
+            if f != ld:
+                parts.append(z3.Implies(enc.follows_leader_epoch(v, ld, f), prefix_equal(enc, v, f, ld, v.logEnd[f])))
+    return z3.And(parts)
+
+
+def QuorumGrowth(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """A member of the quorum ISR that a presuming leader's ISR (or a pending request's) lacks was
+    added after some member of that ISR moved to a newer epoch."""
+    n = _rng(enc)
+    parts = []
+
+    def covered(isr, epoch):
+        moved_on = z3.Or([z3.And(isr[f], v.leaderEpoch[f] > epoch) for f in n])
+        return z3.And([z3.Implies(z3.And(v.quorumIsr[m], z3.Not(isr[m])), moved_on) for m in n])
+
+    for r in n:
+        parts.append(z3.Implies(v.leader[r] == r, covered(v.isr[r], v.leaderEpoch[r])))
+    for e in range(enc.epochs):
+        ld = v.requestLeader[e]
+        pending = z3.And(e < v.nextLeaderEpoch, ld >= 0, select([v.leaderEpoch[x] for x in n], ld) < e)
+        parts.append(z3.Implies(pending, covered(v.requestIsr[e], e)))
+    return z3.And(parts)
+
+
+def EpochRecordsOnLeader(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """A record of a presuming leader's own epoch is at the same offset in the leader's log."""
+    """A record of a presuming leader's epoch anywhere is at the same offset in the leader's log."""
+    parts = []
+    for a in _rng(enc):
+        for b in _rng(enc):
+            if a == b:
+                continue
+            for i in range(enc.size):
+                cond = z3.And(v.leader[a] == a, i < v.logEnd[b], v.logEpoch[b][i] == v.leaderEpoch[a])
+                parts.append(z3.Implies(cond, z3.And(i < v.logEnd[a], enc.same_record(v, a, b, i))))
+    return z3.And(parts)
+
+
+def HwCommittedEverywhere(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """Everything below any replica's HW is on every member of the ISR in ZooKeeper."""
+    parts = []
+    for r in _rng(enc):
+        for m in _rng(enc):
+            if m != r:
+                parts.append(z3.Implies(v.quorumIsr[m], prefix_equal(enc, v, m, r, v.hw[r])))
+    return z3.And(parts)
+
+
+def QuorumIsrMatches(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """The ISR in ZooKeeper is the current leader's ISR, or the last request's while its leader has not taken it."""
+    parts = []
+    for ld in _rng(enc):
+        current = z3.And(v.quorumLeader == ld, v.leader[ld] == ld, v.leaderEpoch[ld] == v.quorumEpoch)
+        parts.append(z3.Implies(current, z3.And([v.isr[ld][j] == v.quorumIsr[j] for j in _rng(enc)])))
+    for e in range(enc.epochs):
+        pending = z3.And(
+            v.quorumEpoch == e,
+            z3.And(
+                [z3.Not(z3.And(v.leader[ld] == ld, v.leaderEpoch[ld] == e, v.quorumLeader == ld)) for ld in _rng(enc)]
+            ),
+        )
+        parts.append(z3.Implies(pending, z3.And([v.requestIsr[e][j] == v.quorumIsr[j] for j in _rng(enc)])))
+    return z3.And(parts)
+
+
+def FollowerAfterLeader(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """KIP-320: a replica follows a leader in epoch e only once the leader is in e."""
+    return z3.And(
+        [
+            z3.Implies(v.leader[f] == ld, v.leaderEpoch[ld] >= v.leaderEpoch[f])
+            for ld in _rng(enc)
+            for f in _rng(enc)
+            if f != ld
+        ]
+    )
+
+
+def RecordsNeedTheirLeader(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """A record of epoch e exists only once the leader of e has become leader in e."""
+    parts = []
+    n = list(_rng(enc))
+    for e in range(enc.epochs):
+        ld = v.requestLeader[e]
+        reached = z3.And(e < v.nextLeaderEpoch, ld >= 0, select([v.leaderEpoch[x] for x in n], ld) >= e)
+        for r in n:
+            for i in range(enc.size):
+                parts.append(z3.Implies(z3.And(i < v.logEnd[r], v.logEpoch[r][i] == e), reached))
+    return z3.And(parts)
+
+
+def FollowerIsrFromRequest(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """A replica that is not leader holds the ISR of the request it applied."""
+    parts = []
+    n = list(_rng(enc))
+    for r in n:
+        applied = z3.And(v.leader[r] != r, v.leaderEpoch[r] >= 0)
+        for j in n:
+            parts.append(
+                z3.Implies(
+                    applied, v.isr[r][j] == select([v.requestIsr[e][j] for e in range(enc.epochs)], v.leaderEpoch[r])
+                )
+            )
+    return z3.And(parts)
+
+
+def EmptyIsrIsFinal(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
+    """Once the controller sends an empty ISR, it can neither elect nor shrink again."""
+    n = list(_rng(enc))
+    parts = []
+    for e in range(enc.epochs):
+        empty = z3.And(e < v.nextLeaderEpoch, *(z3.Not(v.requestIsr[e][j]) for j in n))
+        parts.append(z3.Implies(empty, z3.And(v.quorumLeader == -1, *(z3.Not(v.quorumIsr[j]) for j in n))))
+    return z3.And(parts)
+
+
+ReplicationEncoding.lemmas = {
+    "Epochs": Epochs,
+    "Records": Records,
+    "UniqueIds": UniqueIds,
+    "PrefixMatching": PrefixMatching,
+    "FollowerIsPrefix": FollowerIsPrefix,
+    "QuorumGrowth": QuorumGrowth,
+    "EpochRecordsOnLeader": EpochRecordsOnLeader,
+    "HwCommittedEverywhere": HwCommittedEverywhere,
+    "QuorumIsrMatches": QuorumIsrMatches,
+    "FollowerAfterLeader": FollowerAfterLeader,
+    "RecordsNeedTheirLeader": RecordsNeedTheirLeader,
+    "FollowerIsrFromRequest": FollowerIsrFromRequest,
+    "EmptyIsrIsFinal": EmptyIsrIsFinal,
+}
