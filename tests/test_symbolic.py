@@ -12,6 +12,7 @@ from kmc.checker.bfs import explore
 from kmc.checker.induction import prove_property
 from kmc.checker.result import Status
 from kmc.checker.symbolic import StepComparer
+from kmc.models.replication import ReplicationModel
 from kmc.models.zk_controller import ZkControllerModel
 
 ZK_LEMMAS = ["ControllerEpochsBoundedByZooKeeper", "NewestControllerHoldsTheNode", "NodeHolderIsRegistered"]
@@ -112,3 +113,36 @@ def test_prove_cli(kmc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "empty.py").write_text("x = 1\n")
     code, _, err = kmc("prove", "zk-controller", "-i", "Mine", "--lemmas", tmp_path / "empty.py")
     assert code == 2 and "defines no lemmas" in err
+
+
+# -- replication ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", list(ReplicationModel.presets))
+def test_replication_encoding_agrees_on_a_sample_of_each_preset(preset: str) -> None:
+    """Every preset, every tenth reachable state (all of them agree; tests keep to a sample)."""
+    assert _agree(ReplicationModel.build(preset), 10) > 590
+
+
+def test_bmc_finds_the_truncate_to_hw_bug_at_the_bfs_depth() -> None:
+    result = Check("replication", preset="truncate-to-hw", property_names=["StrongIsr"], engine_name="bmc").run()
+    [violation] = result.violations
+    assert (violation.property, violation.trace_length) == ("StrongIsr", 10)
+    assert result.stats.extra["bmc_depth"] == 9
+
+
+def test_strong_isr_is_proven_for_kip_320_beyond_what_bfs_exhausts() -> None:
+    """LogSize = MaxRecords = MaxLeaderEpoch = 6: BFS does not finish in 10 minutes."""
+    model = ReplicationModel.build("kip-320", {"log_size": 6, "max_records": 6, "max_leader_epoch": 6})
+    lemmas = list(model.symbolic().lemmas)
+    assert len(lemmas) == 13
+    proof = prove_property(model, "StrongIsr", lemmas)
+    assert proof.proven, proof.failure
+    assert proof.claims[:2] == ["well_formed", "StrongIsr"]
+    assert not prove_property(model, "StrongIsr", []).proven
+
+
+def test_the_lemmas_fail_where_the_protocol_is_different() -> None:
+    """The same lemmas do not carry KIP-279, whose truncation is not fenced by the leader's epoch."""
+    model = ReplicationModel.build("kip-279")
+    result = prove_property(model, "StrongIsr", list(model.symbolic().lemmas))
+    assert not result.proven and result.failure is not None and result.failure.phase == "step"
+    assert (result.failure.action, result.failure.after) in set(model.successors(result.failure.before))
