@@ -149,9 +149,6 @@ class SymbolicEncoding:
     def action(self, values: Mapping[str, Nested]) -> Action:
         raise NotImplementedError
 
-    def action_values(self, action: Action) -> dict[str, Nested]:
-        raise NotImplementedError
-
     # -- names ---------------------------------------------------------------------------------
     def all_invariants(self) -> dict[str, SymbolicProperty]:
         return {**self.invariants, **self.lemmas}
@@ -265,3 +262,26 @@ class StepComparer:
         if symbolic == explicit:
             return None
         return Disagreement(state, sorted(explicit - symbolic, key=repr), sorted(symbolic - explicit, key=repr))
+
+
+class ActionLabels:
+    """Actions in a frame: an index into the model's action names and its integer arguments,
+    padded with zeros, so a symbolic step names the same ``Action`` as the explicit model."""
+
+    def __init__(self, action_args: Mapping[str, tuple[str, ...]]) -> None:
+        self.action_args = dict(action_args)
+        self.names = tuple(action_args)
+        self.width = max((len(args) for args in action_args.values()), default=0)
+        self.schema = {"act": Var("int"), "args": Var("int", (self.width,))}
+
+    def label(self, a: Frame, name: str, args: Sequence[Any]) -> Formula:
+        padded = [*args, *([0] * (self.width - len(args)))]
+        return z3.And(a.act == self.names.index(name), *(a.args[i] == padded[i] for i in range(self.width)))
+
+    def is_(self, a: Frame, name: str) -> Formula:
+        return a.act == self.names.index(name)
+
+    def decode(self, values: Mapping[str, Nested]) -> Action:
+        name = self.names[values["act"]]
+        names = self.action_args[name]
+        return Action.of(name, zip(names, values["args"][: len(names)], strict=True))

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import z3
 from kmc.checker import Action
-from kmc.checker.symbolic import Frame, SymbolicEncoding, Var, becomes, select
+from kmc.checker.symbolic import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
 from kmc.models.replication import (
     ACTION_ARGS,
     NO_LEADER,
@@ -22,15 +22,14 @@ from kmc.models.replication import (
     ReplicationState,
 )
 
-ACTIONS = tuple(ACTION_ARGS)
-MAX_ARGS = max(len(args) for args in ACTION_ARGS.values())
+LABELS = ActionLabels(ACTION_ARGS)
 EMPTY = -1
 """The record id and epoch of a slot past the end of a log."""
 OUT_OF_RANGE = z3.IntVal(-2)
 
 
 class ReplicationEncoding(SymbolicEncoding):
-    action_schema: ClassVar[dict[str, Var]] = {"act": Var("int"), "args": Var("int", (MAX_ARGS,))}
+    action_schema: ClassVar[dict[str, Var]] = LABELS.schema
 
     def __init__(self, model: ReplicationModel) -> None:
         super().__init__(model)
@@ -104,13 +103,7 @@ class ReplicationEncoding(SymbolicEncoding):
         return ReplicationState(logs, states, v["nextRecordId"], v["nextLeaderEpoch"], requests, quorum)
 
     def action(self, a: dict[str, Any]) -> Action:
-        name = ACTIONS[a["act"]]
-        names = ACTION_ARGS[name]
-        return Action.of(name, zip(names, a["args"][: len(names)], strict=True))
-
-    def action_values(self, action: Action) -> dict[str, Any]:
-        args = [value for _, value in action[1]]
-        return {"act": ACTIONS.index(action.name), "args": args + [0] * (MAX_ARGS - len(args))}
+        return LABELS.decode(a)
 
     # -- the transition system -----------------------------------------------------------------
     def well_formed(self, v: Frame) -> z3.BoolRef:
@@ -152,7 +145,7 @@ class ReplicationEncoding(SymbolicEncoding):
                     steps.append(self._follower_truncate(v, w, r, other))
                 for epoch in range(self.epochs):
                     steps.append(self._become_follower(v, w, r, other, epoch))
-        return z3.Or([z3.And(_label(a, name, args), formula) for name, args, formula in steps])
+        return z3.Or([z3.And(LABELS.label(a, name, args), formula) for name, args, formula in steps])
 
     # -- operators -----------------------------------------------------------------------------
     def epoch_at(self, v: Frame, r: int, offset: Any) -> Any:
@@ -358,11 +351,6 @@ class ReplicationEncoding(SymbolicEncoding):
         updates = self._log_updates(v, f, offset)
         updates[("hw", f)] = z3.If(offset < v.hw[f], offset, v.hw[f])
         return "FollowerTruncate", (f, leader), z3.And(guard, becomes(v, w, updates))
-
-
-def _label(a: Frame, name: str, args: tuple) -> z3.BoolRef:
-    padded = list(args) + [0] * (MAX_ARGS - len(args))
-    return z3.And(a.act == ACTIONS.index(name), *(a.args[i] == padded[i] for i in range(MAX_ARGS)))
 
 
 # -- the properties of specs/replication.py, symbolically ------------------------------------------

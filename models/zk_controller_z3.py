@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import z3
 from kmc.checker import Action
-from kmc.checker.symbolic import Frame, SymbolicEncoding, Var, becomes, select
+from kmc.checker.symbolic import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
 from kmc.models.zk_controller import (
     ACTION_ARGS,
     INITIAL_CONTROLLER_EPOCH,
@@ -27,12 +27,11 @@ from kmc.models.zk_controller import (
     ZooKeeper,
 )
 
-ACTIONS = tuple(ACTION_ARGS)
-MAX_ARGS = max(len(args) for args in ACTION_ARGS.values())
+LABELS = ActionLabels(ACTION_ARGS)
 
 
 class ZkControllerEncoding(SymbolicEncoding):
-    action_schema: ClassVar[dict[str, Var]] = {"act": Var("int"), "args": Var("int", (MAX_ARGS,))}
+    action_schema: ClassVar[dict[str, Var]] = LABELS.schema
 
     def __init__(self, model: ZkControllerModel) -> None:
         super().__init__(model)
@@ -141,13 +140,7 @@ class ZkControllerEncoding(SymbolicEncoding):
         return ZkControllerState(zk, brokers, requests, v["nextCzxid"], v["sessionExpiries"], v["restarts"])
 
     def action(self, a: dict[str, Any]) -> Action:
-        name = ACTIONS[a["act"]]
-        names = ACTION_ARGS[name]
-        return Action.of(name, zip(names, a["args"][: len(names)], strict=True))
-
-    def action_values(self, action: Action) -> dict[str, Any]:
-        args = [value for _, value in action[1]]
-        return {"act": ACTIONS.index(action.name), "args": args + [0] * (MAX_ARGS - len(args))}
+        return LABELS.decode(a)
 
     # -- the transition system -----------------------------------------------------------------
     def well_formed(self, v: Frame) -> z3.BoolRef:
@@ -184,7 +177,7 @@ class ZkControllerEncoding(SymbolicEncoding):
             ]
             steps += [self._elect_leader(v, w, b, leader) for leader in range(self.n)]
             steps += [self._handle(v, w, epoch, b) for epoch in range(self.epochs)]
-        return z3.Or([z3.And(_label(a, name, args), guard_and_effect) for name, args, guard_and_effect in steps])
+        return z3.Or([z3.And(LABELS.label(a, name, args), guard_and_effect) for name, args, guard_and_effect in steps])
 
     def _elect(self, v: Frame, w: Frame, b: int) -> tuple:
         guard = z3.And(
@@ -318,11 +311,6 @@ class ZkControllerEncoding(SymbolicEncoding):
         return "HandleLeaderAndIsr", args, z3.And(v.pending[epoch][b], becomes(v, w, updates))
 
 
-def _label(a: Frame, name: str, args: tuple) -> z3.BoolRef:
-    padded = list(args) + [0] * (MAX_ARGS - len(args))
-    return z3.And(a.act == ACTIONS.index(name), *(a.args[i] == padded[i] for i in range(MAX_ARGS)))
-
-
 # -- the properties, symbolically ------------------------------------------------------------------
 def one_controller_per_epoch(enc: ZkControllerEncoding, v: Frame) -> z3.BoolRef:
     n = enc.n
@@ -342,7 +330,7 @@ def controller_node_is_current(enc: ZkControllerEncoding, v: Frame) -> z3.BoolRe
 
 
 def _is(a: Frame, name: str) -> z3.BoolRef:
-    return a.act == ACTIONS.index(name)
+    return LABELS.is_(a, name)
 
 
 def only_newest_controller_writes(enc: ZkControllerEncoding, v: Frame, a: Frame, w: Frame) -> z3.BoolRef:
