@@ -80,9 +80,6 @@ class Frame:
             [leaf == value for name in self.schema for leaf, value in _zip_leaves(self.vars[name], values[name])]
         )
 
-    def same_as(self, other: Frame) -> Formula:
-        return z3.And([a == b for a, b in zip(self.leaves(), other.leaves(), strict=True)])
-
     def read(self, model: z3.ModelRef) -> dict[str, Nested]:
         """The frame's values in a z3 model, as Python ints and bools in nested lists."""
 

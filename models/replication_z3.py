@@ -109,7 +109,7 @@ class ReplicationEncoding(SymbolicEncoding):
     def well_formed(self, v: Frame) -> z3.BoolRef:
         n, size, e = self.n, self.size, self.epochs
         ids = lambda x: z3.And(x >= NO_LEADER, x < n)  # noqa: E731
-        parts = [ids(v.quorumLeader), ids(v.quorumLeader), v.nextRecordId >= 0]
+        parts = [ids(v.quorumLeader), v.nextRecordId >= 0]
         parts += [v.nextLeaderEpoch >= 0, v.nextLeaderEpoch <= e]
         for r in range(n):
             parts += [v.logEnd[r] >= 0, v.logEnd[r] <= size, v.hw[r] >= 0, v.hw[r] <= size, ids(v.leader[r])]
@@ -514,7 +514,6 @@ def QuorumGrowth(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
 
 def EpochRecordsOnLeader(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:
     """A record of a presuming leader's own epoch is at the same offset in the leader's log."""
-    """A record of a presuming leader's epoch anywhere is at the same offset in the leader's log."""
     parts = []
     for a in _rng(enc):
         for b in _rng(enc):
