@@ -1,0 +1,128 @@
+"""Properties of the `kraft-replication` model: what Kafka promises producers and consumers.
+
+"Committed" is the longest log prefix a non-stale leader (the controller's leader, in the
+controller's leader epoch) has exposed below its high watermark; "consumed" is what consumers read
+from any broker that believed it was leader; "acknowledged" is what producers were told succeeded.
+The properties that speak of a broker's log ignore brokers that are down: a crashed broker's disk
+cannot be read until it restarts, and then it is checked again.
+"""
+
+from __future__ import annotations
+
+from kmc.checker import Action, invariant, step
+from kmc.models.kraft_replication import NO_LEADER, KraftReplicationModel, KraftReplicationState
+
+
+def _running_leader(s: KraftReplicationState) -> int:
+    """The controller's leader if it is up, else NO_LEADER."""
+    leader = s.controller.leader
+    return leader if leader != NO_LEADER and s.replicas[leader].running else NO_LEADER
+
+
+def _holds_prefix(s: KraftReplicationState, b: int, prefix: tuple) -> bool:
+    return s.replicas[b].log[: len(prefix)] == prefix
+
+
+@invariant
+def AcknowledgedWriteNeverLost(s: KraftReplicationState) -> bool:
+    """Every write a producer was told succeeded is in the log of the partition's running leader.
+    With acks=all this is Kafka's durability promise; with acks=1 Kafka promises less, and the
+    model shows what is lost."""
+    leader = _running_leader(s)
+    if leader == NO_LEADER or not s.acked:
+        return True
+    ids = {record.id for record in s.replicas[leader].log}
+    return s.acked <= ids
+
+
+@invariant
+def LeaderCompleteness(s: KraftReplicationState) -> bool:
+    """The leader the controller elected holds every committed record, at its offset."""
+    leader = _running_leader(s)
+    return leader == NO_LEADER or _holds_prefix(s, leader, s.committed)
+
+
+@invariant
+def LeaderCandidateCompleteness(s: KraftReplicationState) -> bool:
+    """Every running member of the ISR and of the ELR -- everyone the controller may elect
+    cleanly -- holds every committed record."""
+    c = s.controller
+    return all(_holds_prefix(s, b, s.committed) for b in c.isr | c.elr if s.replicas[b].running)
+
+
+@invariant
+def LogMatching(s: KraftReplicationState) -> bool:
+    """Two replicas hold the same records below both of their high watermarks, and a record of the
+    same epoch at the same offset means the same log up to it."""
+    replicas = [r for r in s.replicas if r.running]
+    for i, a in enumerate(replicas):
+        for b in replicas[i + 1 :]:
+            common = min(a.highWatermark, b.highWatermark)
+            if a.log[:common] != b.log[:common]:
+                return False
+            for offset in range(min(len(a.log), len(b.log)) - 1, -1, -1):
+                if a.log[offset].epoch == b.log[offset].epoch:
+                    if a.log[: offset + 1] != b.log[: offset + 1]:
+                        return False
+                    break
+    return True
+
+
+@invariant
+def ReplicationQuorumSuperset(s: KraftReplicationState, model: KraftReplicationModel) -> bool:
+    """While its ISR is at least min.insync.replicas, the replicas the leader counts for its HW
+    include everyone the controller could elect cleanly (ISR and ELR). Otherwise the HW can cover
+    a record that the next leader does not have."""
+    c = s.controller
+    leader = _running_leader(s)
+    if leader == NO_LEADER:
+        return True
+    replica = s.replicas[leader]
+    if replica.leader != leader or replica.leaderEpoch != c.leaderEpoch:
+        return True  # it has not applied its election yet
+    if len(replica.isr) < model.config.min_insync_replicas:
+        return True
+    return (c.isr | c.elr) <= model.hw_quorum(replica)
+
+
+@invariant
+def NoCommittedRecordLostGlobally(s: KraftReplicationState) -> bool:
+    """Every committed record is still on the disk of some broker, up or down."""
+    held = {record.id for replica in s.replicas for record in replica.log}
+    return all(record.id in held for record in s.committed)
+
+
+@invariant
+def ConsistentRead(s: KraftReplicationState) -> bool:
+    """A consumer never reads a record that is later truncated away: what was consumed is the
+    prefix of the running leader's log once that leader serves in the controller's epoch."""
+    leader = _running_leader(s)
+    if leader == NO_LEADER or s.replicas[leader].leaderEpoch != s.controller.leaderEpoch:
+        return True
+    return _holds_prefix(s, leader, s.consumed)
+
+
+@step
+def HighWatermarkMonotonic(s: KraftReplicationState, action: Action, t: KraftReplicationState) -> bool:
+    """A leader's high watermark never decreases within its leader epoch."""
+    for b, (before, after) in enumerate(zip(s.replicas, t.replicas, strict=True)):
+        same_term = before.leader == after.leader == b and before.leaderEpoch == after.leaderEpoch
+        if same_term and before.running and after.running and after.highWatermark < before.highWatermark:
+            return False
+    return True
+
+
+@invariant
+def ValidIsrAndElr(s: KraftReplicationState, model: KraftReplicationModel) -> bool:
+    """The controller's partition is well formed: the leader is in the ISR, no replica is in both
+    the ISR and the ELR, the ELR is empty while the ISR has min.insync.replicas members, and no
+    fenced broker is in the ISR unless (before KIP-966) it is the last one."""
+    c = s.controller
+    if c.leader != NO_LEADER and (c.leader not in c.isr or c.leader in c.fenced):
+        return False
+    if c.isr & c.elr:
+        return False
+    if len(c.isr) >= model.config.min_insync_replicas and c.elr:
+        return False
+    fenced_in_isr = c.isr & c.fenced
+    return not fenced_in_isr or (not model.config.elr and c.isr == fenced_in_isr and len(c.isr) == 1)
