@@ -93,6 +93,15 @@ def test_group_presets_match_bfs(sc, preset: str) -> None:
     assert_same(reference, spark)
 
 
+@pytest.mark.parametrize(
+    ("preset", "overrides"),
+    [("kip-966", {"max_records": 1, "max_fences": 0}), ("pre-kip-903", {}), ("acks-1", {})],
+)
+def test_kraft_replication_matches_bfs(sc, preset: str, overrides: dict) -> None:
+    reference, spark = run_both(sc, "kraft-replication", preset, overrides)
+    assert_same(reference, spark)
+
+
 def test_model_bounds_make_spark_bounded_too(sc) -> None:
     """The group model's within_bounds cuts the slow-member state space: both engines say bounded."""
     checks = {
