@@ -248,7 +248,7 @@ PRESETS = {
     ),
     "pre-kip-497": Preset.of(
         "kip-966 without the maximal ISR (KAFKA-8836): the HW counts a proposed ISR shrink at once",
-        {"ReplicationQuorumSuperset": "violated"},
+        {"ReplicationQuorumSuperset": "violated", "LeaderCompleteness": "violated"},
         maximal_isr=False,
     ),
     "pre-kafka-7128": Preset.of(
@@ -262,8 +262,8 @@ PRESETS = {
         isr_broker_epoch=False,
     ),
     "pre-kip-320": Preset.of(
-        "kip-966 without KIP-320: fetches are not fenced by the leader epoch",
-        {},
+        "kip-966 without KIP-320: fetches are not fenced by the leader epoch (diverging epochs still catch them)",
+        _ALL_HOLD,
         fetch_fencing=False,
     ),
     "pre-kip-101": Preset.of(

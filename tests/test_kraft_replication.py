@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kmc.checker import Check, UserError, bfs
+from kmc.checker import BfsOptions, Check, UserError, bfs
 from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import replay
@@ -159,3 +159,18 @@ def test_elections_try_the_isr_then_the_elr_then_unclean() -> None:
 def test_min_isr_above_the_replication_factor_is_bad_config() -> None:
     with pytest.raises(UserError, match="min_insync_replicas=3 exceeds brokers=2"):
         KraftReplicationModel.build("kip-966", {"min_insync_replicas": 3})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", sorted(KraftReplicationModel.presets))
+def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
+    """Each preset's documented verdicts (shown by `kmc list`) are what a complete search finds."""
+    expected = KraftReplicationModel.presets[preset].expected
+    result = bfs(
+        KraftReplicationModel.build(preset),
+        select_properties(KraftReplicationModel, names=list(expected)),
+        BfsOptions(keep_going=True),
+    )
+    assert result.complete
+    violated = {v.property for v in result.violations}
+    assert violated == {name for name, verdict in expected.items() if verdict == "violated"}
