@@ -39,6 +39,7 @@ from typing import Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.models.tuples import put
 
 NO_LEADER = -1
 """LeaderConstants.NO_LEADER: the partition has no leader."""
@@ -458,17 +459,17 @@ class KraftReplicationModel(Model):
                 epoch, end = end_offset_for_epoch(leader.log, req.lastFetchedEpoch, leader.leaderEpoch)
                 if end < req.fetchOffset or epoch < req.lastFetchedEpoch:
                     response = respond._replace(error=DIVERGING_EPOCH, divergingEpoch=(epoch, end))
-                    out.append((action, s._replace(fetches=_put(s.fetches, f, response))))
+                    out.append((action, s._replace(fetches=put(s.fetches, f, response))))
                     return
         elif req.fetchOffset > len(leader.log):
             error = OFFSET_OUT_OF_RANGE
         if error is not None:
-            out.append((action, s._replace(fetches=_put(s.fetches, f, respond._replace(error=error)))))
+            out.append((action, s._replace(fetches=put(s.fetches, f, respond._replace(error=error)))))
             return
-        followers = _put(leader.followerState, f, (req.fetchOffset, req.replicaEpoch))
+        followers = put(leader.followerState, f, (req.fetchOffset, req.replicaEpoch))
         updated = self._maybe_increment_hw(leader._replace(followerState=followers), leader_id)
         response = respond._replace(records=updated.log[req.fetchOffset :], highWatermark=updated.highWatermark)
-        out.append((action, self._update(s, leader_id, updated, fetches=_put(s.fetches, f, response))))
+        out.append((action, self._update(s, leader_id, updated, fetches=put(s.fetches, f, response))))
 
     def _shrink_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
         """Partition.maybeShrinkIsr: a follower that has not caught up to the leader's LEO within
@@ -537,7 +538,7 @@ class KraftReplicationModel(Model):
         request = FetchRequest(
             leader_id, len(follower.log), last_epoch(follower.log), follower.leaderEpoch, follower.brokerEpoch
         )
-        out.append((Action("SendFetch", follower=f, leader=leader_id), s._replace(fetches=_put(s.fetches, f, request))))
+        out.append((Action("SendFetch", follower=f, leader=leader_id), s._replace(fetches=put(s.fetches, f, request))))
 
     def _handle_fetch_response(self, s: KraftReplicationState, f: int, out: list[Step]) -> None:
         """ReplicaFetcherThread.processPartitionData and truncateOnFetchResponse. A response for a
@@ -547,7 +548,7 @@ class KraftReplicationModel(Model):
             return
         follower = s.replicas[f]
         action = Action("HandleFetchResponse", follower=f, leader=response.leader)
-        cleared = _put(s.fetches, f, None)
+        cleared = put(s.fetches, f, None)
         log = follower.log
         current = (
             follower.leader == response.leader
@@ -687,7 +688,7 @@ class KraftReplicationModel(Model):
             return
         replica = s.replicas[b]
         epoch = c.nextBrokerEpoch
-        registered = c._replace(brokerEpochs=_put(c.brokerEpochs, b, epoch), nextBrokerEpoch=epoch + 1)
+        registered = c._replace(brokerEpochs=put(c.brokerEpochs, b, epoch), nextBrokerEpoch=epoch + 1)
         if self.config.elr and replica.cleanShutdownEpoch != c.brokerEpochs[b]:
             changed = self._partition_change(
                 registered, isr=registered.isr - {b}, elr=registered.elr - {b}, ineligible=frozenset({b})
@@ -767,10 +768,6 @@ class KraftReplicationModel(Model):
 
     def drawing(self) -> KraftReplicationDrawing:
         return KraftReplicationDrawing(self.config.brokers)
-
-
-def _put(items: tuple, index: int, value: object) -> tuple:
-    return (*items[:index], value, *items[index + 1 :])
 
 
 def _dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:

@@ -32,6 +32,7 @@ from typing import Any, Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.models.tuples import put
 
 NO_LEADER = -1
 """Kafka's LeaderAndIsr.NoLeader: the partition has no leader."""
@@ -252,7 +253,7 @@ class ReplicationModel(Model):
                 out.append(
                     (
                         self._act("BecomeLeader", leader, request.leaderEpoch),
-                        _with(s, s.replicaLog, _put(s.replicaState, leader, state)),
+                        _with(s, s.replicaLog, put(s.replicaState, leader, state)),
                     )
                 )
 
@@ -307,8 +308,8 @@ class ReplicationModel(Model):
                         self._act("BecomeFollower", replica, leader, request.leaderEpoch),
                         _with(
                             s,
-                            _put(s.replicaLog, replica, new_log) if new_log is not log else s.replicaLog,
-                            _put(states, replica, state),
+                            put(s.replicaLog, replica, new_log) if new_log is not log else s.replicaLog,
+                            put(states, replica, state),
                         ),
                     )
                 )
@@ -326,7 +327,7 @@ class ReplicationModel(Model):
                         self._act("LeaderWrite", leader, record.id),
                         _new(
                             ReplicationState,
-                            (_put(s.replicaLog, leader, (*log, record)), s[1], s[2] + 1, s[3], s[4], s[5]),
+                            (put(s.replicaLog, leader, (*log, record)), s[1], s[2] + 1, s[3], s[4], s[5]),
                         ),
                     )
                 )
@@ -362,7 +363,7 @@ class ReplicationModel(Model):
                 out.append(
                     (
                         self._act("LeaderIncHighWatermark", leader),
-                        _with(s, logs, _put(states, leader, _new(ReplicaState, (hw + 1, *state[1:])))),
+                        _with(s, logs, put(states, leader, _new(ReplicaState, (hw + 1, *state[1:])))),
                     )
                 )
 
@@ -443,8 +444,8 @@ class ReplicationModel(Model):
                     self._act("FollowerFetch", follower, leader),
                     _with(
                         s,
-                        _put(logs, follower, (*flog, llog[end])),
-                        _put(states, follower, _new(ReplicaState, (hw, *fstate[1:]))),
+                        put(logs, follower, (*flog, llog[end])),
+                        put(states, follower, _new(ReplicaState, (hw, *fstate[1:]))),
                     ),
                 )
             )
@@ -469,8 +470,8 @@ class ReplicationModel(Model):
                     self._act("FollowerTruncate", follower, leader),
                     _with(
                         s,
-                        _put(logs, follower, flog[:offset]),
-                        _put(states, follower, _new(ReplicaState, (min(offset, fstate.hw), *fstate[1:]))),
+                        put(logs, follower, flog[:offset]),
+                        put(states, follower, _new(ReplicaState, (min(offset, fstate.hw), *fstate[1:]))),
                     ),
                 )
             )
@@ -505,10 +506,6 @@ def _with(s: ReplicationState, logs: tuple, states: tuple) -> ReplicationState:
     return _new(ReplicationState, (logs, states, s[2], s[3], s[4], s[5]))
 
 
-def _put(items: tuple, index: int, value: object) -> tuple:
-    return (*items[:index], value, *items[index + 1 :])
-
-
 def _quorum_update(s: ReplicationState, leader: int, isr: frozenset[int]) -> ReplicationState:
     """The leader's conditional ISR write to ZooKeeper (epoch unchanged, no LeaderAndIsr sent)."""
     quorum = s.quorumState
@@ -517,7 +514,7 @@ def _quorum_update(s: ReplicationState, leader: int, isr: frozenset[int]) -> Rep
         ReplicationState,
         (
             s.replicaLog,
-            _put(s.replicaState, leader, _new(ReplicaState, (st.hw, st.leaderEpoch, st.leader, isr))),
+            put(s.replicaState, leader, _new(ReplicaState, (st.hw, st.leaderEpoch, st.leader, isr))),
             s.nextRecordId,
             s.nextLeaderEpoch,
             s.leaderAndIsrRequests,

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table
+from kmc.models.tuples import put
 
 NONE = -1
 """No broker: /controller absent, or a partition with no leader."""
@@ -206,7 +207,7 @@ class ZkControllerModel(Model):
         elected = broker._replace(
             isController=True, controllerEpoch=epoch, liveBrokerEpochs=zk.brokerEpochs, cachedPartition=zk.partition
         )
-        out.append((Action("Elect", broker=b), s._replace(zk=new_zk, brokers=_put(s.brokers, b, elected))))
+        out.append((Action("Elect", broker=b), s._replace(zk=new_zk, brokers=put(s.brokers, b, elected))))
 
     def _session_expire(self, s: ZkControllerState, b: int, out: list) -> None:
         """ZooKeeper expires the session: it deletes /brokers/ids/<b> and, if b holds it, /controller.
@@ -216,14 +217,14 @@ class ZkControllerModel(Model):
             return
         zk = s.zk
         new_zk = zk._replace(
-            controller=NONE if zk.controller == b else zk.controller, brokerEpochs=_put(zk.brokerEpochs, b, 0)
+            controller=NONE if zk.controller == b else zk.controller, brokerEpochs=put(zk.brokerEpochs, b, 0)
         )
         out.append(
             (
                 Action("ZkSessionExpire", broker=b),
                 s._replace(
                     zk=new_zk,
-                    brokers=_put(s.brokers, b, broker._replace(session=False)),
+                    brokers=put(s.brokers, b, broker._replace(session=False)),
                     sessionExpiries=s.sessionExpiries + 1,
                 ),
             )
@@ -237,7 +238,7 @@ class ZkControllerModel(Model):
         if broker.session:
             return
         renewed = broker._replace(session=True)
-        out.append((Action("ZkReconnect", broker=b), s._replace(brokers=_put(s.brokers, b, renewed))))
+        out.append((Action("ZkReconnect", broker=b), s._replace(brokers=put(s.brokers, b, renewed))))
 
     def _register_and_reelect(self, s: ZkControllerState, b: int, out: list) -> None:
         """KafkaController.RegisterBrokerAndReelect: resign if controller, register /brokers/ids/<b> again
@@ -251,8 +252,8 @@ class ZkControllerModel(Model):
             (
                 Action("RegisterBrokerAndReelect", broker=b),
                 s._replace(
-                    zk=s.zk._replace(brokerEpochs=_put(s.zk.brokerEpochs, b, czxid)),
-                    brokers=_put(s.brokers, b, renewed),
+                    zk=s.zk._replace(brokerEpochs=put(s.zk.brokerEpochs, b, czxid)),
+                    brokers=put(s.brokers, b, renewed),
                     nextCzxid=czxid + 1,
                 ),
             )
@@ -265,14 +266,14 @@ class ZkControllerModel(Model):
             return
         zk, czxid = s.zk, s.nextCzxid
         new_zk = zk._replace(
-            controller=NONE if zk.controller == b else zk.controller, brokerEpochs=_put(zk.brokerEpochs, b, czxid)
+            controller=NONE if zk.controller == b else zk.controller, brokerEpochs=put(zk.brokerEpochs, b, czxid)
         )
         unknown = PartitionState(NONE, NO_EPOCH, 0)
         fresh = Broker(True, czxid, INITIAL_CONTROLLER_EPOCH, NONE, NO_EPOCH, False, 0, (0,) * len(s.brokers), unknown)
         out.append(
             (
                 Action("BrokerRestart", broker=b),
-                s._replace(zk=new_zk, brokers=_put(s.brokers, b, fresh), nextCzxid=czxid + 1, restarts=s.restarts + 1),
+                s._replace(zk=new_zk, brokers=put(s.brokers, b, fresh), nextCzxid=czxid + 1, restarts=s.restarts + 1),
             )
         )
 
@@ -284,7 +285,7 @@ class ZkControllerModel(Model):
         if not broker.isController or not broker.session or broker.liveBrokerEpochs == s.zk.brokerEpochs:
             return
         updated = broker._replace(liveBrokerEpochs=s.zk.brokerEpochs)
-        out.append((Action("BrokerChange", controller=c), s._replace(brokers=_put(s.brokers, c, updated))))
+        out.append((Action("BrokerChange", controller=c), s._replace(brokers=put(s.brokers, c, updated))))
 
     def _elect_leader(self, s: ZkControllerState, c: int, out: list) -> None:
         """The controller moves the partition's leadership -- a failed leader, a preferred-replica election
@@ -305,11 +306,11 @@ class ZkControllerModel(Model):
             action = Action("ElectLeader", controller=c, leader=leader)
             if self.config.conditional_writes and broker.controllerEpoch != zk.controllerEpoch:
                 resigned = broker._replace(isController=False)
-                out.append((action, s._replace(brokers=_put(s.brokers, c, resigned))))
+                out.append((action, s._replace(brokers=put(s.brokers, c, resigned))))
                 continue
             if cached.zkVersion != zk.partition.zkVersion:
                 refreshed = broker._replace(cachedPartition=zk.partition)
-                out.append((action, s._replace(brokers=_put(s.brokers, c, refreshed))))
+                out.append((action, s._replace(brokers=put(s.brokers, c, refreshed))))
                 continue
             written = PartitionState(leader, cached.leaderEpoch + 1, cached.zkVersion + 1)
             sent = frozenset(
@@ -323,7 +324,7 @@ class ZkControllerModel(Model):
                     action,
                     s._replace(
                         zk=zk._replace(partition=written),
-                        brokers=_put(s.brokers, c, controller),
+                        brokers=put(s.brokers, c, controller),
                         requests=s.requests | sent,
                     ),
                 )
@@ -358,7 +359,7 @@ class ZkControllerModel(Model):
                 brokerEpoch=request.brokerEpoch,
                 leaderEpoch=request.leaderEpoch,
             )
-            out.append((action, s._replace(brokers=_put(s.brokers, b, broker), requests=s.requests - {request})))
+            out.append((action, s._replace(brokers=put(s.brokers, b, broker), requests=s.requests - {request})))
 
     def symbolic(self) -> Any:
         from kmc.models.zk_controller_z3 import ZkControllerEncoding
@@ -367,10 +368,6 @@ class ZkControllerModel(Model):
 
     def drawing(self) -> ZkControllerDrawing:
         return ZkControllerDrawing(self.config.brokers)
-
-
-def _put(items: tuple, index: int, value: object) -> tuple:
-    return (*items[:index], value, *items[index + 1 :])
 
 
 class ZkControllerDrawing(Drawing):
