@@ -810,11 +810,14 @@ class KraftReplicationDrawing(Drawing):
         if name == "HandleFetch":
             f = args["follower"]
             resp = after.fetches[f]
-            note = "records" if resp is None or resp.error == ERROR_NONE else resp.error
-            if resp is not None and resp.error == ERROR_NONE:
+            if resp is None:
+                note = "records"
+            elif resp.error == ERROR_NONE:
                 note = f"{len(resp.records)} records, HW {resp.highWatermark}"
-            elif resp is not None and resp.error == DIVERGING_EPOCH:
+            elif resp.error == DIVERGING_EPOCH:
                 note = f"diverging epoch {resp.divergingEpoch[0]} at {resp.divergingEpoch[1]}"
+            else:
+                note = resp.error
             return Arrow(self.brokers[args["leader"]], (self.brokers[f],), note)
         if name in ("ShrinkIsr", "ExpandIsr"):
             proposed = after.replicas[args["leader"]].pendingAlterPartition
