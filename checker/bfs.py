@@ -39,6 +39,9 @@ class BfsOptions:
     """"states" keeps every state (exact); "fingerprints" keeps 64-bit fingerprints (TLC-style)."""
     determinism_checks: int = 256
     """Successors of this many states (and of every 4096th after) are computed twice and compared."""
+    keep_graph: bool = False
+    """Keep every expanded state's successors (``CheckResult.graph``), so the liveness check that
+    follows need not explore the state space again. Only with exact storage and no symmetry."""
 
 
 def current_rss() -> int:
@@ -131,6 +134,11 @@ def _bfs(
     steps = [(p.name, p.bind(model)) for p in props.steps]
 
     parents: dict[Hashable, Hashable | None] = {}
+    graph: dict[Hashable, list[tuple[Action, State]]] | None = None
+    if options.keep_graph:
+        if keyfn is not None:
+            raise UserError("keep_graph needs exact state storage without symmetry")
+        graph = {}
     violations: dict[str, Violation] = {}
     stop = False
     generated = 0
@@ -199,6 +207,8 @@ def _bfs(
                 bounded_by = bounded_by or MODEL_BOUND
                 continue
             succs = expand(model, s)
+            if graph is not None:
+                graph[s] = succs
             expanded += 1
             if expanded <= options.determinism_checks or expanded % 4096 == 0:
                 _check_determinism(model, s, succs)
@@ -265,10 +275,14 @@ def _bfs(
         storage=options.store,
     )
     # Complete only when nothing was cut off: no bound hit and no early stop at a violation.
-    return search_result(
+    result = search_result(
         "bfs", model, props, options.deadlock, options.symmetry, list(violations.values()),
         complete=bounded_by is None and not stop, stats=stats, bound_reason=bounded_by, preset=preset,
     )  # fmt: skip
+    if graph is not None:
+        # In discovery (BFS) order, as explore() gives it: unexpanded states have no edges.
+        result.graph = {k: graph.get(k, []) for k in parents}, {k for k in parents if k not in graph}
+    return result
 
 
 def search_result(

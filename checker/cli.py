@@ -92,7 +92,12 @@ def summary_text(result: CheckResult, command: str) -> str:
     for warning in result.warnings:
         lines.append(f"  warning: {warning}")
     if result.status is Status.VIOLATED:
-        tail = "" if result.complete else " (stopped at the first violation; --continue explores the rest)"
+        if result.complete:
+            tail = ""
+        elif result.bound_reason:
+            tail = f" (searched within {result.bound_reason})"
+        else:
+            tail = " (stopped at the first violation; --continue explores the rest)"
         verdict = f"violated{tail}"
     elif result.complete:
         verdict = "holds (complete: every reachable state was explored)"

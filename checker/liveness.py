@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import networkx as nx
@@ -44,8 +44,17 @@ class Fairness:
     pattern: str
     args: tuple[tuple[str, Any], ...] = ()
     each: bool = False
+    _matched: dict[Action, bool] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+    """Memo of :meth:`matches`: a graph has few distinct actions, and the search asks about each
+    one millions of times."""
 
     def matches(self, action: Action) -> bool:
+        known = self._matched.get(action)
+        if known is None:
+            known = self._matched[action] = self._match(action)
+        return known
+
+    def _match(self, action: Action) -> bool:
         if not fnmatch.fnmatchcase(action.name, self.pattern):
             return False
         given = dict(action[1])
@@ -69,11 +78,12 @@ def SF(pattern: str, *, each: bool = False, **args: Any) -> Fairness:
 def expand_fairness(graph: Graph, fairness: Sequence[Fairness]) -> list[Fairness]:
     """Split each ``each`` constraint into one per distinct action of its family in the graph."""
     result: list[Fairness] = []
+    distinct = {a for edges in graph.values() for a, _ in edges} if any(f.each for f in fairness) else set()
     for fair in fairness:
         if not fair.each:
             result.append(fair)
             continue
-        actions = sorted({a for edges in graph.values() for a, _ in edges if fair.matches(a)}, key=repr)
+        actions = sorted((a for a in distinct if fair.matches(a)), key=repr)
         result.extend(Fairness(fair.kind, a.name, a[1]) for a in actions)
     return result
 
@@ -92,39 +102,54 @@ class StateGraph:
     """The explored graph with the helpers the liveness search needs."""
 
     def __init__(
-        self, model: Model, graph: Graph, complete: bool = True, labels: dict[Hashable, list[Action]] | None = None
+        self,
+        model: Model,
+        graph: Graph,
+        complete: bool = True,
+        labels: dict[Hashable, list[Action]] | None = None,
+        inits: list[Hashable] | None = None,
     ) -> None:
         self.model = model
         self.edges = graph
         self.complete = complete
         self.labels = labels if labels is not None else {s: [a for a, _ in edges] for s, edges in graph.items()}
         """Every action enabled in a state, including those whose target a bound cut off."""
-        self.inits = [s for s in model.init_states() if s in graph]
+        self.inits = inits if inits is not None else [s for s in model.init_states() if s in graph]
         self.order = {s: i for i, s in enumerate(graph)}  # BFS order: deterministic, shortest first
+
+        self._fair_actions: dict[int, tuple[Sequence[Fairness], frozenset[Action]]] = {}
 
     def enabled(self, state: Hashable, fairness: Fairness) -> bool:
         return any(fairness.matches(a) for a in self.labels[state])
 
+    def fair_actions(self, fairness: Sequence[Fairness]) -> frozenset[Action]:
+        """The actions of the graph that some constraint of ``fairness`` covers (one list per check)."""
+        known = self._fair_actions.get(id(fairness))
+        if known is None or known[0] is not fairness:
+            distinct = {a for actions in self.labels.values() for a in actions}
+            known = (fairness, frozenset(a for a in distinct if any(f.matches(a) for f in fairness)))
+            self._fair_actions[id(fairness)] = known
+        return known[1]
+
     def subgraph(self, nodes: set[Hashable]) -> nx.DiGraph:
         g = nx.DiGraph()
         g.add_nodes_from(nodes)
-        for s in nodes:
-            for _a, t in self.edges[s]:
-                if t in nodes:
-                    g.add_edge(s, t)
+        edges = self.edges
+        g.add_edges_from((s, t) for s in nodes for _a, t in edges[s] if t in nodes)
         return g
 
 
 def can_stutter(sg: StateGraph, state: Hashable, fairness: Sequence[Fairness]) -> bool:
     """Whether a behaviour may stay in ``state`` forever: no action under fairness is enabled."""
-    return not any(sg.enabled(state, fair) for fair in fairness)
+    fair = sg.fair_actions(fairness)
+    return not any(a in fair for a in sg.labels[state])
 
 
 def _fair_component(sg: StateGraph, nodes: set[Hashable], fairness: Sequence[Fairness]) -> set[Hashable] | None:
     """A set of states containing a fair cycle, or a single state that may stutter forever; None if none."""
-    stutter = next((s for s in sorted(nodes, key=sg.order.__getitem__) if can_stutter(sg, s, fairness)), None)
-    if stutter is not None:
-        return {stutter}
+    stutters = [s for s in nodes if can_stutter(sg, s, fairness)]
+    if stutters:
+        return {min(stutters, key=sg.order.__getitem__)}  # the first in BFS order: the same lasso every run
     graph = sg.subgraph(nodes)
     for component in sorted(nx.strongly_connected_components(graph), key=lambda c: min(sg.order[s] for s in c)):
         comp = set(component)
@@ -300,17 +325,28 @@ class LivenessOutcome:
     complete: bool
 
 
-def check_liveness(model: Model, props: PropertySet, max_states: int | None = None) -> LivenessOutcome:
-    """Check every liveness property of ``props`` on the model's explored state graph."""
-    graph, unexpanded = explore(model, max_states)
+def check_liveness(
+    model: Model, props: PropertySet, max_states: int | None = None, explored: tuple[Any, set[Any]] | None = None
+) -> LivenessOutcome:
+    """Check every liveness property of ``props`` on the model's explored state graph (``explored``:
+    the graph and its unexpanded states as a search kept them; by default, explored here)."""
+    explored, unexpanded = explored if explored is not None else explore(model, max_states)
     complete = not unexpanded
-    labels = {s: [a for a, _ in edges] for s, edges in graph.items()}
-    if not complete:
-        # Unexpanded states are dropped: nothing is known of their futures. An action into one stays
-        # enabled where it was (so no behaviour may stop there), but no cycle can take it.
-        graph = {s: edges for s, edges in graph.items() if s not in unexpanded}
-        graph = {s: [(a, t) for a, t in edges if t in graph] for s, edges in graph.items()}
-    sg = StateGraph(model, graph, complete, labels)
+    # The search runs on state numbers (in BFS order), not on the states: every set, dictionary and
+    # networkx graph of it then hashes small ints instead of deep tuples.
+    states = list(explored)
+    number = {state: i for i, state in enumerate(states)}
+    labels = {i: [a for a, _ in explored[state]] for i, state in enumerate(states)}
+    """Every action enabled in a state, including those whose target a bound cut off."""
+    cut = {number[state] for state in unexpanded}
+    graph: Graph = {}
+    for i, state in enumerate(states):
+        if i not in cut:
+            # An action into an unexpanded state stays enabled where it was (so no behaviour may stop
+            # there), but no cycle can take it: nothing is known of that state's future.
+            graph[i] = [(a, j) for a, t in explored[state] if (j := number[t]) not in cut]
+    inits = [number[s] for s in model.init_states() if s in number and number[s] in graph]
+    sg = StateGraph(model, graph, complete, labels, inits)
     fairness = expand_fairness(graph, props.fairness)
     warnings: list[str] = []
     if not complete:
@@ -321,17 +357,19 @@ def check_liveness(model: Model, props: PropertySet, max_states: int | None = No
     violations: list[Violation] = []
     for prop in props.liveness:
         goal = prop.bind(model)
+        reached = [holds(prop.name, goal, states[i]) for i in range(len(states))]
         if prop.kind == "eventually":
-            if all(holds(prop.name, goal, s) for s in sg.inits):
+            if all(reached[i] for i in sg.inits):
                 warnings.append(f"{prop.name} is trivially true: it holds in every initial state")
-            lasso = find_lasso(sg, sg.inits, lambda s, g=goal, n=prop.name: holds(n, g, s), fairness)
+            lasso = find_lasso(sg, sg.inits, reached.__getitem__, fairness)
         else:
-            trigger = prop.trigger
-            assert trigger is not None
-            starts = [s for s in graph if holds(prop.name, trigger, s) and not holds(prop.name, goal, s)]
-            if not any(holds(prop.name, trigger, s) for s in graph):
+            trigger = prop.bind_trigger(model)
+            triggered = [i for i in graph if holds(prop.name, trigger, states[i])]
+            if not triggered:
                 warnings.append(f"{prop.name} is trivially true: its trigger holds in no reachable state")
-            lasso = find_lasso(sg, starts, lambda s, g=goal, n=prop.name: holds(n, g, s), fairness) if starts else None
+            starts = [i for i in triggered if not reached[i]]
+            lasso = find_lasso(sg, starts, reached.__getitem__, fairness) if starts else None
         if lasso is not None:
+            lasso.states = [states[i] for i in lasso.states]
             violations.append(Violation(property=prop.name, kind="liveness", trace=lasso.trace()))
     return LivenessOutcome(violations, warnings, len(graph), complete)

@@ -42,10 +42,16 @@ class Property:
 
     def bind(self, model: Any) -> Callable[..., Any]:
         """The predicate with the model bound in, as the engines call it."""
-        if self.wants_model:
-            fn = self.fn
-            return lambda *args: fn(*args, model=model)
-        return self.fn
+        return _bind(self.fn, model) if self.wants_model else self.fn
+
+    def bind_trigger(self, model: Any) -> Callable[..., Any]:
+        """For leads_to: the trigger, with the model bound in if it takes a ``model`` parameter."""
+        assert self.trigger is not None
+        return _bind(self.trigger, model) if "model" in inspect.signature(self.trigger).parameters else self.trigger
+
+
+def _bind(fn: Callable[..., Any], model: Any) -> Callable[..., Any]:
+    return lambda *args: fn(*args, model=model)
 
 
 def holds(name: str, pred: Callable[..., Any], *args: Any) -> bool:
@@ -107,7 +113,7 @@ def eventually(fn: Callable[..., Any] | None = None, /, *, name: str | None = No
 
 def leads_to(trigger: Callable[..., Any], /, *, name: str | None = None) -> Any:
     """Mark ``fn(state) -> bool`` as a goal that every fair behaviour reaches after any state where
-    ``trigger(state)`` holds (TLA+'s P ~> Q)::
+    ``trigger(state)`` holds (TLA+'s P ~> Q); like the goal, the trigger may take ``model`` too::
 
         @leads_to(lambda s: s.state == "PreparingRebalance")
         def GroupStabilizes(s): return s.state == "Stable"

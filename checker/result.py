@@ -82,6 +82,8 @@ class CheckResult:
     error: str | None = None
     model_ref: str | None = None
     """How the model was named when it is not a registered one (module:Class or file.py:Class)."""
+    graph: Any = field(default=None, repr=False, compare=False)
+    """The explored graph and its unexpanded states, when the search kept them (for liveness)."""
 
     @property
     def verdict(self) -> str:

@@ -89,7 +89,10 @@ class Check:
                 sc=self.spark_context,
             )
         else:
-            result = bfs(model, props, self.bfs_options, progress, preset=preset)
+            opts = self.bfs_options
+            if props.liveness and opts.store == "states" and not opts.symmetry and opts.max_depth is None:
+                opts = dataclasses.replace(opts, keep_graph=True)  # the liveness check reuses the graph
+            result = bfs(model, props, opts, progress, preset=preset)
         if props.liveness:
             self._check_liveness(model, props, result)
         if self.model_name != model.name:
@@ -109,7 +112,8 @@ class Check:
         opts = self.bfs_options
         if opts.max_depth is not None:
             result.warnings.append("liveness is checked on the whole state graph: --max-depth does not apply to it")
-        outcome = check_liveness(model, props, opts.max_states)
+        outcome = check_liveness(model, props, opts.max_states, explored=result.graph)
+        result.graph = None
         result.warnings.extend(outcome.warnings)
         result.violations.extend(outcome.violations)
         if outcome.violations:
