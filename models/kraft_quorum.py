@@ -1,0 +1,635 @@
+"""The KRaft metadata quorum (KIP-595): elections, pre-vote, fetch replication, check-quorum.
+
+A fixed set of voters (the controllers) runs Kafka's pull-based Raft over one log, the
+``__cluster_metadata`` partition. Every voter is in one of the states of ``QuorumState``:
+Unattached (with or without a durable vote), Prospective (KIP-996 pre-vote), Candidate, Leader,
+Follower or Resigned. A voter whose election timer fires asks the others for pre-votes and only
+bumps the epoch once a majority granted them; a Candidate that gets a majority of votes becomes
+Leader, appends a ``LeaderChangeMessage`` at its epoch start offset and tells the others with
+BeginQuorumEpoch. Followers fetch; the leader answers with records or a diverging epoch
+(``ReplicatedLog.validateOffsetAndEpoch``) and moves the high watermark to what a majority has,
+but only once a record of its own epoch is among it.
+
+Requests and their responses are one step each (a voter handles the request and the sender the
+response at once); a network partition cuts a voter off from every other, so no request crosses
+it. Faults are bounded (``max_partitions``, ``max_restarts``); protocol actions are not, so the
+epoch bound is a ``within_bounds`` cut and a search of this model is always reported as bounded.
+
+Each guard that fixed a real bug is a config flag, so the behaviour before it can be checked:
+
+* ``pre_vote`` (KIP-996, Kafka 4.0): a voter whose timer fires first asks for pre-votes, which
+  change nobody's state, and bumps its epoch only with a majority of them.
+* ``check_quorum`` (KAFKA-15489, Kafka 3.7): a leader that has not been fetched from by a majority
+  within the check-quorum timeout resigns. Without it, a leader cut off from the others stays
+  leader forever and keeps serving its stale metadata.
+* ``single_voter_exemption`` (KAFKA-16144): a quorum of one voter never expires its
+  check-quorum timer (nobody else will ever fetch). Without it the lone leader resigns over and
+  over (KAFKA-16163).
+* ``prevote_from_unfetched_follower`` (KAFKA-17641): a follower that has not fetched successfully
+  from its leader since it became follower grants pre-votes. Without it, two followers of a dead
+  leader refuse each other's pre-votes forever.
+* ``hw_needs_current_epoch`` (Raft's commitment rule, §5.4.2 of the Raft paper;
+  ``LeaderState.maybeUpdateHighWatermark``): the leader exposes a new high watermark only once it
+  covers a record of the leader's own epoch. Without it, a record of an older epoch counted as
+  committed can be truncated by a later leader (the paper's Figure 8).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from kmc.checker import Action, Model, Preset, param
+from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker.liveness import WF
+from kmc.models.tuples import put
+
+NONE = -1
+"""No voter: no vote cast, no leader known (Kafka's OptionalInt.empty())."""
+
+UNATTACHED = "Unattached"
+PROSPECTIVE = "Prospective"
+CANDIDATE = "Candidate"
+LEADER = "Leader"
+FOLLOWER = "Follower"
+RESIGNED = "Resigned"
+ROLES = (UNATTACHED, PROSPECTIVE, CANDIDATE, LEADER, FOLLOWER, RESIGNED)
+
+LEADER_CHANGE = "LeaderChange"
+"""The control record a new leader appends at its epoch start offset."""
+DATA = "Data"
+"""A metadata record written by the active controller."""
+_NOBODY: frozenset[int] = frozenset()
+_new = tuple.__new__
+"""Builds a NamedTuple from a tuple of its fields without NamedTuple's keyword machinery (hot path)."""
+
+
+class Record(NamedTuple):
+    epoch: int
+    kind: str
+
+
+class Voter(NamedTuple):
+    """One voter: what ``QuorumState`` holds (``quorum-state`` is durable: epoch, vote, leader),
+    its log and high watermark, and the volatile state of its current role."""
+
+    role: str
+    epoch: int
+    votedId: int
+    """The candidate it voted for in this epoch (durable before the vote is answered), or NONE."""
+    leaderId: int
+    """The leader of this epoch as far as it knows, or NONE."""
+    log: tuple[Record, ...]
+    highWatermark: int
+    votes: frozenset[int]
+    """Prospective: pre-votes granted; Candidate: votes granted (both include itself)."""
+    endOffsets: tuple[int, ...]
+    """Leader: each voter's end offset as its last valid Fetch showed it (0 before one); else ()."""
+    hasFetched: bool
+    """Follower: it has fetched successfully from its leader since it became follower (KAFKA-17641)."""
+    hwKnown: bool
+    """Leader: LeaderState has a high watermark of this epoch; Fetch responses carry none before."""
+
+
+class Committed(NamedTuple):
+    """A record known committed: its epoch and the epoch of the leader whose HW first covered it."""
+
+    epoch: int
+    commitEpoch: int
+
+
+class QuorumState(NamedTuple):
+    voters: tuple[Voter, ...]
+    isolated: frozenset[int]
+    """Voters cut off from all others by a network partition."""
+    committed: tuple[Committed, ...]
+    """History: the longest log prefix any leader's high watermark has covered (for the properties)."""
+    writes: int
+    partitions: int
+    restarts: int
+
+
+ACTION_ARGS = {
+    "ElectionTimeout": ("voter",),
+    "FetchTimeout": ("voter",),
+    "RequestVote": ("candidate", "voter", "preVote"),
+    "BeginQuorumEpoch": ("leader", "voter"),
+    "Fetch": ("follower", "leader"),
+    "ClientWrite": ("leader",),
+    "CheckQuorumResign": ("leader",),
+    "Isolate": ("voter",),
+    "Heal": ("voter",),
+    "Restart": ("voter",),
+}
+"""Every action of the model and the names of its arguments."""
+
+
+@dataclass(frozen=True)
+class KraftQuorumConfig:
+    voters: int = param(3, "how many voters (controllers) form the quorum", min=1, max=5)
+    max_epoch: int = param(2, "states with an epoch beyond this are not expanded (within_bounds)", min=1, max=6)
+    max_records: int = param(1, "how many metadata records the active controllers write in all", min=0, max=4)
+    max_partitions: int = param(1, "how many times a voter may be cut off from the others", min=0, max=3)
+    max_restarts: int = param(0, "how many times a voter may restart (durable log and quorum-state)", min=0, max=3)
+    fetch_max_records: int = param(0, "the most records one Fetch response carries (0: all it has)", min=0, max=4)
+    pre_vote: bool = param(True, "KIP-996: an election starts with pre-votes that bump no epoch")
+    check_quorum: bool = param(True, "KAFKA-15489: a leader not fetched from by a majority resigns")
+    single_voter_exemption: bool = param(True, "KAFKA-16144: a one-voter quorum never fails check-quorum")
+    prevote_from_unfetched_follower: bool = param(
+        True, "KAFKA-17641: a follower that has not fetched from its leader grants pre-votes"
+    )
+    hw_needs_current_epoch: bool = param(True, "the leader's HW moves only over a record of its own epoch")
+
+
+ALL_HOLD = {
+    "ElectionSafety": "holds",
+    "LogMatching": "holds",
+    "LeaderCompleteness": "holds",
+    "Durability": "holds",
+    "ReadCommitted": "holds",
+    "ResignOnlyWithoutQuorum": "holds",
+    "HighWatermarkMonotonic": "holds",
+    "EventuallyLeaderElected": "holds",
+    "NotStuckInProspective": "holds",
+    "DeposedLeaderResigns": "holds",
+}
+
+PRESETS = {
+    "kip-996": Preset.of("Kafka 4.0: pre-vote, check-quorum and every fix below", ALL_HOLD),
+    "kip-595": Preset.of(
+        "Kafka 3.0 to 3.6: KIP-595 elections without pre-vote or check-quorum",
+        {"DeposedLeaderResigns": "violated"},
+        pre_vote=False,
+        check_quorum=False,
+    ),
+    "pre-kafka-15489": Preset.of(
+        "Kafka 4.0 without check-quorum: a leader cut off from the quorum never resigns",
+        {"DeposedLeaderResigns": "violated", "EventuallyLeaderElected": "violated"},
+        check_quorum=False,
+    ),
+    "pre-kafka-16144": Preset.of(
+        "Kafka 3.7.0: check-quorum expires a single voter's timer",
+        {"ResignOnlyWithoutQuorum": "violated"},
+        voters=1,
+        single_voter_exemption=False,
+    ),
+    "pre-kafka-17641": Preset.of(
+        "the first KIP-996 code: followers of a dead leader refuse each other's pre-votes",
+        {"EventuallyLeaderElected": "violated", "NotStuckInProspective": "violated"},
+        prevote_from_unfetched_follower=False,
+    ),
+    "raft-figure-8": Preset.of(
+        "a leader that commits a record of an older epoch by counting replicas (Raft paper, Figure 8)",
+        {"LeaderCompleteness": "violated"},
+        hw_needs_current_epoch=False,
+        max_epoch=4,
+        max_partitions=0,
+        fetch_max_records=1,
+    ),
+}
+
+
+class KraftQuorumModel(Model):
+    name = "kraft-quorum"
+    description = "the KRaft metadata quorum (KIP-595, KIP-996): elections, fetch replication, check-quorum"
+    Config = KraftQuorumConfig
+    presets = PRESETS
+    default_preset = "kip-996"
+    spec_modules = ("kmc.specs.kraft_quorum",)
+
+    config: KraftQuorumConfig
+
+    fairness = (
+        WF("ElectionTimeout", each=True),
+        WF("FetchTimeout", each=True),
+        WF("RequestVote", each=True),
+        WF("BeginQuorumEpoch", each=True),
+        WF("Fetch", each=True),
+        WF("CheckQuorumResign", each=True),
+    )
+    """The protocol's own steps happen once they stay possible; client writes, partitions, their
+    healing and restarts need not happen at all."""
+
+    def __init__(self, config: KraftQuorumConfig | None = None) -> None:
+        super().__init__(config)
+        n = self.config.voters
+        self.voter_ids = tuple(range(n))
+        self.majority = n // 2 + 1
+        self._actions: dict[tuple, Action] = {}
+
+    def _act(self, name: str, *values: Any) -> Action:
+        key = (name, *values)
+        action = self._actions.get(key)
+        if action is None:
+            action = self._actions[key] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        return action
+
+    def init_states(self) -> list[QuorumState]:
+        """Every voter Unattached in epoch 0 with an empty log: a freshly formatted quorum."""
+        fresh = Voter(UNATTACHED, 0, NONE, NONE, (), 0, frozenset(), (), False, False)
+        return [QuorumState((fresh,) * self.config.voters, frozenset(), (), 0, 0, 0)]
+
+    def within_bounds(self, s: QuorumState) -> bool:
+        """Elections are unbounded (a split vote starts another), so the epoch bound cuts the search."""
+        limit = self.config.max_epoch
+        return all(v.epoch <= limit for v in s.voters)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def connected(self, s: QuorumState, a: int, b: int) -> bool:
+        return a == b or (a not in s.isolated and b not in s.isolated)
+
+    def reachable(self, s: QuorumState, v: int) -> frozenset[int]:
+        return frozenset(w for w in self.voter_ids if self.connected(s, v, w))
+
+    def _set(self, s: QuorumState, *changes: tuple[int, Voter]) -> QuorumState:
+        """The state with these voters replaced; a leader's HW that moved past the committed history
+        extends it (the records it newly covers are committed in the leader's epoch)."""
+        voters, committed = s.voters, s.committed
+        for i, voter in changes:
+            voters = put(voters, i, voter)
+            if voter.role == LEADER and voter.highWatermark > len(committed):
+                newly = voter.log[len(committed) : voter.highWatermark]
+                committed += tuple(Committed(r.epoch, voter.epoch) for r in newly)
+        return _new(QuorumState, (voters, s[1], committed, s[3], s[4], s[5]))
+
+    def _unattached(self, me: Voter, epoch: int) -> Voter:
+        """QuorumState.transitionToUnattached: a new epoch, no vote, no leader known yet."""
+        return Voter(UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False)
+
+    def _follower(self, me: Voter, leader: int, epoch: int) -> Voter:
+        """QuorumState.transitionToFollower. Kafka keeps a vote cast in this epoch, but once the
+        epoch's leader is known the vote can never matter again (every vote request of the epoch is
+        refused), so the model forgets it: states that differ only there behave alike."""
+        return Voter(FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False)
+
+    def _learn(self, v: int, me: Voter, epoch: int, leader: int) -> Voter:
+        """maybeHandleCommonResponse: a response from a higher epoch, or naming this epoch's leader
+        when ``v`` knows none, moves voter ``v`` there (Follower if a leader is named, else Unattached)."""
+        if leader == v:
+            leader = NONE
+        if epoch > me.epoch:
+            return self._follower(me, leader, epoch) if leader != NONE else self._unattached(me, epoch)
+        if epoch == me.epoch and leader != NONE and me.leaderId == NONE:
+            return self._follower(me, leader, epoch)
+        return me
+
+    def _start_election(self, v: int, me: Voter) -> Voter:
+        """The election timer fired: with pre-vote become Prospective in the same epoch, else Candidate
+        in the next. A quorum of one wins at once."""
+        if self.config.pre_vote:
+            own = frozenset((v,))
+            leader = NONE if me.leaderId == v else me.leaderId  # a resigned leader knows no other
+            prospective = me._replace(role=PROSPECTIVE, leaderId=leader, votes=own, hasFetched=False)
+            return self._tally(v, prospective)
+        return self._candidate(v, me)
+
+    def _candidate(self, v: int, me: Voter) -> Voter:
+        """QuorumState.transitionToCandidate: bump the epoch and vote for itself, durably."""
+        own = frozenset((v,))
+        candidate = Voter(CANDIDATE, me.epoch + 1, v, NONE, me.log, me.highWatermark, own, (), False, False)
+        return self._tally(v, candidate)
+
+    def _tally(self, v: int, me: Voter) -> Voter:
+        """A Prospective with a majority of pre-votes becomes Candidate; a Candidate with a majority
+        of votes becomes Leader (``maybeTransitionToCandidate``, ``maybeTransitionToLeader``)."""
+        if len(me.votes) < self.majority:
+            return me
+        if me.role == PROSPECTIVE:
+            return self._candidate(v, me)
+        if me.role == CANDIDATE:
+            return self._leader(v, me)
+        return me
+
+    def _leader(self, v: int, me: Voter) -> Voter:
+        """transitionToLeader: append the LeaderChangeMessage at the epoch start offset."""
+        log = (*me.log, Record(me.epoch, LEADER_CHANGE))
+        offsets = tuple(len(log) if w == v else 0 for w in self.voter_ids)
+        leader = Voter(LEADER, me.epoch, me.votedId, v, log, me.highWatermark, _NOBODY, offsets, False, False)
+        return self._advance_hw(leader)
+
+    def _advance_hw(self, leader: Voter) -> Voter:
+        """LeaderState.maybeUpdateHighWatermark: the offset a majority of voters has reached, taken
+        only if it covers a record of the leader's own epoch and only if it moves forward."""
+        offset = sorted(leader.endOffsets, reverse=True)[self.majority - 1]
+        if offset <= leader.highWatermark:
+            return leader
+        if self.config.hw_needs_current_epoch and leader.log[offset - 1].epoch != leader.epoch:
+            return leader
+        return leader._replace(highWatermark=offset, hwKnown=True)
+
+    # -- next ----------------------------------------------------------------------------------
+    def successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
+        out: list[tuple[Action, QuorumState]] = []
+        for v in self.voter_ids:
+            me = s.voters[v]
+            role = me.role
+            if role == LEADER:
+                self._client_write(s, v, me, out)
+                self._check_quorum(s, v, me, out)
+                self._begin_quorum_epoch(s, v, me, out)
+            elif role == FOLLOWER:
+                self._fetch(s, v, me, out)
+                self._fetch_timeout(s, v, me, out)
+            elif role in (PROSPECTIVE, CANDIDATE):
+                # The round ends once no vote request it can still send would change anything (the
+                # responses arrive well within the election timeout): only then its timer fires.
+                if not self._request_votes(s, v, me, out):
+                    self._election_timeout(s, v, me, out)
+            else:
+                self._election_timeout(s, v, me, out)
+            self._faults(s, v, out)
+        return out
+
+    def _election_timeout(self, s: QuorumState, v: int, me: Voter, out: list) -> None:
+        if me.role == PROSPECTIVE:
+            # ProspectiveState's election timeout: back to the leader it knew, else Unattached.
+            if me.leaderId != NONE:
+                nxt = self._follower(me, me.leaderId, me.epoch)
+            else:
+                nxt = me._replace(role=UNATTACHED, votes=_NOBODY)
+            out.append((self._act("ElectionTimeout", v), self._set(s, (v, nxt))))
+            return
+        out.append((self._act("ElectionTimeout", v), self._set(s, (v, self._start_election(v, me)))))
+
+    def _fetch_timeout(self, s: QuorumState, v: int, me: Voter, out: list) -> None:
+        """A follower hears nothing from its leader for quorum.fetch.timeout.ms: only when the leader
+        is unreachable or no longer leads this epoch (otherwise its fetches keep succeeding)."""
+        leader = s.voters[me.leaderId]
+        if self.connected(s, v, me.leaderId) and leader.role == LEADER and leader.epoch == me.epoch:
+            return
+        out.append((self._act("FetchTimeout", v), self._set(s, (v, self._start_election(v, me)))))
+
+    def vote_response(self, s: QuorumState, c: int, v: int, pre_vote: bool) -> tuple[Voter, bool]:
+        """KafkaRaftClient.handleVoteRequest on voter ``v`` for candidate ``c``: the voter's new state
+        and whether it grants."""
+        cand, me = s.voters[c], s.voters[v]
+        if cand.epoch < me.epoch:
+            return me, False  # FENCED_LEADER_EPOCH
+        cand_last = (cand.log[-1].epoch, len(cand.log)) if cand.log else (0, 0)
+        own_last = (me.log[-1].epoch, len(me.log)) if me.log else (0, 0)
+        log_ok = cand_last >= own_last
+        if pre_vote:
+            # A pre-vote changes no state. A leader refuses, and so does a follower that still hears
+            # from its leader -- since KAFKA-17641 only one that has fetched from it since it became
+            # follower; before, every follower.
+            if me.role == LEADER:
+                return me, False
+            if me.role == FOLLOWER and (me.hasFetched or not self.config.prevote_from_unfetched_follower):
+                return me, False
+            return me, log_ok
+        if cand.epoch > me.epoch:
+            me = self._unattached(me, cand.epoch)
+        if me.role not in (UNATTACHED, PROSPECTIVE) or me.leaderId != NONE:
+            return me, False
+        if me.votedId != NONE:
+            return me, me.votedId == c
+        if not log_ok:
+            return me, False
+        return me._replace(votedId=c), True
+
+    def _vote_round(self, s: QuorumState, c: int, v: int) -> tuple[Voter, Voter] | None:
+        """A Vote request (a pre-vote from a Prospective) from ``c`` to ``v`` and its response: both
+        voters afterwards, or None if it would change nothing (a refusal that teaches nothing)."""
+        cand = s.voters[c]
+        if v == c or v in cand.votes or not self.connected(s, c, v):
+            return None
+        voter, granted = self.vote_response(s, c, v, cand.role == PROSPECTIVE)
+        # handleVoteResponse: the response carries the voter's epoch and known leader.
+        after = self._learn(c, cand, voter.epoch, voter.leaderId)
+        if after is cand:
+            if not granted:
+                return None if voter == s.voters[v] else (voter, cand)
+            after = self._tally(c, cand._replace(votes=cand.votes | {v}))
+        return voter, after
+
+    def _request_votes(self, s: QuorumState, c: int, cand: Voter, out: list) -> bool:
+        """Vote requests (pre-votes for a Prospective), each handled and answered in one step. A
+        request that changes nothing is left out: the candidate's round simply ends without it.
+        Whether any was sent."""
+        pre_vote = cand.role == PROSPECTIVE
+        sent = False
+        for v in self.voter_ids:
+            result = self._vote_round(s, c, v)
+            if result is not None:
+                voter, after = result
+                out.append((self._act("RequestVote", c, v, pre_vote), self._set(s, (v, voter), (c, after))))
+                sent = True
+        return sent
+
+    def _begin_quorum_epoch(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
+        """BeginQuorumEpoch from a new leader: a voter of an epoch no later becomes its follower."""
+        for v in self.voter_ids:
+            me = s.voters[v]
+            if v == c or me.epoch > leader.epoch or not self.connected(s, c, v):
+                continue
+            if me.role == FOLLOWER and me.leaderId == c and me.epoch == leader.epoch:
+                continue
+            out.append((self._act("BeginQuorumEpoch", c, v), self._set(s, (v, self._follower(me, c, leader.epoch)))))
+
+    def _fetch(self, s: QuorumState, f: int, me: Voter, out: list) -> None:
+        """A Fetch from follower ``f`` and its response (KafkaRaftClient.handleFetchRequest and
+        handleFetchResponse)."""
+        c = me.leaderId
+        if not self.connected(s, f, c):
+            return
+        leader = s.voters[c]
+        action = self._act("Fetch", f, c)
+        if leader.role != LEADER or leader.epoch != me.epoch:
+            # NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: the response names the epoch and leader.
+            after = self._learn(f, me, leader.epoch, leader.leaderId)
+            if after is not me:
+                out.append((action, self._set(s, (f, after))))
+            return
+        log, llog = me.log, leader.log
+        fetch_offset = len(log)
+        last_epoch = log[-1].epoch if log else 0
+        epoch, end = end_offset_for_epoch(llog, last_epoch)
+        if epoch != last_epoch or end < fetch_offset:
+            # A diverging epoch: ReplicatedLog.truncateToEndOffset, then fetch again.
+            local_epoch, local_end = end_offset_for_epoch(log, epoch)
+            truncate_to = min(end, local_end) if local_epoch == epoch else local_end
+            follower = me._replace(
+                log=log[:truncate_to], highWatermark=min(me.highWatermark, truncate_to), hasFetched=True
+            )
+            out.append((action, self._set(s, (f, follower))))
+            return
+        new_leader = self._advance_hw(leader._replace(endOffsets=put(leader.endOffsets, f, fetch_offset)))
+        limit = self.config.fetch_max_records
+        new_log = log + (llog[fetch_offset : fetch_offset + limit] if limit else llog[fetch_offset:])
+        hw = me.highWatermark
+        if new_leader.hwKnown:  # updateFollowerHighWatermark: the leader's HW, up to the local log end
+            hw = min(new_leader.highWatermark, len(new_log))
+        follower = me._replace(log=new_log, highWatermark=hw, hasFetched=True)
+        if follower == me and new_leader == leader:
+            return  # nothing new on either side: the fetch waits in purgatory
+        out.append((action, self._set(s, (f, follower), (c, new_leader))))
+
+    def _client_write(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
+        if s.writes >= self.config.max_records:
+            return
+        log = (*leader.log, Record(leader.epoch, DATA))
+        written = self._advance_hw(leader._replace(log=log, endOffsets=put(leader.endOffsets, c, len(log))))
+        out.append((self._act("ClientWrite", c), self._set(s, (c, written))._replace(writes=s.writes + 1)))
+
+    def quorum_lost(self, s: QuorumState, c: int) -> bool:
+        """Fewer than a majority of voters (the leader included) can still fetch from the leader: the
+        others are cut off or have moved to a later epoch."""
+        leader = s.voters[c]
+        fetching = sum(
+            1 for v in self.voter_ids if v != c and self.connected(s, c, v) and s.voters[v].epoch <= leader.epoch
+        )
+        return fetching + 1 < self.majority
+
+    def _check_quorum(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
+        """LeaderState.timeUntilCheckQuorumExpires ran out: the leader resigns (``transitionToResigned``)."""
+        if not self.config.check_quorum:
+            return
+        lone = self.config.voters == 1
+        if lone and self.config.single_voter_exemption:
+            return
+        if not lone and not self.quorum_lost(s, c):
+            return
+        resigned = leader._replace(role=RESIGNED, endOffsets=(), hwKnown=False)
+        out.append((self._act("CheckQuorumResign", c), self._set(s, (c, resigned))))
+
+    def _faults(self, s: QuorumState, v: int, out: list) -> None:
+        cfg = self.config
+        if v in s.isolated:
+            out.append((self._act("Heal", v), s._replace(isolated=s.isolated - {v})))
+        elif s.partitions < cfg.max_partitions and cfg.voters > 1:
+            out.append((self._act("Isolate", v), s._replace(isolated=s.isolated | {v}, partitions=s.partitions + 1)))
+        if s.restarts < cfg.max_restarts:
+            out.append((self._act("Restart", v), self._set(s, (v, self._restarted(v, s.voters[v])))._replace(
+                restarts=s.restarts + 1)))  # fmt: skip
+
+    def _restarted(self, v: int, me: Voter) -> Voter:
+        """QuorumState.initialize from the durable quorum-state: a leader comes back Resigned, a voter
+        that knew the leader as its follower, the rest Unattached (keeping a vote); the HW is relearned."""
+        if me.role in (LEADER, RESIGNED) and me.leaderId == v:
+            role = RESIGNED
+        elif me.leaderId != NONE:
+            role = FOLLOWER
+        else:
+            role = UNATTACHED
+        return Voter(role, me.epoch, me.votedId, me.leaderId, me.log, 0, _NOBODY, (), False, False)
+
+    # -- symmetry and drawing ------------------------------------------------------------------
+    def symmetry(self, s: QuorumState) -> QuorumState:
+        """Voters are interchangeable: the least state over every renaming of voter ids."""
+        best, best_key = s, None
+        for perm in itertools.permutations(self.voter_ids):
+            candidate = _permute(s, perm)
+            key = _sort_key(candidate)
+            if best_key is None or key < best_key:
+                best, best_key = candidate, key
+        return best
+
+    def drawing(self) -> KraftQuorumDrawing:
+        return KraftQuorumDrawing(self.config.voters)
+
+
+def end_offset_for_epoch(log: tuple[Record, ...], epoch: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor: the largest epoch at most ``epoch`` in the log and the
+    offset just past its last record, or (0, 0) if there is none."""
+    best = (0, 0)
+    for offset, record in enumerate(log):
+        if record.epoch > epoch:
+            break
+        best = (record.epoch, offset + 1)
+    return best
+
+
+def _permute(s: QuorumState, perm: tuple[int, ...]) -> QuorumState:
+    """Rename voter i to perm[i]."""
+
+    def vid(x: int) -> int:
+        return x if x == NONE else perm[x]
+
+    n = len(perm)
+    voters: list[Any] = [None] * n
+    for i, v in enumerate(s.voters):
+        offsets: tuple[int, ...] = ()
+        if v.endOffsets:
+            moved = [0] * n
+            for j, o in enumerate(v.endOffsets):
+                moved[perm[j]] = o
+            offsets = tuple(moved)
+        voters[perm[i]] = Voter(
+            v.role,
+            v.epoch,
+            vid(v.votedId),
+            vid(v.leaderId),
+            v.log,
+            v.highWatermark,
+            frozenset(perm[x] for x in v.votes),
+            offsets,
+            v.hasFetched,
+            v.hwKnown,
+        )
+    return s._replace(voters=tuple(voters), isolated=frozenset(perm[x] for x in s.isolated))
+
+
+def _sort_key(s: QuorumState) -> tuple:
+    return (
+        tuple(
+            (v.role, v.epoch, v.votedId, v.leaderId, v.log, v.highWatermark, tuple(sorted(v.votes)),
+             v.endOffsets, v.hasFetched, v.hwKnown)
+            for v in s.voters
+        ),
+        tuple(sorted(s.isolated)),
+    )  # fmt: skip
+
+
+class KraftQuorumDrawing(Drawing):
+    """Lanes: a client and one per voter. Tables: every voter's quorum state and log, the network."""
+
+    def __init__(self, voters: int) -> None:
+        self.voters = [f"voter {v}" for v in range(voters)]
+
+    def lanes(self) -> list[str]:
+        return ["client", *self.voters]
+
+    def arrow(self, action: Action, before: QuorumState, after: QuorumState) -> Arrow:
+        args, name = action.args, action.name
+        if name == "RequestVote":
+            c, v = args["candidate"], args["voter"]
+            granted = v in after.voters[c].votes or after.voters[c].role != before.voters[c].role
+            kind = "PreVote" if args["preVote"] else "Vote"
+            note = f"{kind}(epoch {before.voters[c].epoch})" + (" granted" if granted else " refused")
+            return Arrow(self.voters[c], (self.voters[v],), note)
+        if name == "BeginQuorumEpoch":
+            leader = args["leader"]
+            note = f"BeginQuorumEpoch({before.voters[leader].epoch})"
+            return Arrow(self.voters[leader], (self.voters[args["voter"]],), note)
+        if name == "Fetch":
+            f = args["follower"]
+            return Arrow(self.voters[f], (self.voters[args["leader"]],), f"Fetch(offset {len(before.voters[f].log)})")
+        if name == "ClientWrite":
+            return Arrow("client", (self.voters[args["leader"]],), "write")
+        voter = args.get("voter", args.get("leader", 0))
+        return Arrow(self.voters[voter], (), name)
+
+    def tables(self, state: QuorumState) -> list[Table]:
+        rows = []
+        for v, me in enumerate(state.voters):
+            log = " ".join(f"{o}:e{r.epoch}{'*' if r.kind == LEADER_CHANGE else ''}" for o, r in enumerate(me.log))
+            rows.append([
+                self.voters[v] + (" (cut off)" if v in state.isolated else ""),
+                me.role,
+                str(me.epoch),
+                "-" if me.votedId == NONE else str(me.votedId),
+                "-" if me.leaderId == NONE else str(me.leaderId),
+                log or "(empty)",
+                str(me.highWatermark),
+                describe(me.votes) if me.role in (PROSPECTIVE, CANDIDATE) else "-",
+                " ".join(str(o) for o in me.endOffsets) or "-",
+            ])  # fmt: skip
+        voters = Table(
+            "voters (log = offset:epoch, * = LeaderChangeMessage)",
+            ["", "state", "epoch", "voted", "leader", "log", "HW", "votes", "end offsets"],
+            rows,
+        )
+        committed = " ".join(f"{o}:e{c.epoch}@{c.commitEpoch}" for o, c in enumerate(state.committed)) or "-"
+        history = Table("committed (offset:epoch@committed in epoch)", ["records"], [[committed]])
+        return [voters, history]

@@ -1,0 +1,116 @@
+"""Properties of the `kraft-quorum` model (kafka-protocols.md §3.3): Raft's safety invariants as
+Kafka states them, and the liveness of elections."""
+
+from __future__ import annotations
+
+from kmc.checker import Action, invariant, leads_to, step
+from kmc.models.kraft_quorum import FOLLOWER, LEADER, PROSPECTIVE, QuorumState
+
+
+@invariant
+def ElectionSafety(s: QuorumState) -> bool:
+    """At most one leader per epoch."""
+    epochs = [v.epoch for v in s.voters if v.role == LEADER]
+    return len(epochs) == len(set(epochs))
+
+
+@invariant
+def LogMatching(s: QuorumState) -> bool:
+    """Two logs with a record of the same epoch at the same offset are identical up to it."""
+    logs = [v.log for v in s.voters]
+    for i, a in enumerate(logs):
+        for b in logs[i + 1 :]:
+            for offset in range(min(len(a), len(b)) - 1, -1, -1):
+                if a[offset].epoch == b[offset].epoch:
+                    if a[: offset + 1] != b[: offset + 1]:
+                        return False
+                    break
+    return True
+
+
+@invariant
+def LeaderCompleteness(s: QuorumState) -> bool:
+    """A leader holds every record committed in an earlier epoch."""
+    for v in s.voters:
+        if v.role != LEADER:
+            continue
+        for offset, record in enumerate(s.committed):
+            if record.commitEpoch < v.epoch and (offset >= len(v.log) or v.log[offset].epoch != record.epoch):
+                return False
+    return True
+
+
+@invariant
+def Durability(s: QuorumState) -> bool:
+    """Every committed record is still on at least one voter."""
+    committed = [c.epoch for c in s.committed]
+    return any([r.epoch for r in v.log[: len(committed)]] == committed for v in s.voters)
+
+
+@invariant
+def ReadCommitted(s: QuorumState) -> bool:
+    """What a voter exposes to its readers -- its log below its high watermark -- is committed: the
+    active controller and every standby replay only records no leader will ever truncate."""
+    committed = [c.epoch for c in s.committed]
+    return all(
+        (hw := v.highWatermark) <= len(committed) and [r.epoch for r in v.log[:hw]] == committed[:hw] for v in s.voters
+    )
+
+
+@step
+def HighWatermarkMonotonic(s: QuorumState, action: Action, t: QuorumState) -> bool:
+    """No voter's high watermark ever decreases (a restart forgets it; the voter relearns it)."""
+    restarted = action.args["voter"] if action.name == "Restart" else None
+    return all(
+        after.highWatermark >= before.highWatermark
+        for i, (before, after) in enumerate(zip(s.voters, t.voters, strict=True))
+        if i != restarted
+    )
+
+
+@step
+def ResignOnlyWithoutQuorum(s: QuorumState, action: Action, t: QuorumState, model) -> bool:  # type: ignore[no-untyped-def]
+    """Check-quorum makes a leader resign only when a majority can no longer fetch from it."""
+    if action.name != "CheckQuorumResign":
+        return True
+    return model.quorum_lost(s, action.args["leader"])
+
+
+def has_functioning_leader(s: QuorumState, model) -> bool:  # type: ignore[no-untyped-def]
+    """A leader that a majority of voters (itself included) follows in its epoch and can reach."""
+    for c, leader in enumerate(s.voters):
+        if leader.role != LEADER:
+            continue
+        followers = sum(
+            1
+            for v, me in enumerate(s.voters)
+            if me.role == FOLLOWER and me.leaderId == c and me.epoch == leader.epoch and model.connected(s, c, v)
+        )
+        if followers + 1 >= model.majority:
+            return True
+    return False
+
+
+@leads_to(lambda s, model: not has_functioning_leader(s, model))
+def EventuallyLeaderElected(s: QuorumState, model) -> bool:  # type: ignore[no-untyped-def]
+    """Whenever the quorum has no functioning leader, it eventually gets one."""
+    return has_functioning_leader(s, model)
+
+
+@leads_to(lambda s: s.voters[0].role == PROSPECTIVE)
+def NotStuckInProspective(s: QuorumState) -> bool:
+    """A voter that starts a pre-vote leaves Prospective. Stated for voter 0; voters are
+    interchangeable (the model is symmetric under renaming them), so it covers every voter."""
+    return s.voters[0].role != PROSPECTIVE
+
+
+def _deposed(s: QuorumState) -> bool:
+    epochs = [v.epoch for v in s.voters if v.role == LEADER]
+    return len(epochs) > 1 and min(epochs) < max(epochs)
+
+
+@leads_to(_deposed)
+def DeposedLeaderResigns(s: QuorumState) -> bool:
+    """A leader whose quorum has elected a newer one stops acting as leader (and stops serving its
+    stale metadata)."""
+    return not _deposed(s)
