@@ -176,6 +176,12 @@ class GroupConfig:
     rebalance_static_rejoin_in_completing: bool = param(
         True, "KAFKA-9801: a static member rejoining in CompletingRebalance forces a rebalance"
     )
+    fence_replaced_static_member: bool = param(
+        True, "KAFKA-8500: a static member rejoining in any state gets a new member id; the old one is fenced"
+    )
+    duplicate_instance: bool = param(
+        False, "a second process with consumer 0's group.instance.id may start (started twice, or back from a pause)"
+    )
     persist_static_replacement: bool = param(
         True, "KAFKA-10284: persist the new member id of a static member that rejoins a Stable group"
     )
@@ -224,6 +230,14 @@ PRESETS = {
         {"StableAssignmentCovers": "violated"},
         static_membership=True,
         rebalance_static_rejoin_in_completing=False,
+    ),
+    "static-kafka-8500": Preset.of(
+        "before KAFKA-8500: a second process with a known group.instance.id joining mid-rebalance takes over the "
+        "old member id, and both processes consume as one member",
+        {"OneProcessPerMemberId": "violated"},
+        static_membership=True,
+        duplicate_instance=True,
+        fence_replaced_static_member=False,
     ),
     "kafka-12890": Preset.of(
         "before KAFKA-12890: a member that heartbeats but never sends SyncGroup keeps the group in CompletingRebalance",
@@ -301,13 +315,24 @@ class GroupModel(Model):
         return Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
 
     def instance_id(self, c: int) -> str | None:
-        return f"i{c}" if self.config.static_membership else None
+        """Consumer c's group.instance.id; the duplicate process (the last one) shares consumer 0's."""
+        if not self.config.static_membership:
+            return None
+        return "i0" if c == self.config.consumers else f"i{c}"
+
+    @property
+    def processes(self) -> int:
+        """Consumer processes: one per consumer, and the duplicate of consumer 0 if there is one."""
+        return self.config.consumers + (1 if self.config.duplicate_instance else 0)
 
     # -- init ----------------------------------------------------------------------------------
     def init_states(self) -> list[GroupState]:
         group = Group(EMPTY, 0, NO_MEMBER, (), frozenset(), frozenset(), "", False, 0, None)
         consumer = Consumer(UNJOINED, NO_MEMBER, NO_GENERATION, frozenset(), frozenset(), None, None, 0, False)
-        return [GroupState(group, (consumer,) * self.config.consumers, 0)]
+        consumers = (consumer,) * self.config.consumers
+        if self.config.duplicate_instance:  # not running yet: ConsumerStart launches it
+            consumers += (consumer._replace(phase=STOPPED),)
+        return [GroupState(group, consumers, 0)]
 
     # -- next ----------------------------------------------------------------------------------
     def successors(self, s: GroupState) -> list[Step]:
@@ -558,6 +583,12 @@ class GroupModel(Model):
     ) -> GroupState:
         """KIP-345: a known group.instance.id joins with no member id (``updateStaticMemberAndRebalance``)."""
         group = s.group
+        if not self.config.fence_replaced_static_member and group.state != STABLE:
+            # Before KAFKA-8500 the id was replaced only in Stable: otherwise the joining process took
+            # over the old member id (``updateMemberAndRebalance``), its callback in place of the old one.
+            taken = old._replace(consumer=c, incarnation=s.consumers[c].incarnation, metadata=request.metadata,
+                                 awaitingJoin=True)  # fmt: skip
+            return self._maybe_prepare_rebalance_or_join(self._update_member(s, taken))
         # The old id's parked callbacks complete with FENCED_INSTANCE_ID (KAFKA-8500).
         s = self._fence_parked(s, old)
         group = s.group
@@ -582,6 +613,11 @@ class GroupModel(Model):
             s = self._update_member(s, new._replace(awaitingJoin=False))
             return self._respond(s, c, self._join_response(s.group, new_id))
         return self._try_complete_join(s)  # PreparingRebalance: park
+
+    def _maybe_prepare_rebalance_or_join(self, s: GroupState) -> GroupState:
+        if s.group.state == PREPARING_REBALANCE:
+            return self._try_complete_join(s)
+        return self._prepare_rebalance(s)
 
     def _fence_parked(self, s: GroupState, old: GroupMember) -> GroupState:
         if old.awaitingJoin or old.awaitingSync:
@@ -800,7 +836,7 @@ class GroupModel(Model):
         return _set_group(s, group._replace(members=members))
 
     def drawing(self) -> GroupDrawing:
-        return GroupDrawing(self.config.consumers)
+        return GroupDrawing(self.processes)
 
 
 # -- pure helpers --------------------------------------------------------------------------------

@@ -9,9 +9,11 @@ from kmc.models.group import (
     COMPLETING_REBALANCE,
     EMPTY,
     FENCED,
+    FENCED_INSTANCE_ID,
     NONE,
     PREPARING_REBALANCE,
     STABLE,
+    STOPPED,
     VALID_PREVIOUS_STATES,
     GroupState,
 )
@@ -44,11 +46,31 @@ def OneMemberPerInstance(s: GroupState) -> bool:
     return len(instances) == len(set(instances))
 
 
+@step
+def NoLiveConsumerFenced(s: GroupState, action: Action, t: GroupState, model) -> bool:  # type: ignore[no-untyped-def]
+    """GC-6: the coordinator answers FENCED_INSTANCE_ID only when another process took over the
+    group.instance.id (a duplicate, ``duplicate_instance``): never to the one process of an instance
+    because the coordinator forgot or mixed up its member id."""
+    for c, (before, after) in enumerate(zip(s.consumers, t.consumers, strict=True)):
+        answered = after.response is not None and after.response.error == FENCED_INSTANCE_ID
+        issued = answered and after.response != before.response
+        told = after.phase == FENCED and before.phase != FENCED and not action.name.startswith("Receive")
+        if not (issued or told):
+            continue
+        instance = model.instance_id(c)
+        holder = next((m for m in t.group.members if m.groupInstanceId == instance), None)
+        if holder is None or holder.consumer == c:
+            return False
+    return True
+
+
 @invariant
-def NoLiveConsumerFenced(s: GroupState) -> bool:
-    """GC-6: no running consumer is fenced. The model never runs two processes with the same
-    group.instance.id, so FENCED_INSTANCE_ID only ever reaches a consumer by mistake."""
-    return all(consumer.phase != FENCED for consumer in s.consumers)
+def OneProcessPerMemberId(s: GroupState) -> bool:
+    """GC-4: no two running consumer processes hold the same member id -- a replaced member id can
+    never be answered with NONE again, so a duplicate process is always told apart."""
+    held = [consumer.memberId for consumer in s.consumers if consumer.phase not in (STOPPED, FENCED)]
+    held = [m for m in held if m]
+    return len(held) == len(set(held))
 
 
 @invariant

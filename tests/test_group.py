@@ -35,7 +35,8 @@ def test_fixed_presets_hold_completely(preset: str, distinct: int) -> None:
     [
         ("cooperative-unsafe-assignor", "ExclusiveOwnership", 23),
         ("static-kafka-10284", "StaticReplacementPersisted", 10),
-        ("static-kafka-10284", "NoLiveConsumerFenced", 15),
+        ("static-kafka-10284", "NoLiveConsumerFenced", 14),
+        ("static-kafka-8500", "OneProcessPerMemberId", 9),
         ("static-kafka-9801", "StableAssignmentCovers", 13),
     ],
 )
@@ -60,7 +61,7 @@ def test_static_replacement_during_a_rebalance_is_not_persisted() -> None:
     coordinator failover in between still fences the live consumer."""
     result = Check("group", preset="static", property_names=["NoLiveConsumerFenced"], overrides={"max_faults": 2}).run()
     [violation] = result.violations
-    assert violation.trace_length == 17
+    assert violation.trace_length == 16
     trace = violation.trace
     replaced = [
         trace.states[i - 1].group.state
