@@ -176,6 +176,11 @@ class GroupConfig:
     rebalance_static_rejoin_in_completing: bool = param(
         True, "KAFKA-9801: a static member rejoining in CompletingRebalance forces a rebalance"
     )
+    sanitise_owned_partitions: bool = param(
+        True,
+        "KAFKA-12984, KAFKA-14639: the sticky assignors drop an owned partition claimed by an older "
+        "generation (and by two members of one generation)",
+    )
     fence_replaced_static_member: bool = param(
         True, "KAFKA-8500: a static member rejoining in any state gets a new member id; the old one is fenced"
     )
@@ -437,7 +442,8 @@ class GroupModel(Model):
             Member(member_id, ("t",), tuple(("t", p) for p in meta[0]), meta[1], instance)
             for member_id, instance, meta in response.members
         ]
-        result = assign(self.config.assignor, members, {"t": self.config.partitions})
+        result = assign(self.config.assignor, members, {"t": self.config.partitions},
+                        sanitise=self.config.sanitise_owned_partitions)  # fmt: skip
         return tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
 
     def _on_error(

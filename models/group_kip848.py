@@ -114,6 +114,14 @@ class Kip848Config:
     wait_for_release: bool = param(
         True, "give a partition only once its partition epoch is free (the previous owner revoked it)"
     )
+    partition_epoch_bookkeeping: bool = param(
+        True, "KAFKA-16147: a member update removes all its old partition epochs before it adds the new ones"
+    )
+    reclaim_pending_revocation: bool = param(
+        False,
+        "early-2024 reconciliation: a revoking member whose new target returns partitions it still "
+        "holds takes them back at once",
+    )
     max_faults: int = param(1, "consumer crashes and leaves in all", min=0, max=3)
     timeouts: Literal["crashed", "any"] = param(
         "crashed", "session and rebalance timeouts: only for stopped consumers, or at any moment"
@@ -130,6 +138,13 @@ PRESETS = {
         "the coordinator assigns a partition before its previous owner has revoked it",
         {"NoDoubleClientAssignment": "violated"},
         wait_for_release=False,
+    ),
+    "pre-kafka-16147": Preset.of(
+        "early 2024: a revoking member takes back partitions its new target returns, and the partition "
+        "epochs are updated set by set, so the epoch of such a partition is lost",
+        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "violated"},
+        partition_epoch_bookkeeping=False,
+        reclaim_pending_revocation=True,
     ),
     "slow-member": Preset.of(
         "timeouts at any moment: a member fenced for being slow keeps processing until it learns",
@@ -259,7 +274,7 @@ class Kip848Model(Model):
         if coord.groupEpoch > coord.targetAssignmentEpoch:
             coord = self._compute_target_assignment(coord)
         updated = self._reconcile(coord, member, hb.ownedPartitions)
-        coord = _update_member(coord, member, updated)
+        coord = _update_member(coord, member, updated, self.config.partition_epoch_bookkeeping)
         s = s._replace(coordinator=coord)
         response = HeartbeatResponse(NONE, updated.memberId, updated.memberEpoch, updated.assigned)
         return NONE, _respond(s, c, response)
@@ -283,6 +298,11 @@ class Kip848Model(Model):
                 return self._compute_next(coord, member, member.memberEpoch, member.assigned)
             return member
         if member.state == UNREVOKED_PARTITIONS:
+            target = dict(coord.targetAssignment).get(member.memberId, frozenset())
+            if self.config.reclaim_pending_revocation and target & member.pendingRevocation:
+                # As the KAFKA-16147 incident shows: revoking -> stable with the partitions pending
+                # revocation assigned again, in one step.
+                return self._compute_next(coord, member, member.memberEpoch, member.assigned | member.pendingRevocation)
             if owned & member.pendingRevocation:
                 return member
             return self._compute_next(coord, member, member.memberEpoch + 1, member.assigned)
@@ -358,14 +378,24 @@ def group_state(coord: Coordinator) -> str:
     return STABLE
 
 
-def _update_member(coord: Coordinator, old: GroupMember, new: GroupMember) -> Coordinator:
-    """Replace the member and move its partition epochs (``maybeUpdatePartitionEpoch``)."""
+def _update_member(coord: Coordinator, old: GroupMember, new: GroupMember, whole: bool = True) -> Coordinator:
+    """Replace the member and move its partition epochs (``maybeUpdatePartitionEpoch``): since
+    KAFKA-16147 every old epoch is removed before the new ones are added; before, the assigned set
+    and then the set pending revocation were each removed and re-added in turn, so a partition that
+    moved from pending revocation to assigned lost the epoch just given to it."""
     epochs = list(coord.partitionEpochs)
-    for p in old.assigned | old.pendingRevocation:
-        if epochs[p] == old.memberEpoch:
-            epochs[p] = FREE
-    for p in new.assigned | new.pendingRevocation:
-        epochs[p] = new.memberEpoch
+    if whole:
+        for p in old.assigned | old.pendingRevocation:
+            if epochs[p] == old.memberEpoch:
+                epochs[p] = FREE
+        for p in new.assigned | new.pendingRevocation:
+            epochs[p] = new.memberEpoch
+    else:
+        for before, after in ((old.assigned, new.assigned), (old.pendingRevocation, new.pendingRevocation)):
+            for p in before:
+                epochs[p] = FREE
+            for p in after:
+                epochs[p] = new.memberEpoch
     members = _sorted((*(m for m in coord.members if m.memberId != old.memberId), new))
     return coord._replace(members=members, partitionEpochs=tuple(epochs))
 

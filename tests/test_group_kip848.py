@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kmc.checker import Check, bfs
+from kmc.checker import BfsOptions, Check, bfs
 from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
 from kmc.models.group_kip848 import (
@@ -36,6 +36,24 @@ def test_assigning_before_release_gives_two_owners() -> None:
     assert violation.trace_length == 11
     last = violation.trace.states[-1]
     assert last.consumers[0].owned & last.consumers[1].owned == {1}
+
+
+def test_kafka_16147_needs_both_the_reclaim_and_the_set_by_set_bookkeeping() -> None:
+    """The partition taken back from pending revocation loses its epoch, then a new member gets it."""
+    props = ["ValidPartitionEpoch", "NoDoubleClientAssignment"]
+    before = Check("group-kip848", preset="pre-kafka-16147", property_names=props,
+                   bfs_options=BfsOptions(keep_going=True)).run()  # fmt: skip
+    assert {(v.property, v.trace_length) for v in before.violations} == {
+        ("ValidPartitionEpoch", 15),
+        ("NoDoubleClientAssignment", 24),
+    }
+    lost = before.violation("ValidPartitionEpoch").trace  # type: ignore[union-attr]
+    taken_back = lost.states[-2].coordinator.members[0]
+    assert taken_back.state == UNREVOKED_PARTITIONS and taken_back.pendingRevocation
+    for flag, value, distinct in (("partition_epoch_bookkeeping", False, 11293), ("reclaim_pending_revocation", True,
+                                                                                10569)):  # fmt: skip
+        alone = Check("group-kip848", overrides={flag: value}, property_names=props).run()
+        assert alone.status is Status.HOLDS_COMPLETE and alone.stats.distinct_states == distinct
 
 
 def test_slow_member_is_fenced_but_cannot_commit() -> None:
