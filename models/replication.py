@@ -74,6 +74,8 @@ class ReplicationState(NamedTuple):
 
 
 Step = tuple[Action, ReplicationState]
+Change = tuple[Action, tuple[tuple[Record, ...], ...], tuple[ReplicaState, ...]]
+"""A step that changes only the replicas' logs and states: the action, the new logs and states."""
 
 ACTION_ARGS = {
     "ControllerElectLeader": ("leader",),
@@ -166,15 +168,21 @@ class ReplicationModel(Model):
     def __init__(self, config: ReplicationConfig | None = None) -> None:
         super().__init__(config)
         self.replica_ids = tuple(range(self.config.replicas))
-        self._actions: dict[tuple, Action] = {}
-
-    def _act(self, name: str, *values: int) -> Action:
-        """The action with these arguments, made once: the same few actions label most steps."""
-        key = (name, *values)
-        action = self._actions.get(key)
-        if action is None:
-            action = self._actions[key] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
-        return action
+        # Every action is made once, in tables indexed by its arguments: the same few actions label
+        # most steps, and a list lookup is the cheapest way to find one on the hot path.
+        n, epochs, records = self.config.replicas, self.config.max_leader_epoch + 1, max(self.config.max_records, 1)
+        self._elect = _action_table("ControllerElectLeader", n)
+        self._shrink_by_controller = _action_table("ControllerShrinkIsr", n)
+        self._become_leader_act = _action_table("BecomeLeader", n, epochs)
+        self._become_follower_act = _action_table("BecomeFollower", n, n, epochs)
+        self._write = _action_table("LeaderWrite", n, records)
+        self._inc_hw = _action_table("LeaderIncHighWatermark", n)
+        self._shrink_isr = _action_table("LeaderShrinkIsr", n, n)
+        self._expand_isr = _action_table("LeaderExpandIsr", n, n)
+        self._fetch = _action_table("FollowerFetch", n, n)
+        self._truncate = _action_table("FollowerTruncate", n, n)
+        self._accepted: dict[tuple, Any] = {}
+        self._changes: dict[tuple, tuple[list[Change], list[Change]]] = {}
 
     # -- init ----------------------------------------------------------------------------------
     def init_states(self) -> list[ReplicationState]:
@@ -197,12 +205,32 @@ class ReplicationModel(Model):
         self._become_leader(s, out)
         self._become_follower(s, out)
         self._leader_write(s, out)
-        self._leader_inc_high_watermark(s, out)
+        advances, fetches = self._replica_changes(s)
+        rest = s[2:]
+        for action, logs, states in advances:
+            out.append((action, _new(ReplicationState, (logs, states, *rest))))
         self._leader_isr_changes(s, out)
-        self._follower_fetch(s, out)
-        if self.config.truncation == "on_fetch":
-            self._follower_truncate(s, out)
+        for action, logs, states in fetches:
+            out.append((action, _new(ReplicationState, (logs, states, *rest))))
         return out
+
+    def _replica_changes(self, s: ReplicationState) -> tuple[list[Change], list[Change]]:
+        """LeaderIncHighWatermark, and FollowerFetch and FollowerTruncate: what they do depends on the
+        replicas' logs and states only, which many states share, so it is computed once per pair (a
+        cache that starts over when it grows past a million pairs)."""
+        key = (s.replicaLog, s.replicaState)
+        known = self._changes.get(key)
+        if known is None:
+            advances: list[Change] = []
+            fetches: list[Change] = []
+            self._leader_inc_high_watermark(s, advances)
+            self._follower_fetch(s, fetches)
+            if self.config.truncation == "on_fetch":
+                self._follower_truncate(s, fetches)
+            if len(self._changes) >= 1_000_000:
+                self._changes.clear()
+            known = self._changes[key] = (advances, fetches)
+        return known
 
     def _controller_update(self, s: ReplicationState, leader: int, isr: frozenset[int]) -> ReplicationState:
         """The controller writes a new leader and ISR (bumping the epoch) and sends LeaderAndIsr."""
@@ -225,7 +253,7 @@ class ReplicationModel(Model):
             if candidate != quorum.leader:
                 out.append(
                     (
-                        self._act("ControllerElectLeader", candidate),
+                        self._elect[candidate],
                         self._controller_update(s, candidate, quorum.isr),
                     )
                 )
@@ -240,22 +268,46 @@ class ReplicationModel(Model):
                 nxt = self._controller_update(s, quorum.leader, quorum.isr - {replica})
             else:
                 continue
-            out.append((self._act("ControllerShrinkIsr", replica), nxt))
+            out.append((self._shrink_by_controller[replica], nxt))
+
+    def _accepted_requests(
+        self, s: ReplicationState
+    ) -> tuple[list[tuple[Action, int, ReplicaState]], list[tuple[Action, int, int, ReplicaState]]]:
+        """The LeaderAndIsr requests replicas would act on, as BecomeLeader (action, leader, its new
+        state) and BecomeFollower (action, replica, leader, its new state but for the HW) candidates.
+        They depend on the requests and the replica states only, which many states share, so they
+        are computed once per distinct pair."""
+        key = (s.leaderAndIsrRequests, s.replicaState)
+        known = self._accepted.get(key)
+        if known is not None:
+            return known
+        states = s.replicaState
+        leaders: list[tuple[Action, int, ReplicaState]] = []
+        followers: list[tuple[Action, int, int, ReplicaState]] = []
+        fenced = self.config.truncation == "fenced"
+        for request in sorted(s.leaderAndIsrRequests):
+            leader, epoch = request.leader, request.leaderEpoch
+            if leader == NO_LEADER:  # nobody leads; the spec's followers only follow a named leader
+                continue
+            current = states[leader]
+            if epoch > current.leaderEpoch:
+                state = ReplicaState(current.hw, epoch, leader, request.isr)
+                leaders.append((self._become_leader_act[leader][epoch], leader, state))
+            # KIP-320: a follower truncates only against a leader that is already in this epoch.
+            if fenced and (current.leader != leader or current.leaderEpoch != epoch):
+                continue
+            for replica in self.replica_ids:
+                if replica != leader and epoch > states[replica].leaderEpoch:
+                    state = _new(ReplicaState, (states[replica].hw, epoch, leader, request.isr))
+                    followers.append((self._become_follower_act[replica][leader][epoch], replica, leader, state))
+        if len(self._accepted) >= 1_000_000:
+            self._accepted.clear()
+        known = self._accepted[key] = (leaders, followers)
+        return known
 
     def _become_leader(self, s: ReplicationState, out: list[Step]) -> None:
-        for request in sorted(s.leaderAndIsrRequests):
-            leader = request.leader
-            if leader == NO_LEADER:
-                continue
-            current = s.replicaState[leader]
-            if request.leaderEpoch > current.leaderEpoch:
-                state = ReplicaState(current.hw, request.leaderEpoch, leader, request.isr)
-                out.append(
-                    (
-                        self._act("BecomeLeader", leader, request.leaderEpoch),
-                        _with(s, s.replicaLog, put(s.replicaState, leader, state)),
-                    )
-                )
+        for action, leader, state in self._accepted_requests(s)[0]:
+            out.append((action, _with(s, s.replicaLog, put(s.replicaState, leader, state))))
 
     def _truncation_offset(self, s: ReplicationState, leader: int, replica: int) -> int | None:
         """Where a replica becoming follower of ``leader`` truncates its log; None: cannot yet."""
@@ -273,46 +325,22 @@ class ReplicationModel(Model):
 
     def _become_follower(self, s: ReplicationState, out: list[Step]) -> None:
         mode = self.config.truncation
-        states = s.replicaState
-        oldest = min(st.leaderEpoch for st in states)
-        for request in sorted(s.leaderAndIsrRequests):
-            if request.leaderEpoch <= oldest:  # no replica would accept it
-                continue
-            leader = request.leader
-            if leader == NO_LEADER:  # the spec's followers only follow a named leader
+        logs, states = s.replicaLog, s.replicaState
+        for action, replica, leader, state in self._accepted_requests(s)[1]:
+            log = logs[replica]
+            if mode == "on_fetch":
+                out.append((action, _with(s, logs, put(states, replica, state))))
                 continue
             if mode == "fenced":
-                # KIP-320: truncate only against a leader that is already in this epoch.
-                leader_state = states[leader]
-                if leader_state.leader != leader or leader_state.leaderEpoch != request.leaderEpoch:
-                    continue
-            for replica in self.replica_ids:
-                if replica == leader or request.leaderEpoch <= states[replica].leaderEpoch:
-                    continue
-                log = s.replicaLog[replica]
-                old_hw = states[replica].hw
-                if mode == "on_fetch":
-                    new_log, hw = log, old_hw
-                else:
-                    if mode == "fenced":
-                        offset = _first_non_matching_offset_from_tail(s.replicaLog[leader], log)
-                    else:
-                        offset = self._truncation_offset(s, leader, replica)
-                    if offset is None or offset > len(log):
-                        continue  # a truncation cannot extend the log
-                    new_log = log if offset == len(log) else log[:offset]
-                    hw = offset if offset < old_hw else old_hw
-                state = _new(ReplicaState, (hw, request.leaderEpoch, leader, request.isr))
-                out.append(
-                    (
-                        self._act("BecomeFollower", replica, leader, request.leaderEpoch),
-                        _with(
-                            s,
-                            put(s.replicaLog, replica, new_log) if new_log is not log else s.replicaLog,
-                            put(states, replica, state),
-                        ),
-                    )
-                )
+                offset = _first_non_matching_offset_from_tail(logs[leader], log)
+            else:
+                offset = self._truncation_offset(s, leader, replica)
+            if offset is None or offset > len(log):
+                continue  # a truncation cannot extend the log
+            if offset < state.hw:
+                state = _new(ReplicaState, (offset, *state[1:]))
+            new_logs = logs if offset == len(log) else put(logs, replica, log[:offset])
+            out.append((action, _with(s, new_logs, put(states, replica, state))))
 
     def _leader_write(self, s: ReplicationState, out: list[Step]) -> None:
         if s.nextRecordId > self.config.max_records - 1:
@@ -324,7 +352,7 @@ class ReplicationModel(Model):
                 record = Record(s.nextRecordId, state.leaderEpoch)
                 out.append(
                     (
-                        self._act("LeaderWrite", leader, record.id),
+                        self._write[leader][record.id],
                         _new(
                             ReplicationState,
                             (put(s.replicaLog, leader, (*log, record)), s[1], s[2] + 1, s[3], s[4], s[5]),
@@ -332,7 +360,7 @@ class ReplicationModel(Model):
                     )
                 )
 
-    def _leader_inc_high_watermark(self, s: ReplicationState, out: list[Step]) -> None:
+    def _leader_inc_high_watermark(self, s: ReplicationState, out: list[Change]) -> None:
         mode = self.config.hw_advance
         logs, states = s.replicaLog, s.replicaState
         for leader in self.replica_ids:
@@ -360,12 +388,7 @@ class ReplicationModel(Model):
                     _follows_leader_epoch(s, leader, f) and len(logs[f]) > hw for f in state.isr
                 )
             if ok:
-                out.append(
-                    (
-                        self._act("LeaderIncHighWatermark", leader),
-                        _with(s, logs, put(states, leader, _new(ReplicaState, (hw + 1, *state[1:])))),
-                    )
-                )
+                out.append((self._inc_hw[leader], logs, put(states, leader, _new(ReplicaState, (hw + 1, *state[1:])))))
 
     def _leader_isr_changes(self, s: ReplicationState, out: list[Step]) -> None:
         """LeaderShrinkIsr and LeaderExpandIsr: only the true leader may write the ISR to ZooKeeper."""
@@ -392,7 +415,7 @@ class ReplicationModel(Model):
             if lagging:
                 out.append(
                     (
-                        self._act("LeaderShrinkIsr", leader, replica),
+                        self._shrink_isr[leader][replica],
                         _quorum_update(s, leader, isr - {replica}),
                     )
                 )
@@ -413,12 +436,12 @@ class ReplicationModel(Model):
             if eligible:
                 out.append(
                     (
-                        self._act("LeaderExpandIsr", leader, replica),
+                        self._expand_isr[leader][replica],
                         _quorum_update(s, leader, isr | {replica}),
                     )
                 )
 
-    def _follower_fetch(self, s: ReplicationState, out: list[Step]) -> None:
+    def _follower_fetch(self, s: ReplicationState, out: list[Change]) -> None:
         mode = self.config.fetch_fencing
         logs, states = s.replicaLog, s.replicaState
         for follower in self.replica_ids:
@@ -441,16 +464,13 @@ class ReplicationModel(Model):
             hw = min(lstate.hw, end + 1)
             out.append(
                 (
-                    self._act("FollowerFetch", follower, leader),
-                    _with(
-                        s,
-                        put(logs, follower, (*flog, llog[end])),
-                        put(states, follower, _new(ReplicaState, (hw, *fstate[1:]))),
-                    ),
+                    self._fetch[follower][leader],
+                    put(logs, follower, (*flog, llog[end])),
+                    put(states, follower, _new(ReplicaState, (hw, *fstate[1:]))),
                 )
             )
 
-    def _follower_truncate(self, s: ReplicationState, out: list[Step]) -> None:
+    def _follower_truncate(self, s: ReplicationState, out: list[Change]) -> None:
         """The first KIP-320 draft: truncate when a fetch finds the follower's log diverged."""
         logs, states = s.replicaLog, s.replicaState
         for follower in self.replica_ids:
@@ -467,12 +487,9 @@ class ReplicationModel(Model):
             offset = _first_non_matching_offset_from_tail(llog, flog)
             out.append(
                 (
-                    self._act("FollowerTruncate", follower, leader),
-                    _with(
-                        s,
-                        put(logs, follower, flog[:offset]),
-                        put(states, follower, _new(ReplicaState, (min(offset, fstate.hw), *fstate[1:]))),
-                    ),
+                    self._truncate[follower][leader],
+                    put(logs, follower, flog[:offset]),
+                    put(states, follower, _new(ReplicaState, (min(offset, fstate.hw), *fstate[1:]))),
                 )
             )
 
@@ -497,6 +514,13 @@ class ReplicationModel(Model):
 
 
 # -- helpers: the spec's operators ----------------------------------------------------------------
+def _action_table(name: str, *sizes: int, prefix: tuple[int, ...] = ()) -> Any:
+    """Nested lists of ``name``'s actions, indexed by their arguments (each in range(size))."""
+    if not sizes:
+        return Action.of(name, zip(ACTION_ARGS[name], prefix, strict=True))
+    return [_action_table(name, *sizes[1:], prefix=(*prefix, i)) for i in range(sizes[0])]
+
+
 _new = tuple.__new__
 """Builds a NamedTuple from a tuple of its fields without NamedTuple's keyword machinery (hot path)."""
 

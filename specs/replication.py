@@ -6,21 +6,28 @@ from kmc.checker import invariant
 from kmc.models.replication import NO_LEADER, ReplicationState
 
 
-def _replicated_below_hw(s: ReplicationState, leader: int, members: frozenset[int]) -> bool:
-    hw = s.replicaState[leader].hw
-    if hw == 0:
-        return True
-    leader_log = s.replicaLog[leader]
-    if len(leader_log) < hw:
-        return False
-    prefix = leader_log[:hw]
-    return all(s.replicaLog[member][:hw] == prefix for member in members)
+def _presumed_leaders_replicated(s: ReplicationState, true_isr: frozenset[int] | None) -> bool:
+    """Every presumed leader's log up to its high watermark is on each member of ``true_isr``, or
+    of its own ISR when that is None. (Loops, not generators: this runs on every new state.)"""
+    logs = s.replicaLog
+    for r, st in enumerate(s.replicaState):
+        hw = st.hw
+        if st.leader != r or hw == 0:
+            continue
+        leader_log = logs[r]
+        if len(leader_log) < hw:
+            return False
+        prefix = leader_log[:hw]
+        for member in st.isr if true_isr is None else true_isr:
+            if logs[member][:hw] != prefix:
+                return False
+    return True
 
 
 @invariant
 def WeakIsr(s: ReplicationState) -> bool:
     """Every presumed leader's own ISR holds exactly its log up to its high watermark."""
-    return all(_replicated_below_hw(s, r, st.isr) for r, st in enumerate(s.replicaState) if st.leader == r)
+    return _presumed_leaders_replicated(s, None)
 
 
 @invariant
@@ -30,8 +37,7 @@ def StrongIsr(s: ReplicationState) -> bool:
     If it fails, a committed record (one a consumer may have read) can be lost when a member of
     the ISR in ZooKeeper is elected leader.
     """
-    isr = s.quorumState.isr
-    return all(_replicated_below_hw(s, r, isr) for r, st in enumerate(s.replicaState) if st.leader == r)
+    return _presumed_leaders_replicated(s, s.quorumState.isr)
 
 
 @invariant
