@@ -201,6 +201,9 @@ def check(
     examples: Annotated[int, typer.Option(help="hypothesis: runs to try.", min=1)] = 200,
     steps: Annotated[int, typer.Option(help="hypothesis: most steps per run.", min=1)] = 60,
     database: Annotated[Path | None, typer.Option(help="hypothesis: keep failing examples in DIR.")] = None,
+    guide: Annotated[
+        bool, typer.Option(help="hypothesis: prefer states no run has reached; --no-guide: plain random runs.")
+    ] = True,
     spark_master: Annotated[str, typer.Option(help="spark: local[*] or spark://HOST:7077.")] = "local[*]",
     partitions: Annotated[int | None, typer.Option(help="spark: shards of the visited set.", min=1)] = None,
     checkpoint: Annotated[Path | None, typer.Option(help="spark: keep each completed level in DIR.")] = None,
@@ -242,7 +245,7 @@ def check(
             seed=seed, depth=depth or 100, walks=walks, deadlock=deadlock, keep_going=keep_going
         ),
         hypothesis_options=HypothesisOptions(
-            seed=seed, examples=examples, steps=steps, database=str(database) if database else None
+            seed=seed, examples=examples, steps=steps, database=str(database) if database else None, guided=guide
         ),
         spark_options=SparkOptions(
             master=spark_master,

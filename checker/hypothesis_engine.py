@@ -5,9 +5,20 @@ one of the current state's successors; the invariants are checked after every st
 properties on every transition. A failure is shrunk to a minimal sequence of choices and written
 as the same ITF trace as every other engine, so it replays and renders.
 
-No per-model code: the machine has one ``@initialize`` rule (pick an initial state), one
-``@rule`` per action family found by a short exploration (pick one of the current state's
-successors of that family), and one ``@invariant`` (all the model's invariants).
+No per-model code: the machine has one ``@initialize`` rule (pick an initial state), one ``@rule``
+(pick one of the current state's successors) and one ``@invariant`` (all the model's invariants).
+Swarm testing is done by hand: a run may leave out whole action families (no producer writes in
+this one, no controller actions in that one), drawn as each family is first met. Hypothesis's own
+swarm over one rule per family would end a run whenever the families it kept had nothing
+enabled, so its runs averaged fewer than ten steps.
+
+Guided, by default, as a coverage-guided fuzzer is: the runs of one check share what earlier runs
+reached (:class:`Explored`). A step prefers successors no run has reached yet, a run may start
+from the end of an earlier run's path that still has unexplored successors, and a failure's
+trace is cut to the shortest path to a violation among the transitions the runs have seen.
+Hypothesis requires a run to be a function of its choices alone, so the examples are drawn in
+rounds (one Hypothesis test each, with a seed derived from the check's): what earlier runs reached
+is fixed during a round and taken in between rounds.
 """
 
 from __future__ import annotations
@@ -26,7 +37,6 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
-    precondition,
     rule,
     run_state_machine_as_test,
 )
@@ -50,6 +60,93 @@ class HypothesisOptions:
     database: str | None = None
     """A directory to keep failing examples in, so the next run tries them first; None: in memory."""
     deadlock: bool = False
+    guided: bool = True
+    """Prefer successors no earlier run reached and restart from earlier runs' frontiers."""
+
+
+class Explored:
+    """What the runs of one check have reached: every expanded state's successors, the states
+    reached by finished runs, and paths to states with successors no run has taken yet."""
+
+    def __init__(self, inits: list[State], expand_state: Any = None) -> None:
+        self.inits = inits
+        self.expand_state = expand_state
+        """Computes a state's successors when a shortest-path search needs one no run expanded."""
+        self.successors: dict[State, list[tuple[Action, State]]] = {}
+        self.visited: set[State] = set()
+        self.frontier: list[Trace] = []
+        """Paths (from an initial state) to states that still have unvisited successors."""
+        self.pending: list[tuple[Trace, set[State]]] = []
+
+    def unexplored(self, state: State) -> bool:
+        return any(nxt not in self.visited for _, nxt in self.successors.get(state, ()))
+
+    def finish_run(self, trace: Trace, reached: set[State]) -> None:
+        """A run ended without failing; what it reached is taken in when the round ends."""
+        self.pending.append((trace, reached))
+
+    def end_round(self) -> None:
+        """What this round's runs reached counts as visited from now on, and the last state on each
+        run's path with an unvisited successor becomes a place to start from."""
+        for _, reached in self.pending:
+            self.visited |= reached
+        self.frontier = [t for t in self.frontier if self.unexplored(t.states[-1])]
+        for trace, _ in self.pending:
+            for i in range(len(trace.states) - 1, -1, -1):
+                if self.unexplored(trace.states[i]):
+                    self.frontier.append(Trace(trace.states[: i + 1], trace.actions[: i + 1]))
+                    break
+        self.pending = []
+
+    def shortest(self, trace: Trace, bad_state: Any = None, bad_step: Any = None, budget: int = 0) -> Trace:
+        """The shortest path from an initial state to a state that ``bad_state`` judges bad or over
+        a transition that ``bad_step`` does: breadth-first over the transitions seen, and over the
+        successors of up to ``budget`` states no run expanded. The given trace if none is shorter;
+        it is among the transitions seen, so this never lengthens it. Within the budget, the path
+        is the shortest there is."""
+        parent: dict[State, tuple[State | None, Action | None]] = {}
+        level: list[State] = []
+        for init in self.inits:
+            if init not in parent:
+                parent[init] = (None, None)
+                if bad_state is not None and bad_state(init):
+                    return self._path(parent, init)
+                level.append(init)
+        depth = 1
+        while level and depth + 1 < len(trace.states):
+            nxt_level = []
+            for state in level:
+                succs = self.successors.get(state)
+                if succs is None:
+                    if budget <= 0 or self.expand_state is None:
+                        continue
+                    budget -= 1
+                    succs = self.successors[state] = self.expand_state(state)
+                for action, nxt in succs:
+                    if bad_step is not None and bad_step(state, action, nxt):
+                        path = self._path(parent, state)
+                        return Trace([*path.states, nxt], [*path.actions, action])
+                    if nxt in parent:
+                        continue
+                    parent[nxt] = (state, action)
+                    if bad_state is not None and bad_state(nxt):
+                        return self._path(parent, nxt)
+                    nxt_level.append(nxt)
+            level = nxt_level
+            depth += 1
+        return trace
+
+    @staticmethod
+    def _path(parent: dict[State, tuple[State | None, Action | None]], state: State) -> Trace:
+        states: list[State] = []
+        actions: list[Action | None] = []
+        cursor: State | None = state
+        while cursor is not None:
+            before, action = parent[cursor]
+            states.append(cursor)
+            actions.append(action)
+            cursor = before
+        return Trace(states[::-1], actions[::-1])
 
 
 class PropertyViolationError(AssertionError):
@@ -59,15 +156,17 @@ class PropertyViolationError(AssertionError):
         self.kind = kind
 
 
-def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> type[RuleBasedStateMachine]:
+def machine_for(
+    model: Model, props: PropertySet, deadlock: bool = False, guided: bool = True
+) -> type[RuleBasedStateMachine]:
     """A RuleBasedStateMachine class for the model; each instance records the trace it walked."""
-    action_names_found, all_found = discover_actions(model)
     invariants = [(p.name, p.bind(model)) for p in props.invariants]
     steps = [(p.name, p.bind(model)) for p in props.steps]
     within = bounds_check(model)
     inits = list(model.init_states())
     if not inits:
         raise UserError(f"model {model.name} has no initial states")
+    explored = Explored(inits, lambda state: [] if within is not None and not within(state) else expand(model, state))
 
     class ModelMachine(RuleBasedStateMachine):
         last_failure: tuple[Trace, str, str] | None = None
@@ -80,6 +179,11 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
             super().__init__()
             self.trace: Trace | None = None
             self.succs: list[tuple[Action, State]] = []
+            self.fresh: list[tuple[Action, State]] = []
+            """The successors that no finished run and not this one has reached (guided runs only)."""
+            self.reached: set[State] = set()
+            self.off: dict[str, bool] = {}
+            """Swarm testing: the action families this run leaves out, drawn when first met."""
             type(self).runs += 1
 
         def _fail(self, name: str, kind: str) -> None:
@@ -89,18 +193,70 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
 
         def _arrive(self, state: State) -> None:
             type(self).states_seen.add(fingerprint(state))
-            if within is not None and not within(state):
-                self.succs = []  # beyond the model's bounds: only stuttering from here
-                return
-            self.succs = expand(model, state)
-            if deadlock and not self.succs:
+            succs = explored.successors.get(state)
+            if succs is None:
+                succs = [] if within is not None and not within(state) else expand(model, state)
+                if guided:
+                    explored.successors[state] = succs
+            self.succs = succs
+            if guided:
+                self.reached.add(state)
+                seen, mine = explored.visited, self.reached
+                self.fresh = [(a, t) for a, t in succs if t not in seen and t not in mine]
+            if deadlock and not succs and (within is None or within(state)):
                 self._fail(DEADLOCK, "deadlock")
 
-        @initialize(index=st.integers(min_value=0, max_value=len(inits) - 1))
-        def start(self, index: int) -> None:
-            state = inits[index]
-            self.trace = Trace([state], [None])
-            self._arrive(state)
+        @initialize(data=st.data())
+        def start(self, data: st.DataObject) -> None:
+            """An initial state or, when guided, the end of an earlier run's path that still leads
+            somewhere new (Hypothesis shrinks the choice towards the first initial state)."""
+            starts = len(inits) + (len(explored.frontier) if guided else 0)
+            index = data.draw(st.integers(min_value=0, max_value=starts - 1), label="start")
+            if index < len(inits):
+                self.trace = Trace([inits[index]], [None])
+            else:
+                path = explored.frontier[-1 - (index - len(inits))]  # newest first
+                self.trace = Trace(list(path.states), list(path.actions))
+            self.swarm = data.draw(st.booleans(), label="swarm")
+            self._arrive(self.trace.states[-1])
+
+        @rule(data=st.data())
+        def step(self, data: st.DataObject) -> None:
+            """Take one successor: a new one if some are (when guided), of a family this run keeps
+            if there is one. A state without successors stutters."""
+            if guided and not self.fresh and not self._backtrack(data):
+                return
+            pool = self.fresh if self.fresh else self.succs
+            if not pool:
+                return
+            if self.swarm:
+                for action, _ in pool:
+                    if action.name not in self.off:
+                        self.off[action.name] = data.draw(st.booleans(), label=f"leave out {action.name}")
+                kept = [(a, t) for a, t in pool if not self.off[a.name]]
+                pool = kept or pool
+            action, nxt = data.draw(st.sampled_from(pool), label="successor")
+            self._take(action, nxt)
+
+        def _backtrack(self, data: st.DataObject) -> bool:
+            """Nothing new from here: go back along this run's path to the latest state with a
+            successor nobody has reached, or else to a path an earlier round left unfinished (a
+            depth-first search, so a run's steps are spent on new states while there are any)."""
+            assert self.trace is not None
+            seen, mine = explored.visited, self.reached
+            states = self.trace.states
+            for i in range(len(states) - 2, -1, -1):
+                if any(t not in seen and t not in mine for _, t in explored.successors.get(states[i], ())):
+                    del states[i + 1 :], self.trace.actions[i + 1 :]
+                    self._arrive(states[i])
+                    return True
+            if not explored.frontier:
+                return False
+            index = data.draw(st.integers(min_value=0, max_value=len(explored.frontier) - 1), label="restart")
+            path = explored.frontier[-1 - index]
+            self.trace = Trace(list(path.states), list(path.actions))
+            self._arrive(self.trace.states[-1])
+            return bool(self.fresh)
 
         def _take(self, action: Action, nxt: State) -> None:
             assert self.trace is not None
@@ -115,10 +271,9 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
                     self._fail(name, "step")
             self._arrive(nxt)
 
-        @precondition(lambda self: self.trace is not None and not self.succs)
-        @rule()
-        def stutter(self) -> None:
-            """A state without successors: nothing happens (Hypothesis needs some rule to run)."""
+        def teardown(self) -> None:
+            if guided and self.trace is not None and type(self).last_failure is None:
+                explored.finish_run(self.trace, self.reached)
 
         @invariant()
         def properties_hold(self) -> None:
@@ -130,75 +285,45 @@ def machine_for(model: Model, props: PropertySet, deadlock: bool = False) -> typ
                 if not ok:
                     self._fail(name, "invariant")
 
-    for action_name in action_names_found:
-        setattr(ModelMachine, f"step_{action_name}", _action_rule(action_name))
-    if not all_found:  # only then: an extra rule would change which runs a seed makes
-        ModelMachine.step_unlisted = _unlisted_rule(frozenset(action_names_found))
     ModelMachine.__name__ = ModelMachine.__qualname__ = f"{type(model).__name__}Machine"
+    ModelMachine.explored = explored
+    ModelMachine.shortest = staticmethod(
+        lambda trace, name, kind: _shortest(explored, trace, name, kind, invariants, steps) if guided else trace
+    )
     return ModelMachine
 
 
-def _action_rule(action_name: str) -> Any:
-    """One rule per action family: Hypothesis's swarm testing then switches whole families off in
-    some runs, which reaches deep interleavings that a uniform choice among successors rarely does."""
-
-    def enabled(self: Any) -> bool:
-        return any(a.name == action_name for a, _ in self.succs)
-
-    @precondition(enabled)
-    @rule(data=st.data())
-    def take(self: Any, data: st.DataObject) -> None:
-        choices = [(a, t) for a, t in self.succs if a.name == action_name]
-        action, nxt = data.draw(st.sampled_from(choices), label=action_name)
-        self._take(action, nxt)
-
-    take.__name__ = f"step_{action_name}"
-    return take
-
-
-def _unlisted_rule(known: frozenset[str]) -> Any:
-    """Actions the short exploration in :func:`discover_actions` did not meet (a large configuration):
-    one rule for all of them, so a state is never left with no rule to run."""
-
-    def enabled(self: Any) -> bool:
-        return any(a.name not in known for a, _ in self.succs)
-
-    @precondition(enabled)
-    @rule(data=st.data())
-    def take(self: Any, data: st.DataObject) -> None:
-        choices = [(a, t) for a, t in self.succs if a.name not in known]
-        action, nxt = data.draw(st.sampled_from(choices), label="unlisted action")
-        self._take(action, nxt)
-
-    take.__name__ = "step_unlisted"
-    return take
+def _shortest(
+    explored: Explored,
+    trace: Trace,
+    name: str,
+    kind: str,
+    invariants: list[tuple[str, Any]],
+    steps: list[tuple[str, Any]],
+) -> Trace:
+    """Cut a failing trace to the shortest path to the same property's failure among the transitions
+    the runs have seen."""
+    if kind == "invariant":
+        pred = dict(invariants)[name]
+        return explored.shortest(trace, bad_state=lambda s: not holds(name, pred, s), budget=SHORTEST_BUDGET)
+    if kind == "step":
+        pred = dict(steps)[name]
+        return explored.shortest(trace, bad_step=lambda b, a, t: not holds(name, pred, b, a, t), budget=SHORTEST_BUDGET)
+    return trace
 
 
-def discover_actions(model: Model, budget_states: int = 20_000) -> tuple[list[str], bool]:
-    """The action names a short breadth-first exploration meets, and whether it explored every
-    reachable state (then no other action exists). The budget is a number of states, never a time:
-    the rules, and so the runs a seed makes, must not depend on how busy the machine is."""
-    names: dict[str, None] = {}
-    frontier = list(model.init_states())
-    seen = set(frontier)
-    while frontier and len(seen) < budget_states:
-        nxt_frontier = []
-        for state in frontier:
-            for action, nxt in expand(model, state):
-                names.setdefault(action.name, None)
-                if nxt not in seen:
-                    seen.add(nxt)
-                    nxt_frontier.append(nxt)
-        frontier = nxt_frontier
-    return list(names), not frontier
+ROUND = 20
+"""Examples per round of a guided check."""
+SHORTEST_BUDGET = 100_000
+"""States a failing trace's shortest-path search may expand beyond those the runs expanded."""
 
 
-def machine_settings(options: HypothesisOptions) -> settings:
+def machine_settings(options: HypothesisOptions, examples: int | None = None) -> settings:
     database = (
         DirectoryBasedExampleDatabase(options.database) if options.database is not None else InMemoryExampleDatabase()
     )
     return settings(
-        max_examples=options.examples,
+        max_examples=examples or options.examples,
         stateful_step_count=options.steps,
         database=database,
         deadline=None,
@@ -216,16 +341,21 @@ def hypothesis_check(
     preset: str | None = None,
 ) -> CheckResult:
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
-    machine = machine_for(model, props, options.deadlock)
-    hypothesis.seed(seed)(machine)
+    machine = machine_for(model, props, options.deadlock, options.guided)
     start = time.perf_counter()
     violation = None
+    rounds = [options.examples] if not options.guided else [ROUND] * (options.examples // ROUND)
+    if options.guided and options.examples % ROUND:
+        rounds.append(options.examples % ROUND)
     try:
-        run_state_machine_as_test(machine, settings=machine_settings(options))
+        for number, examples in enumerate(rounds):
+            hypothesis.seed(seed if number == 0 else hash((seed, number)))(machine)
+            run_state_machine_as_test(machine, settings=machine_settings(options, examples))
+            machine.explored.end_round()
     except PropertyViolationError:
         assert machine.last_failure is not None
         trace, name, kind = machine.last_failure
-        violation = Violation(property=name, kind=kind, trace=trace)
+        violation = Violation(property=name, kind=kind, trace=machine.shortest(trace, name, kind))
     except Flaky as exc:
         raise UserError(
             f"model {model.name}: Hypothesis saw a failure it could not reproduce "
@@ -238,7 +368,7 @@ def hypothesis_check(
         elapsed_s=time.perf_counter() - start,
         peak_memory_bytes=peak_rss(),
         storage="fingerprints",
-        extra={"runs": machine.runs, "examples": options.examples, "steps": options.steps},
+        extra={"runs": machine.runs, "examples": options.examples, "steps": options.steps, "guided": options.guided},
     )
     return sampling_result(
         "hypothesis", model, props, options.deadlock, [violation] if violation else [], stats,
