@@ -594,7 +594,7 @@ class GroupModel(Model):
             # over the old member id (``updateMemberAndRebalance``), its callback in place of the old one.
             taken = old._replace(consumer=c, incarnation=s.consumers[c].incarnation, metadata=request.metadata,
                                  awaitingJoin=True)  # fmt: skip
-            return self._maybe_prepare_rebalance_or_join(self._update_member(s, taken))
+            return self._maybe_prepare_rebalance(self._update_member(s, taken))
         # The old id's parked callbacks complete with FENCED_INSTANCE_ID (KAFKA-8500).
         s = self._fence_parked(s, old)
         group = s.group
@@ -619,11 +619,6 @@ class GroupModel(Model):
             s = self._update_member(s, new._replace(awaitingJoin=False))
             return self._respond(s, c, self._join_response(s.group, new_id))
         return self._try_complete_join(s)  # PreparingRebalance: park
-
-    def _maybe_prepare_rebalance_or_join(self, s: GroupState) -> GroupState:
-        if s.group.state == PREPARING_REBALANCE:
-            return self._try_complete_join(s)
-        return self._prepare_rebalance(s)
 
     def _fence_parked(self, s: GroupState, old: GroupMember) -> GroupState:
         if old.awaitingJoin or old.awaitingSync:
