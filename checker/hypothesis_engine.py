@@ -195,7 +195,7 @@ def machine_for(
             type(self).states_seen.add(fingerprint(state))
             succs = explored.successors.get(state)
             if succs is None:
-                succs = [] if within is not None and not within(state) else expand(model, state)
+                succs = explored.expand_state(state)
                 if guided:
                     explored.successors[state] = succs
             self.succs = succs
