@@ -36,14 +36,13 @@ Each guard that fixed a real bug is a config flag, so the behaviour before it ca
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.checker.liveness import WF
-from kmc.models.tuples import put
+from kmc.models.tuples import least_renaming, put
 
 NONE = -1
 """No voter: no vote cast, no leader known (Kafka's OptionalInt.empty())."""
@@ -517,13 +516,7 @@ class KraftQuorumModel(Model):
     # -- symmetry and drawing ------------------------------------------------------------------
     def symmetry(self, s: QuorumState) -> QuorumState:
         """Voters are interchangeable: the least state over every renaming of voter ids."""
-        best, best_key = s, None
-        for perm in itertools.permutations(self.voter_ids):
-            candidate = _permute(s, perm)
-            key = _sort_key(candidate)
-            if best_key is None or key < best_key:
-                best, best_key = candidate, key
-        return best
+        return least_renaming(s, self.voter_ids, _permute, _sort_key)
 
     def drawing(self) -> KraftQuorumDrawing:
         return KraftQuorumDrawing(self.config.voters)

@@ -26,13 +26,12 @@ what changed in Kafka, so the rule that a KIP fixed can be switched on and off o
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
-from kmc.models.tuples import put
+from kmc.models.tuples import least_renaming, put
 
 NO_LEADER = -1
 """Kafka's LeaderAndIsr.NoLeader: the partition has no leader."""
@@ -504,13 +503,7 @@ class ReplicationModel(Model):
     # -- symmetry ------------------------------------------------------------------------------
     def symmetry(self, s: ReplicationState) -> ReplicationState:
         """Replicas are interchangeable: the least state over all permutations of replica ids."""
-        best, best_key = s, None
-        for perm in itertools.permutations(self.replica_ids):
-            candidate = _permute(s, perm)
-            key = _sort_key(candidate)
-            if best_key is None or key < best_key:
-                best, best_key = candidate, key
-        return best
+        return least_renaming(s, self.replica_ids, _permute, _sort_key)
 
 
 # -- helpers: the spec's operators ----------------------------------------------------------------
