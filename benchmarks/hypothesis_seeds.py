@@ -17,6 +17,7 @@ from kmc.checker import Check
 from kmc.checker.hypothesis_engine import HypothesisOptions
 
 HERE = Path(__file__).resolve().parent
+DEFAULTS = HypothesisOptions()
 CASES = [  # model, preset, overrides, property
     ("replication", "truncate-to-hw", {}, "StrongIsr"),
     ("replication", "kip-101", {}, "StrongIsr"),
@@ -25,6 +26,8 @@ CASES = [  # model, preset, overrides, property
     ("group", "cooperative-unsafe-assignor", {}, "ExclusiveOwnership"),
     ("group", "static-kafka-10284", {}, "NoLiveConsumerFenced"),
     ("group", "static-kafka-9801", {}, "StableAssignmentCovers"),
+    ("group", "static-kafka-8500", {}, "OneProcessPerMemberId"),
+    ("group-kip848", "pre-kafka-16147", {}, "ValidPartitionEpoch"),
 ]
 
 
@@ -60,7 +63,8 @@ def main() -> None:
         rows.append(row)
     suffix = "-" + "-".join(args.models) if args.models else ""
     out = HERE / "results" / f"{datetime.date.today().isoformat()}-hypothesis-seeds{suffix}.json"
-    out.write_text(json.dumps({"defaults": "examples=200, steps=60", "rows": rows}, indent=2) + "\n")
+    defaults = f"examples={DEFAULTS.examples}, steps={DEFAULTS.steps}"
+    out.write_text(json.dumps({"defaults": defaults, "rows": rows}, indent=2) + "\n")
     print(f"recorded in {out.relative_to(HERE.parent)}")
 
 

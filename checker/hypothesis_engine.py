@@ -5,12 +5,14 @@ one of the current state's successors; the invariants are checked after every st
 properties on every transition. A failure is shrunk to a minimal sequence of choices and written
 as the same ITF trace as every other engine, so it replays and renders.
 
-No per-model code: the machine has one ``@initialize`` rule (pick an initial state), one ``@rule``
-(pick one of the current state's successors) and one ``@invariant`` (all the model's invariants).
+No per-model code: the machine has one ``@initialize`` rule (pick an initial state and the run's
+swarm) and one ``@rule`` that takes up to ``BURST`` successors, each chosen by bytes of a single
+draw, checking the invariants after every step and the step properties on every transition.
+Hypothesis's cost is per rule call, so many model steps per call make a run several times faster.
 Swarm testing is done by hand: a run may leave out whole action families (no producer writes in
-this one, no controller actions in that one), drawn as each family is first met. Hypothesis's own
-swarm over one rule per family would end a run whenever the families it kept had nothing
-enabled, so its runs averaged fewer than ten steps.
+this one, no controller actions in that one). Hypothesis's own swarm over one rule per family
+would end a run whenever the families it kept had nothing enabled, so its runs averaged fewer
+than ten steps.
 
 Guided, by default, as a coverage-guided fuzzer is: the runs of one check share what earlier runs
 reached (:class:`Explored`). A step prefers successors no run has reached yet, a run may start
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import random
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +39,6 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
-    invariant,
     rule,
     run_state_machine_as_test,
 )
@@ -53,7 +55,7 @@ from .simulation import sampling_result
 @dataclass(frozen=True)
 class HypothesisOptions:
     seed: int | None = None
-    examples: int = 200
+    examples: int = 600
     """How many runs (sequences of steps) Hypothesis tries before it gives up."""
     steps: int = 60
     """The most steps in one run."""
@@ -77,6 +79,9 @@ class Explored:
         self.frontier: list[Trace] = []
         """Paths (from an initial state) to states that still have unvisited successors."""
         self.pending: list[tuple[Trace, set[State]]] = []
+
+    def forget(self) -> None:
+        self.successors, self.visited, self.frontier, self.pending = {}, set(), [], []
 
     def unexplored(self, state: State) -> bool:
         return any(nxt not in self.visited for _, nxt in self.successors.get(state, ()))
@@ -157,9 +162,10 @@ class PropertyViolationError(AssertionError):
 
 
 def machine_for(
-    model: Model, props: PropertySet, deadlock: bool = False, guided: bool = True
+    model: Model, props: PropertySet, deadlock: bool = False, guided: bool = True, steps_per_run: int = 60
 ) -> type[RuleBasedStateMachine]:
-    """A RuleBasedStateMachine class for the model; each instance records the trace it walked."""
+    """A RuleBasedStateMachine class for the model; each instance records the trace it walked and
+    takes at most ``steps_per_run`` steps of the model."""
     invariants = [(p.name, p.bind(model)) for p in props.invariants]
     steps = [(p.name, p.bind(model)) for p in props.steps]
     within = bounds_check(model)
@@ -183,7 +189,9 @@ def machine_for(
             """The successors that no finished run and not this one has reached (guided runs only)."""
             self.reached: set[State] = set()
             self.off: dict[str, bool] = {}
-            """Swarm testing: the action families this run leaves out, drawn when first met."""
+            """Swarm testing: the action families this run leaves out."""
+            self.swarm = 0
+            self.taken = 0
             type(self).runs += 1
 
         def _fail(self, name: str, kind: str) -> None:
@@ -209,36 +217,49 @@ def machine_for(
         @initialize(data=st.data())
         def start(self, data: st.DataObject) -> None:
             """An initial state or, when guided, the end of an earlier run's path that still leads
-            somewhere new (Hypothesis shrinks the choice towards the first initial state)."""
-            starts = len(inits) + (len(explored.frontier) if guided else 0)
-            index = data.draw(st.integers(min_value=0, max_value=starts - 1), label="start")
-            if index < len(inits):
-                self.trace = Trace([inits[index]], [None])
-            else:
-                path = explored.frontier[-1 - (index - len(inits))]  # newest first
+            somewhere new (Hypothesis shrinks the choice towards the first initial state), and the
+            run's swarm: the bits of one number say which action families it leaves out."""
+            resume = guided and bool(explored.frontier) and data.draw(st.booleans(), label="resume a path")
+            if resume:  # half the runs: the frontier grows large, yet shallow bugs need fresh starts
+                index = data.draw(st.integers(min_value=0, max_value=len(explored.frontier) - 1), label="path")
+                path = explored.frontier[-1 - index]  # newest first
                 self.trace = Trace(list(path.states), list(path.actions))
-            self.swarm = data.draw(st.booleans(), label="swarm")
-            self._arrive(self.trace.states[-1])
+            else:
+                index = data.draw(st.integers(min_value=0, max_value=len(inits) - 1), label="initial state")
+                self.trace = Trace([inits[index]], [None])
+            self.swarm = data.draw(st.integers(min_value=0, max_value=2**SWARM_BITS - 1), label="swarm")
+            state = self.trace.states[-1]
+            self._check(state)
+            self._arrive(state)
 
-        @rule(data=st.data())
-        def step(self, data: st.DataObject) -> None:
-            """Take one successor: a new one if some are (when guided), of a family this run keeps
-            if there is one. A state without successors stutters."""
-            if guided and not self.fresh and not self._backtrack(data):
-                return
-            pool = self.fresh if self.fresh else self.succs
-            if not pool:
-                return
-            if self.swarm:
-                for action, _ in pool:
-                    if action.name not in self.off:
-                        self.off[action.name] = data.draw(st.booleans(), label=f"leave out {action.name}")
-                kept = [(a, t) for a, t in pool if not self.off[a.name]]
-                pool = kept or pool
-            action, nxt = data.draw(st.sampled_from(pool), label="successor")
-            self._take(action, nxt)
+        @rule(choices=st.binary(min_size=4 * BURST, max_size=4 * BURST))
+        def step(self, choices: bytes) -> None:
+            """Take up to BURST steps, each chosen by four of the bytes Hypothesis drew: a new
+            successor if there is one (when guided), of a family this run keeps if there is one.
+            One draw for many steps: Hypothesis's cost per rule call is what bounds a run's speed."""
+            for at in range(0, len(choices), 4):
+                if self.taken >= steps_per_run:
+                    return
+                pick = int.from_bytes(choices[at : at + 2], "little")
+                restart = int.from_bytes(choices[at + 2 : at + 4], "little")
+                if guided and not self.fresh and restart & 1 and not self._backtrack(restart >> 1):
+                    return  # else, half the time, walk on through states already reached
+                pool = self.fresh if self.fresh else self.succs
+                if not pool:
+                    return  # a state without successors stutters
+                if self.swarm:
+                    kept = [(a, t) for a, t in pool if not self._left_out(a.name)]
+                    pool = kept or pool
+                action, nxt = pool[pick % len(pool)]
+                self._take(action, nxt)
 
-        def _backtrack(self, data: st.DataObject) -> bool:
+        def _left_out(self, family: str) -> bool:
+            off = self.off.get(family)
+            if off is None:
+                off = self.off[family] = bool(self.swarm >> (zlib.crc32(family.encode()) % SWARM_BITS) & 1)
+            return off
+
+        def _backtrack(self, restart: int) -> bool:
             """Nothing new from here: go back along this run's path to the latest state with a
             successor nobody has reached, or else to a path an earlier round left unfinished (a
             depth-first search, so a run's steps are spent on new states while there are any)."""
@@ -252,8 +273,7 @@ def machine_for(
                     return True
             if not explored.frontier:
                 return False
-            index = data.draw(st.integers(min_value=0, max_value=len(explored.frontier) - 1), label="restart")
-            path = explored.frontier[-1 - index]
+            path = explored.frontier[-1 - restart % len(explored.frontier)]
             self.trace = Trace(list(path.states), list(path.actions))
             self._arrive(self.trace.states[-1])
             return bool(self.fresh)
@@ -263,27 +283,25 @@ def machine_for(
             before = self.trace.states[-1]
             self.trace.states.append(nxt)
             self.trace.actions.append(action)
+            self.taken += 1
             type(self).steps_taken += 1
             type(self).longest = max(type(self).longest, len(self.trace))
             for name, pred in steps:
                 ok = holds(name, pred, before, action, nxt)
                 if not ok:
                     self._fail(name, "step")
+            self._check(nxt)
             self._arrive(nxt)
 
-        def teardown(self) -> None:
-            if guided and self.trace is not None and type(self).last_failure is None:
-                explored.finish_run(self.trace, self.reached)
-
-        @invariant()
-        def properties_hold(self) -> None:
-            if self.trace is None:
-                return
-            state = self.trace.states[-1]
+        def _check(self, state: State) -> None:
             for name, pred in invariants:
                 ok = holds(name, pred, state)
                 if not ok:
                     self._fail(name, "invariant")
+
+        def teardown(self) -> None:
+            if guided and self.trace is not None and type(self).last_failure is None:
+                explored.finish_run(self.trace, self.reached)
 
     ModelMachine.__name__ = ModelMachine.__qualname__ = f"{type(model).__name__}Machine"
     ModelMachine.explored = explored
@@ -314,6 +332,10 @@ def _shortest(
 
 ROUND = 20
 """Examples per round of a guided check."""
+BURST = 10
+"""Steps of the model per call of the step rule."""
+SWARM_BITS = 32
+"""Action families are left out by one bit each (a family's bit: its name's CRC modulo this)."""
 SHORTEST_BUDGET = 100_000
 """States a failing trace's shortest-path search may expand beyond those the runs expanded."""
 
@@ -324,7 +346,7 @@ def machine_settings(options: HypothesisOptions, examples: int | None = None) ->
     )
     return settings(
         max_examples=examples or options.examples,
-        stateful_step_count=options.steps,
+        stateful_step_count=-(-options.steps // BURST),
         database=database,
         deadline=None,
         phases=[Phase.reuse, Phase.generate, Phase.shrink],
@@ -341,7 +363,7 @@ def hypothesis_check(
     preset: str | None = None,
 ) -> CheckResult:
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
-    machine = machine_for(model, props, options.deadlock, options.guided)
+    machine = machine_for(model, props, options.deadlock, options.guided, options.steps)
     start = time.perf_counter()
     violation = None
     rounds = [options.examples] if not options.guided else [ROUND] * (options.examples // ROUND)
@@ -361,6 +383,8 @@ def hypothesis_check(
             f"model {model.name}: Hypothesis saw a failure it could not reproduce "
             f"(successors() and the properties must be deterministic): {exc}"
         ) from None
+    finally:
+        machine.explored.forget()  # Hypothesis keeps the machine class; the states need not outlive the check
     stats = Stats(
         distinct_states=len(machine.states_seen),
         generated_states=machine.steps_taken,

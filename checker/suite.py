@@ -145,7 +145,7 @@ def load_suite(path: str | Path) -> list[Entry]:
             ),
             hypothesis_options=HypothesisOptions(
                 seed=_typed(raw, "seed", int, where),
-                examples=_typed(raw, "examples", int, where) or 200,
+                examples=_typed(raw, "examples", int, where) or 600,
                 steps=_typed(raw, "steps", int, where) or 60,
             ),
             simulation_options=SimulationOptions(

@@ -33,7 +33,7 @@ def hypothesis_test(
     overrides: Mapping[str, Any] | None = None,
     properties: Sequence[str] = (),
     spec_files: Sequence[str | Path] = (),
-    examples: int = 200,
+    examples: int = 600,
     steps: int = 60,
     seed: int | None = None,
 ) -> type[unittest.TestCase]:
@@ -41,7 +41,7 @@ def hypothesis_test(
     job = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
                 spec_files=spec_files)  # fmt: skip
     instance, props = job.build()
-    machine = machine_for(instance, props)
+    machine = machine_for(instance, props, steps_per_run=steps)
     if seed is not None:
         hypothesis.seed(seed)(machine)
     test_case = machine.TestCase
