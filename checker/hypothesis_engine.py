@@ -209,8 +209,7 @@ def machine_for(
             self.succs = succs
             if guided:
                 self.reached.add(state)
-                seen, mine = explored.visited, self.reached
-                self.fresh = [(a, t) for a, t in succs if t not in seen and t not in mine]
+                self.fresh = [(a, t) for a, t in succs if self._new(t)]
             if deadlock and not succs and (within is None or within(state)):
                 self._fail(DEADLOCK, "deadlock")
 
@@ -221,16 +220,16 @@ def machine_for(
             run's swarm: the bits of one number say which action families it leaves out."""
             resume = guided and bool(explored.frontier) and data.draw(st.booleans(), label="resume a path")
             if resume:  # half the runs: the frontier grows large, yet shallow bugs need fresh starts
-                index = data.draw(st.integers(min_value=0, max_value=len(explored.frontier) - 1), label="path")
-                path = explored.frontier[-1 - index]  # newest first
-                self.trace = Trace(list(path.states), list(path.actions))
+                path = data.draw(st.integers(min_value=0, max_value=len(explored.frontier) - 1), label="path")
             else:
-                index = data.draw(st.integers(min_value=0, max_value=len(inits) - 1), label="initial state")
-                self.trace = Trace([inits[index]], [None])
+                init = inits[data.draw(st.integers(min_value=0, max_value=len(inits) - 1), label="initial state")]
             self.swarm = data.draw(st.integers(min_value=0, max_value=2**SWARM_BITS - 1), label="swarm")
-            state = self.trace.states[-1]
-            self._check(state)
-            self._arrive(state)
+            if resume:
+                self._resume(path)  # its states were checked by the run that reached them
+            else:
+                self.trace = Trace([init], [None])
+                self._check(init)
+                self._arrive(init)
 
         @rule(choices=st.binary(min_size=4 * BURST, max_size=4 * BURST))
         def step(self, choices: bytes) -> None:
@@ -264,19 +263,26 @@ def machine_for(
             successor nobody has reached, or else to a path an earlier round left unfinished (a
             depth-first search, so a run's steps are spent on new states while there are any)."""
             assert self.trace is not None
-            seen, mine = explored.visited, self.reached
             states = self.trace.states
             for i in range(len(states) - 2, -1, -1):
-                if any(t not in seen and t not in mine for _, t in explored.successors.get(states[i], ())):
+                if any(self._new(t) for _, t in explored.successors.get(states[i], ())):
                     del states[i + 1 :], self.trace.actions[i + 1 :]
                     self._arrive(states[i])
                     return True
             if not explored.frontier:
                 return False
-            path = explored.frontier[-1 - restart % len(explored.frontier)]
-            self.trace = Trace(list(path.states), list(path.actions))
-            self._arrive(self.trace.states[-1])
+            self._resume(restart % len(explored.frontier))
             return bool(self.fresh)
+
+        def _new(self, state: State) -> bool:
+            """Reached by no finished run and not by this one."""
+            return state not in explored.visited and state not in self.reached
+
+        def _resume(self, index: int) -> None:
+            """Continue an unfinished path of an earlier round, the newest first."""
+            path = explored.frontier[-1 - index]
+            self.trace = Trace(list(path.states), list(path.actions))
+            self._arrive(path.states[-1])
 
         def _take(self, action: Action, nxt: State) -> None:
             assert self.trace is not None
