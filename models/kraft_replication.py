@@ -13,10 +13,13 @@ Every guard that a KIP or a JIRA added is a flag, so the protocol before the fix
 
 * ``truncation`` -- ``diverging_epoch`` (KIP-101/KIP-279, in the Fetch response since KAFKA-10554):
   the leader answers a fetch whose (fetchOffset, lastFetchedEpoch) is not on its log with a
-  diverging epoch and the follower truncates to it; ``hw`` (before KIP-101): a new follower
-  truncates to its high watermark and fetches from its log end.
-* ``fetch_fencing`` (KIP-320): a fetch carries currentLeaderEpoch; an older one is answered with
-  FENCED_LEADER_EPOCH, a newer one with UNKNOWN_LEADER_EPOCH.
+  diverging epoch and the follower truncates to it; ``offsets_for_leader_epoch`` (KIP-279 as
+  brokers 2.0 to 2.6 ran it): a new follower first asks the leader for the end offset of its last
+  epoch in a separate OffsetsForLeaderEpoch request, truncates, and then fetches by offset alone;
+  ``hw`` (before KIP-101): a new follower truncates to its high watermark and fetches from its log end.
+* ``fetch_fencing`` (KIP-320): Fetch and OffsetsForLeaderEpoch carry currentLeaderEpoch; an older
+  one is answered with FENCED_LEADER_EPOCH, a newer one with UNKNOWN_LEADER_EPOCH, and a follower
+  drops an OffsetsForLeaderEpoch answer to a request of an earlier epoch.
 * ``maximal_isr`` (KIP-497, KAFKA-8836): while an AlterPartition is in flight the leader counts
   the union of the committed and the proposed ISR for the HW; without it, the proposed ISR.
 * ``isr_expand_leso`` (KAFKA-7128): a follower joins the ISR only once it has reached the
@@ -53,6 +56,10 @@ UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
 OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
 DIVERGING_EPOCH = "DIVERGING_EPOCH"
 """Not an error code in Kafka: a response with the divergingEpoch field set."""
+FETCHING = "Fetching"
+TRUNCATING = "Truncating"
+"""A follower's fetch state (AbstractFetcherThread's PartitionFetchState): with truncation by
+OffsetsForLeaderEpoch it is Truncating from becoming a follower until its log matches the leader's."""
 
 
 class Record(NamedTuple):
@@ -84,6 +91,8 @@ class Replica(NamedTuple):
     followerState: tuple[tuple[int, int], ...]
     """On a leader, per replica: (logEndOffset, brokerEpoch) of its last accepted fetch, or
     (UNDEFINED, UNDEFINED). Partition.remoteReplicasMap."""
+    fetchState: str = FETCHING
+    """On a follower, TRUNCATING or FETCHING; always FETCHING unless truncation is by OffsetsForLeaderEpoch."""
 
 
 class AlterPartition(NamedTuple):
@@ -133,7 +142,26 @@ class FetchResponse(NamedTuple):
     """The leader's LEO, which a follower needs after OFFSET_OUT_OF_RANGE."""
 
 
-Fetch = FetchRequest | FetchResponse | None
+class OffsetsForLeaderEpochRequest(NamedTuple):
+    """KIP-279's request (2.0 to 2.6): where does the follower's last epoch end on the leader?"""
+
+    leader: int
+    currentLeaderEpoch: int
+    """The follower's leader epoch (KIP-320): the leader fences a request of another epoch."""
+    leaderEpoch: int
+    """The epoch of the follower's last record."""
+
+
+class OffsetsForLeaderEpochResponse(NamedTuple):
+    leader: int
+    leaderEpoch: int
+    """The follower's leader epoch when it sent the request."""
+    error: str
+    endOffset: tuple[int, int]
+    """(epoch, endOffset): the largest epoch on the leader's log up to the one asked for, and its end."""
+
+
+Fetch = FetchRequest | FetchResponse | OffsetsForLeaderEpochRequest | OffsetsForLeaderEpochResponse | None
 
 
 class KraftReplicationState(NamedTuple):
@@ -158,6 +186,9 @@ ACTION_ARGS = {
     "SendFetch": ("follower", "leader"),
     "HandleFetch": ("leader", "follower"),
     "HandleFetchResponse": ("follower", "leader"),
+    "SendOffsetsForLeaderEpoch": ("follower", "leader"),
+    "HandleOffsetsForLeaderEpoch": ("leader", "follower"),
+    "HandleOffsetsForLeaderEpochResponse": ("follower", "leader"),
     "ShrinkIsr": ("leader", "replica"),
     "ExpandIsr": ("leader", "replica"),
     "HandleAlterPartition": ("leader",),
@@ -171,7 +202,7 @@ ACTION_ARGS = {
 """Every action of the model and the names of its arguments."""
 
 Acks = Literal["0", "1", "all"]
-Truncation = Literal["hw", "diverging_epoch"]
+Truncation = Literal["hw", "offsets_for_leader_epoch", "diverging_epoch"]
 Crash = Literal["power", "process", "disk"]
 
 
@@ -187,7 +218,9 @@ class KraftReplicationConfig:
     max_shutdowns: int = param(0, "controlled (clean) shutdowns in all", min=0, max=4)
     crash: Crash = param("power", "what a crash loses: power (any unflushed suffix), process (nothing), disk (all)")
     unclean_election: bool = param(False, "unclean.leader.election.enable")
-    truncation: Truncation = param("diverging_epoch", "KIP-101/279/KAFKA-10554 diverging epoch, or truncate to HW")
+    truncation: Truncation = param(
+        "diverging_epoch", "KIP-101/279: diverging epoch in Fetch (KAFKA-10554), OffsetsForLeaderEpoch, or to the HW"
+    )
     fetch_fencing: bool = param(True, "KIP-320: fetches carry currentLeaderEpoch and are fenced by it")
     maximal_isr: bool = param(True, "KIP-497/KAFKA-8836: the HW counts the ISR being proposed too")
     isr_expand_leso: bool = param(True, "KAFKA-7128: a new ISR member has reached the leader epoch start offset")
@@ -262,10 +295,21 @@ PRESETS = {
         {"LeaderCandidateCompleteness": "violated"},
         isr_broker_epoch=False,
     ),
-    "pre-kip-320": Preset.of(
-        "kip-966 without KIP-320: fetches are not fenced by the leader epoch (diverging epochs still catch them)",
+    "kip-320": Preset.of(
+        "kip-966 with truncation by a separate OffsetsForLeaderEpoch request (brokers 2.1 to 2.6), fenced by "
+        "the current leader epoch of KIP-320",
         _ALL_HOLD,
+        truncation="offsets_for_leader_epoch",
+    ),
+    "pre-kip-320": Preset.of(
+        "kip-320 without the fencing (2.0), 3 brokers: a follower that missed two leader changes fetches by "
+        "offset from a leader that rewrote its log, and the HW counts it",
+        {"LeaderCandidateCompleteness": "violated"},
+        truncation="offsets_for_leader_epoch",
         fetch_fencing=False,
+        brokers=3,
+        max_leader_epoch=2,
+        crash="disk",
     ),
     "pre-kip-101": Preset.of(
         "before KIP-101 (0.10): a new follower truncates to its HW; unclean election and acks=1 were the "
@@ -345,8 +389,13 @@ class KraftReplicationModel(Model):
         """A running broker that has caught up with the metadata log (it is not leader: it was fenced)."""
         return Replica(
             True, broker_epoch, UNDEFINED, log, hw, c.leader, c.leaderEpoch, UNDEFINED, frozenset(), None,
-            self.unknown_followers,
+            self.unknown_followers, self.new_fetch_state(log),
         )  # fmt: skip
+
+    def new_fetch_state(self, log: tuple[Record, ...]) -> str:
+        """A partition added to a fetcher starts Truncating when truncation is by OffsetsForLeaderEpoch;
+        one without an epoch (an empty log) has nothing to truncate and starts Fetching."""
+        return TRUNCATING if self.config.truncation == "offsets_for_leader_epoch" and log else FETCHING
 
     # -- successors ----------------------------------------------------------------------------
     def successors(self, s: KraftReplicationState) -> list[Step]:
@@ -373,6 +422,8 @@ class KraftReplicationModel(Model):
             request = s.fetches[f]
             if type(request) is FetchRequest:
                 self._handle_fetch(s, request.leader, f, request, out)
+            elif type(request) is OffsetsForLeaderEpochRequest:
+                self._handle_offsets_for_leader_epoch(s, request.leader, f, request, out)
         return [(action, _dense_partition_epochs(t)) for action, t in out]
 
     # -- the leader ----------------------------------------------------------------------------
@@ -449,19 +500,14 @@ class KraftReplicationModel(Model):
         action = Action("HandleFetch", leader=leader_id, follower=f)
         respond = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, ERROR_NONE, (), UNDEFINED,
                                 (UNDEFINED, UNDEFINED), len(leader.log))  # fmt: skip
-        error = None
-        if leader.leader != leader_id:
-            error = NOT_LEADER_OR_FOLLOWER
-        elif self.config.fetch_fencing and req.currentLeaderEpoch != leader.leaderEpoch:
-            error = FENCED_LEADER_EPOCH if req.currentLeaderEpoch < leader.leaderEpoch else UNKNOWN_LEADER_EPOCH
-        elif self.config.truncation == "diverging_epoch":
-            if req.fetchOffset > 0:
-                epoch, end = end_offset_for_epoch(leader.log, req.lastFetchedEpoch, leader.leaderEpoch)
-                if end < req.fetchOffset or epoch < req.lastFetchedEpoch:
-                    response = respond._replace(error=DIVERGING_EPOCH, divergingEpoch=(epoch, end))
-                    out.append((action, s._replace(fetches=put(s.fetches, f, response))))
-                    return
-        elif req.fetchOffset > len(leader.log):
+        error = self._epoch_error(leader, leader_id, req.currentLeaderEpoch)
+        if error is None and self.config.truncation == "diverging_epoch" and req.fetchOffset > 0:
+            epoch, end = end_offset_for_epoch(leader.log, req.lastFetchedEpoch, leader.leaderEpoch)
+            if end < req.fetchOffset or epoch < req.lastFetchedEpoch:
+                response = respond._replace(error=DIVERGING_EPOCH, divergingEpoch=(epoch, end))
+                out.append((action, s._replace(fetches=put(s.fetches, f, response))))
+                return
+        elif error is None and req.fetchOffset > len(leader.log):
             error = OFFSET_OUT_OF_RANGE
         if error is not None:
             out.append((action, s._replace(fetches=put(s.fetches, f, respond._replace(error=error)))))
@@ -470,6 +516,30 @@ class KraftReplicationModel(Model):
         updated = self._maybe_increment_hw(leader._replace(followerState=followers), leader_id)
         response = respond._replace(records=updated.log[req.fetchOffset :], highWatermark=updated.highWatermark)
         out.append((action, self._update(s, leader_id, updated, fetches=put(s.fetches, f, response))))
+
+    def _epoch_error(self, leader: Replica, leader_id: int, current_leader_epoch: int) -> str | None:
+        """The checks every request to a leader passes first: leadership, then (KIP-320) the epoch."""
+        if leader.leader != leader_id:
+            return NOT_LEADER_OR_FOLLOWER
+        if self.config.fetch_fencing and current_leader_epoch != leader.leaderEpoch:
+            return FENCED_LEADER_EPOCH if current_leader_epoch < leader.leaderEpoch else UNKNOWN_LEADER_EPOCH
+        return None
+
+    def _handle_offsets_for_leader_epoch(
+        self, s: KraftReplicationState, leader_id: int, f: int, req: OffsetsForLeaderEpochRequest, out: list[Step]
+    ) -> None:
+        """ReplicaManager.lastOffsetForLeaderEpoch -> Partition.lastOffsetForLeaderEpoch: the end offset
+        of the asked-for epoch in the leader's epoch cache."""
+        leader = s.replicas[leader_id]
+        if not leader.running:
+            return
+        error = self._epoch_error(leader, leader_id, req.currentLeaderEpoch)
+        answer = (UNDEFINED, UNDEFINED)
+        if error is None:
+            answer = end_offset_for_epoch(leader.log, req.leaderEpoch, leader.leaderEpoch)
+        response = OffsetsForLeaderEpochResponse(leader_id, req.currentLeaderEpoch, error or ERROR_NONE, answer)
+        action = Action("HandleOffsetsForLeaderEpoch", leader=leader_id, follower=f)
+        out.append((action, s._replace(fetches=put(s.fetches, f, response))))
 
     def _shrink_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
         """Partition.maybeShrinkIsr: a follower that has not caught up to the leader's LEO within
@@ -530,10 +600,16 @@ class KraftReplicationModel(Model):
 
     # -- followers -----------------------------------------------------------------------------
     def _send_fetch(self, s: KraftReplicationState, f: int, out: list[Step]) -> None:
-        """ReplicaFetcherThread: one fetch in flight to the leader it knows, from its LEO."""
+        """ReplicaFetcherThread: one request in flight to the leader it knows -- OffsetsForLeaderEpoch
+        for its last epoch while it is truncating, else a fetch from its LEO."""
         follower = s.replicas[f]
         leader_id = follower.leader
         if leader_id == NO_LEADER or s.fetches[f] is not None or not s.replicas[leader_id].running:
+            return
+        if follower.fetchState == TRUNCATING:
+            ask = OffsetsForLeaderEpochRequest(leader_id, follower.leaderEpoch, last_epoch(follower.log))
+            action = Action("SendOffsetsForLeaderEpoch", follower=f, leader=leader_id)
+            out.append((action, s._replace(fetches=put(s.fetches, f, ask))))
             return
         request = FetchRequest(
             leader_id, len(follower.log), last_epoch(follower.log), follower.leaderEpoch, follower.brokerEpoch
@@ -544,6 +620,9 @@ class KraftReplicationModel(Model):
         """ReplicaFetcherThread.processPartitionData and truncateOnFetchResponse. A response for a
         fetch state that has since changed (another leader or epoch, another offset) is dropped."""
         response = s.fetches[f]
+        if type(response) is OffsetsForLeaderEpochResponse:
+            self._handle_offsets_for_leader_epoch_response(s, f, response, out)
+            return
         if type(response) is not FetchResponse:
             return
         follower = s.replicas[f]
@@ -559,7 +638,7 @@ class KraftReplicationModel(Model):
             out.append((action, s._replace(fetches=cleared)))
             return
         if response.error == DIVERGING_EPOCH:
-            truncated = log[: self.truncation_offset(follower, response.divergingEpoch)]
+            truncated = log[: self.truncation_offset(follower, response.divergingEpoch)[0]]
             updated = follower._replace(log=truncated, highWatermark=min(follower.highWatermark, len(truncated)))
         elif response.error == OFFSET_OUT_OF_RANGE:
             truncated = log[: min(len(log), response.logEndOffset)]
@@ -569,18 +648,44 @@ class KraftReplicationModel(Model):
             updated = follower._replace(log=appended, highWatermark=min(response.highWatermark, len(appended)))
         out.append((action, self._update(s, f, updated, fetches=cleared)))
 
-    def truncation_offset(self, follower: Replica, diverging: tuple[int, int]) -> int:
-        """AbstractFetcherThread.getOffsetTruncationState: where a follower truncates on a diverging epoch."""
+    def _handle_offsets_for_leader_epoch_response(
+        self, s: KraftReplicationState, f: int, response: OffsetsForLeaderEpochResponse, out: list[Step]
+    ) -> None:
+        """AbstractFetcherThread.truncateToEpochEndOffsets: truncate, and fetch once the epochs match
+        (else ask again for the new last epoch). The answer is kept only while the follower is still
+        truncating against that leader -- and, with KIP-320, still in the epoch it asked in."""
+        follower = s.replicas[f]
+        action = Action("HandleOffsetsForLeaderEpochResponse", follower=f, leader=response.leader)
+        cleared = put(s.fetches, f, None)
+        current = follower.leader == response.leader and follower.fetchState == TRUNCATING
+        if self.config.fetch_fencing:
+            current = current and follower.leaderEpoch == response.leaderEpoch
+        if not current or response.error != ERROR_NONE:
+            out.append((action, s._replace(fetches=cleared)))
+            return
+        offset, done = self.truncation_offset(follower, response.endOffset)
+        truncated = follower.log[:offset]
+        updated = follower._replace(
+            log=truncated,
+            highWatermark=min(follower.highWatermark, len(truncated)),
+            fetchState=FETCHING if done else TRUNCATING,
+        )
+        out.append((action, self._update(s, f, updated, fetches=cleared)))
+
+    def truncation_offset(self, follower: Replica, diverging: tuple[int, int]) -> tuple[int, bool]:
+        """AbstractFetcherThread.getOffsetTruncationState: where a follower truncates, given the
+        leader's (epoch, endOffset) for its last epoch, and whether that is the end of truncation --
+        it is not when the follower has no such epoch and must ask again for an earlier one."""
         epoch, end = diverging
         log = follower.log
         if end == UNDEFINED:
-            return min(follower.highWatermark, len(log))
+            return min(follower.highWatermark, len(log)), True
         own_epoch, own_end = end_offset_for_epoch(log, epoch, last_epoch(log))
         if own_epoch == UNDEFINED:
-            return min(end, len(log))
+            return min(end, len(log)), True
         if own_epoch != epoch:
-            return min(own_end, len(log))
-        return min(end, own_end)
+            return min(own_end, len(log)), False
+        return min(end, own_end), True
 
     # -- metadata ------------------------------------------------------------------------------
     def _apply_metadata(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
@@ -600,7 +705,7 @@ class KraftReplicationModel(Model):
                 # makeLeader: a new epoch starts at the LEO; nothing is known of the followers yet.
                 updated = replica._replace(
                     leader=b, leaderEpoch=c.leaderEpoch, partitionEpoch=c.partitionEpoch, isr=c.isr,
-                    pendingAlterPartition=None, followerState=self.unknown_followers,
+                    pendingAlterPartition=None, followerState=self.unknown_followers, fetchState=FETCHING,
                 )  # fmt: skip
             updated = self._maybe_increment_hw(updated, b)
         else:
@@ -611,7 +716,7 @@ class KraftReplicationModel(Model):
                 log = log[: replica.highWatermark]
             updated = replica._replace(
                 log=log, leader=c.leader, leaderEpoch=c.leaderEpoch, partitionEpoch=UNDEFINED, isr=frozenset(),
-                pendingAlterPartition=None, followerState=self.unknown_followers,
+                pendingAlterPartition=None, followerState=self.unknown_followers, fetchState=self.new_fetch_state(log),
             )  # fmt: skip
         out.append((Action("ApplyMetadata", broker=b), self._update(s, b, updated)))
 
@@ -787,6 +892,14 @@ def _dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
 
 
 # -- how traces are drawn --------------------------------------------------------------------------
+FLIGHT = {
+    FetchRequest: "request",
+    FetchResponse: "response",
+    OffsetsForLeaderEpochRequest: "OffsetsForLeaderEpoch",
+    OffsetsForLeaderEpochResponse: "its answer",
+}
+
+
 class KraftReplicationDrawing(Drawing):
     """Lanes: producer, controller, one per broker. Tables: every replica (log, LEO, HW, role, ISR
     as the leader sees it), the controller's registrations and partition, and what producers and
@@ -818,6 +931,16 @@ class KraftReplicationDrawing(Drawing):
                 note = f"diverging epoch {resp.divergingEpoch[0]} at {resp.divergingEpoch[1]}"
             else:
                 note = resp.error
+            return Arrow(self.brokers[args["leader"]], (self.brokers[f],), note)
+        if name == "SendOffsetsForLeaderEpoch":
+            f = args["follower"]
+            note = f"OffsetsForLeaderEpoch(epoch {after.fetches[f].leaderEpoch})"
+            return Arrow(self.brokers[f], (self.brokers[args["leader"]],), note)
+        if name == "HandleOffsetsForLeaderEpoch":
+            f = args["follower"]
+            answer = after.fetches[f]
+            epoch, end = answer.endOffset
+            note = answer.error if answer.error != ERROR_NONE else f"epoch {epoch} ends at {end}"
             return Arrow(self.brokers[args["leader"]], (self.brokers[f],), note)
         if name in ("ShrinkIsr", "ExpandIsr"):
             proposed = after.replicas[args["leader"]].pendingAlterPartition
@@ -854,7 +977,9 @@ class KraftReplicationDrawing(Drawing):
             if r.pendingAlterPartition is not None:
                 isr += f" -> {describe(r.pendingAlterPartition.isr)}"
             flight = state.fetches[b]
-            fetch = "-" if flight is None else ("request" if type(flight) is FetchRequest else "response")
+            fetch = "-" if flight is None else FLIGHT[type(flight)]
+            if r.fetchState == TRUNCATING:
+                fetch = f"truncating, {fetch}"
             rows.append([f"broker {b}", entries, str(len(r.log)), str(r.highWatermark), role, isr, str(r.brokerEpoch),
                          fetch])  # fmt: skip
         replicas = Table(
