@@ -9,6 +9,7 @@ from typing import Any
 from .errors import UserError
 from .itf import action_to_json, format_action, format_value, state_vars
 from .model import Model
+from .properties import holds, select_properties
 from .registry import load_model_class
 from .result import Trace
 
@@ -78,3 +79,25 @@ def replay(doc: Mapping[str, Any]) -> Replayed:
         if not any(state_vars(t) == back for _a, t in model.successors(states[-1])):
             raise UserError(f"trace does not replay: the last state has no step back to state {loop} (loop)")
     return Replayed(model=model, trace=Trace(states=states, actions=actions, loop=loop), meta=dict(doc["#meta"]))
+
+
+def confirm_violation(done: Replayed, spec_files: tuple[str, ...] = ()) -> str:
+    """The property a replayed safety counterexample violates, checked again on the model: it must
+    hold up to the last state (or step) and fail there. Raise UserError otherwise."""
+    name = done.meta.get("property")
+    if not isinstance(name, str):
+        raise UserError("malformed trace: '#meta'.property is missing")
+    props = select_properties(type(done.model), spec_files, [name])
+    states, actions = done.trace.states, done.trace.actions
+    if props.invariants:
+        pred = props.invariants[0].bind(done.model)
+        verdicts = [holds(name, pred, state) for state in states]
+    elif props.steps:
+        pred = props.steps[0].bind(done.model)
+        verdicts = [True] + [holds(name, pred, states[i - 1], actions[i], states[i]) for i in range(1, len(states))]
+    else:
+        raise UserError(f"{name} is not a safety property: only invariant and step counterexamples can be confirmed")
+    if all(verdicts[:-1]) and not verdicts[-1]:
+        return name
+    where = "nowhere" if all(verdicts) else f"first at state {verdicts.index(False)} of {len(states)}"
+    raise UserError(f"the trace no longer shows {name} violated at its last state (violated {where})")

@@ -11,7 +11,10 @@
     expect_distinct_states = 10131   # optional: exact count (complete runs)
     replay = "replication/truncate-to-hw-StrongIsr.itf.json"  # optional: a stored trace that must replay
 
-An expected violation that is no longer found fails just like an unexpected one.
+An expected violation that is no longer found fails just like an unexpected one. A counterexample
+too deep to search for in CI (found once by a long search, as its docs say) is kept as an entry with
+``search = false``: the stored trace is replayed on the entry's model and config and must still
+violate its property exactly at its last state, with ``expect_trace_length`` states.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from .errors import UserError
 from .hypothesis_engine import HypothesisOptions
 from .itf import read_trace
 from .junit import Case
-from .replay import replay
+from .replay import confirm_violation, replay
 from .result import CheckResult
 from .runner import ENGINES, Check, write_traces
 from .simulation import SimulationOptions
@@ -56,6 +59,7 @@ _KEYS = {
     "expect_trace_length",
     "expect_distinct_states",
     "replay",
+    "search",
 }
 
 
@@ -68,6 +72,7 @@ class Entry:
     expect_trace_length: int | None = None
     expect_distinct_states: int | None = None
     replay: Path | None = None
+    search: bool = True
 
 
 @dataclass
@@ -155,6 +160,9 @@ def load_suite(path: str | Path) -> list[Entry]:
             ),
         )
         replay_path = _typed(raw, "replay", str, where)
+        search = _typed(raw, "search", bool, where)
+        if search is False and (not replay_path or expect != "violated"):
+            raise UserError(f"{where}: 'search = false' needs a 'replay' trace and expect = \"violated\"")
         name = _typed(raw, "name", str, where) or f"{model} {check.preset or ''} {expect}".strip()
         entries.append(
             Entry(
@@ -165,6 +173,7 @@ def load_suite(path: str | Path) -> list[Entry]:
                 expect_trace_length=_typed(raw, "expect_trace_length", int, where),
                 expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
                 replay=base / replay_path if replay_path else None,
+                search=search is not False,
             )
         )
     return entries
@@ -196,6 +205,24 @@ def _judge(entry: Entry, result: CheckResult) -> list[str]:
     return problems
 
 
+def _judge_stored(entry: Entry) -> tuple[bool, str]:
+    """A ``search = false`` entry: the stored trace replays on the entry's model and config and still
+    ends in a violation of the expected property, at the expected length."""
+    assert entry.replay is not None
+    model, _props = entry.check.build()
+    done = replay(read_trace(entry.replay))
+    if done.model.name != model.name or done.model.config_dict() != model.config_dict():
+        return False, f"{entry.replay.name} was recorded on another model or config than the entry's"
+    prop = confirm_violation(done, tuple(str(s) for s in entry.check.spec_files))
+    problems = []
+    if entry.expect_property and prop not in entry.expect_property:
+        problems.append(f"expected {' or '.join(entry.expect_property)} to be violated, the trace violates {prop}")
+    if entry.expect_trace_length is not None and len(done.trace) != entry.expect_trace_length:
+        problems.append(f"expected a trace of {entry.expect_trace_length} states, the stored one has {len(done.trace)}")
+    summary = f"violated: {prop} at state {len(done.trace)} of the stored trace (replayed, not searched)"
+    return not problems, "; ".join(problems) or summary
+
+
 def run_suite(
     entries: list[Entry], out_dir: str | Path | None = None, on_outcome: Callable[[Outcome], None] | None = None
 ) -> list[Outcome]:
@@ -204,6 +231,12 @@ def run_suite(
         start = time.perf_counter()
         result = None
         try:
+            if not entry.search:
+                outcome = Outcome(entry, *_judge_stored(entry), seconds=time.perf_counter() - start)
+                outcomes.append(outcome)
+                if on_outcome:
+                    on_outcome(outcome)
+                continue
             result = entry.check.run()
             if out_dir is not None:
                 write_traces(result, Path(out_dir) / result.model)

@@ -83,12 +83,41 @@ def test_suite_replays_stored_traces(kmc, toy: str, tmp_path: Path) -> None:
     assert code == 1 and "trace does not replay" in out
 
 
+STORED = """
+[[check]]
+name = "buggy 2PC, from its stored trace"
+model = "{toy}:TwoPhaseCommit"
+preset = "{preset}"
+search = false
+expect = "violated"
+expect_property = "Consistent"
+expect_trace_length = {length}
+replay = "buggy-Consistent.itf.json"
+"""
+
+
+def test_suite_judges_a_stored_trace_without_searching(kmc, toy: str, tmp_path: Path) -> None:
+    kmc("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--out", tmp_path)
+    suite = tmp_path / "stored.toml"
+    suite.write_text(STORED.format(toy=toy, preset="buggy", length=5))
+    code, out, _ = kmc("ci", suite)
+    assert code == 0, out
+    assert "violated: Consistent at state 5 of the stored trace (replayed, not searched)" in out
+    suite.write_text(STORED.format(toy=toy, preset="buggy", length=4))
+    code, out, _ = kmc("ci", suite)
+    assert code == 1 and "expected a trace of 4 states, the stored one has 5" in out
+    suite.write_text(STORED.format(toy=toy, preset="correct", length=5))
+    code, out, _ = kmc("ci", suite)
+    assert code == 1 and "was recorded on another model or config than the entry's" in out
+
+
 def test_malformed_suites_are_bad_input(kmc, tmp_path: Path) -> None:
     cases = {
         "empty.toml": "",
         "syntax.toml": "[[check]\nmodel=",
         "noexpect.toml": '[[check]]\nmodel = "replication"\n',
         "unknown.toml": '[[check]]\nmodel = "replication"\nexpect = "holds"\nspeed = 3\n',
+        "nosearch.toml": '[[check]]\nmodel = "replication"\nexpect = "holds"\nsearch = false\n',
     }
     for name, text in cases.items():
         path = tmp_path / name
