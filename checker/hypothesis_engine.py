@@ -109,37 +109,77 @@ class Explored:
         successors of up to ``budget`` states no run expanded. The given trace if none is shorter;
         it is among the transitions seen, so this never lengthens it. Within the budget, the path
         is the shortest there is."""
+        self.budget = budget
+        found = self._search(self.inits, len(trace.states), bad_state, bad_step)
+        return found[0] if found is not None else trace
+
+    def shortcut(self, trace: Trace, bad_state: Any = None, bad_step: Any = None, budget: int = 0) -> Trace:
+        """Shorten a failing trace piece by piece, for state spaces too large for ``shortest`` to
+        reach its end: from each of its states in turn, a breadth-first search for a failure, or for
+        a later state of the trace, in fewer steps than the trace takes to get there; the best find
+        replaces that stretch. ``budget`` bounds the states expanded beyond those the runs expanded."""
+        self.budget = budget
+        i = 0
+        while i < len(trace.states) - 1 and self.budget > 0:
+            states = trace.states
+            remaining = {state: len(states) - 1 - j for j, state in enumerate(states) if j > i}
+            found = self._search([states[i]], len(states) - i, bad_state, bad_step, remaining)
+            if found is not None:
+                path, failed = found
+                rest = range(0) if failed else range(len(states) - remaining[path.states[-1]], len(states))
+                trace = Trace(
+                    [*states[:i], *path.states, *(states[j] for j in rest)],
+                    [*trace.actions[: i + 1], *path.actions[1:], *(trace.actions[j] for j in rest)],
+                )
+            i += 1
+        return trace
+
+    def _search(
+        self,
+        starts: list[State],
+        steps: int,
+        bad_state: Any,
+        bad_step: Any,
+        remaining: dict[State, int] | None = None,
+    ) -> tuple[Trace, bool] | None:
+        """Breadth-first from ``starts`` for the shortest way to a failure -- or, given how many steps
+        each of some states still is from a failure (``remaining``), to one of them -- in fewer than
+        ``steps`` states in all. The path from a start and whether it ends in the failure, or None."""
         parent: dict[State, tuple[State | None, Action | None]] = {}
+        best: tuple[int, State] | None = None  # the shortest way through a state of ``remaining``
         level: list[State] = []
-        for init in self.inits:
-            if init not in parent:
-                parent[init] = (None, None)
-                if bad_state is not None and bad_state(init):
-                    return self._path(parent, init)
-                level.append(init)
-        depth = 1
-        while level and depth + 1 < len(trace.states):
+        for state in starts:
+            if state not in parent:
+                parent[state] = (None, None)
+                if bad_state is not None and bad_state(state):
+                    return self._path(parent, state), True
+                level.append(state)
+        depth = 1  # states on a path so far
+        while level and depth + 1 < (best[0] if best else steps):
             nxt_level = []
             for state in level:
                 succs = self.successors.get(state)
                 if succs is None:
-                    if budget <= 0 or self.expand_state is None:
+                    if self.budget <= 0 or self.expand_state is None:
                         continue
-                    budget -= 1
+                    self.budget -= 1
                     succs = self.successors[state] = self.expand_state(state)
                 for action, nxt in succs:
                     if bad_step is not None and bad_step(state, action, nxt):
                         path = self._path(parent, state)
-                        return Trace([*path.states, nxt], [*path.actions, action])
+                        return Trace([*path.states, nxt], [*path.actions, action]), True
                     if nxt in parent:
                         continue
                     parent[nxt] = (state, action)
                     if bad_state is not None and bad_state(nxt):
-                        return self._path(parent, nxt)
+                        return self._path(parent, nxt), True
+                    length = depth + 1 + remaining[nxt] if remaining and nxt in remaining else None
+                    if length is not None and length < (best[0] if best else steps):
+                        best = (length, nxt)
                     nxt_level.append(nxt)
             level = nxt_level
             depth += 1
-        return trace
+        return (self._path(parent, best[1]), False) if best is not None else None
 
     @staticmethod
     def _path(parent: dict[State, tuple[State | None, Action | None]], state: State) -> Trace:
@@ -326,14 +366,21 @@ def _shortest(
     steps: list[tuple[str, Any]],
 ) -> Trace:
     """Cut a failing trace to the shortest path to the same property's failure among the transitions
-    the runs have seen."""
+    the runs have seen and a budget of others; then shorten what is left of it stretch by stretch."""
     if kind == "invariant":
         pred = dict(invariants)[name]
-        return explored.shortest(trace, bad_state=lambda s: not holds(name, pred, s), budget=SHORTEST_BUDGET)
-    if kind == "step":
+        bad = {"bad_state": lambda s: not holds(name, pred, s)}
+    elif kind == "step":
         pred = dict(steps)[name]
-        return explored.shortest(trace, bad_step=lambda b, a, t: not holds(name, pred, b, a, t), budget=SHORTEST_BUDGET)
-    return trace
+        bad = {"bad_step": lambda b, a, t: not holds(name, pred, b, a, t)}
+    else:
+        return trace
+    trace = explored.shortest(trace, budget=SHORTEST_BUDGET, **bad)
+    while True:
+        shorter = explored.shortcut(trace, budget=SHORTCUT_BUDGET, **bad)
+        if len(shorter) == len(trace):
+            return trace
+        trace = shorter
 
 
 ROUND = 20
@@ -344,6 +391,8 @@ SWARM_BITS = 32
 """Action families are left out by one bit each (a family's bit: its name's CRC modulo this)."""
 SHORTEST_BUDGET = 100_000
 """States a failing trace's shortest-path search may expand beyond those the runs expanded."""
+SHORTCUT_BUDGET = 50_000
+"""The same, for each pass of shortening the trace stretch by stretch."""
 
 
 def machine_settings(options: HypothesisOptions, examples: int | None = None) -> settings:

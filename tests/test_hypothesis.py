@@ -96,3 +96,25 @@ def test_shortest_path_among_the_transitions_seen() -> None:
     assert explored.shortest(long, bad_state=lambda s: s == 5).states == [0, 2, 4, 5]
     assert explored.shortest(long, bad_step=lambda b, _, t: (b, t) == (3, 4)).states == [0, 1, 3, 4]
     assert explored.shortest(long, bad_state=lambda s: s == 9) is long  # nothing shorter seen
+
+
+def test_shortcut_shortens_a_trace_stretch_by_stretch() -> None:
+    """Where a search from the initial states runs out of budget, searches from the trace's own
+    states still find the shorter ways: here a jump of five from any multiple of five."""
+    from kmc.checker.hypothesis_engine import Explored
+    from kmc.checker.model import Action
+    from kmc.checker.result import Trace
+
+    step, jump = Action("Step"), Action("Jump")
+
+    def successors(n: int) -> list[tuple[Action, int]]:
+        return [(step, n + 1), (Action("Wander"), n + 1000)] + ([(jump, n + 5)] if n % 5 == 0 else [])
+
+    explored = Explored([0], successors)
+    walk = Trace(list(range(13)), [None] + [step] * 12)
+    assert explored.shortest(walk, bad_state=lambda n: n == 12, budget=3) is walk  # out of budget
+    cut = explored.shortcut(walk, bad_state=lambda n: n == 12, budget=100)
+    assert cut.states == [0, 5, 10, 11, 12]
+    assert cut.actions == [None, jump, jump, step, step]
+    failing_step = explored.shortcut(walk, bad_step=lambda b, a, t: a == jump and t == 10, budget=100)
+    assert failing_step.states == [0, 5, 10]
