@@ -198,7 +198,7 @@ def check(
         int | None, typer.Option(help="simulate: steps per walk (100); bmc: steps to unroll (10).", min=1)
     ] = None,
     walks: Annotated[int, typer.Option(help="simulate: number of walks.", min=1)] = 1000,
-    examples: Annotated[int, typer.Option(help="hypothesis: runs to try.", min=1)] = 600,
+    examples: Annotated[int, typer.Option(help="hypothesis: runs to try.", min=1)] = HypothesisOptions.examples,
     steps: Annotated[int, typer.Option(help="hypothesis: most steps per run.", min=1)] = 60,
     database: Annotated[Path | None, typer.Option(help="hypothesis: keep failing examples in DIR.")] = None,
     guide: Annotated[

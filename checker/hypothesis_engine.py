@@ -55,7 +55,7 @@ from .simulation import sampling_result
 @dataclass(frozen=True)
 class HypothesisOptions:
     seed: int | None = None
-    examples: int = 600
+    examples: int = 1000
     """How many runs (sequences of steps) Hypothesis tries before it gives up."""
     steps: int = 60
     """The most steps in one run."""

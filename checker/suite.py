@@ -150,7 +150,7 @@ def load_suite(path: str | Path) -> list[Entry]:
             ),
             hypothesis_options=HypothesisOptions(
                 seed=_typed(raw, "seed", int, where),
-                examples=_typed(raw, "examples", int, where) or 600,
+                examples=_typed(raw, "examples", int, where) or HypothesisOptions.examples,
                 steps=_typed(raw, "steps", int, where) or 60,
             ),
             simulation_options=SimulationOptions(

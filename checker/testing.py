@@ -33,7 +33,7 @@ def hypothesis_test(
     overrides: Mapping[str, Any] | None = None,
     properties: Sequence[str] = (),
     spec_files: Sequence[str | Path] = (),
-    examples: int = 600,
+    examples: int = HypothesisOptions.examples,
     steps: int = 60,
     seed: int | None = None,
 ) -> type[unittest.TestCase]:
