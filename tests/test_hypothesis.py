@@ -36,6 +36,14 @@ def test_same_seed_same_trace() -> None:
     assert one.violations[0].trace.states == two.violations[0].trace.states
 
 
+def test_more_examples_first_run_the_same_rounds() -> None:
+    """Rounds are seeded by the check's seed and their number alone, so raising --examples only
+    adds rounds: a bug found within the smaller budget is found in the same run, the same way."""
+    few, many = run("kip-101", seed=2, examples=200), run("kip-101", seed=2, examples=400)
+    assert few.violations[0].trace.states == many.violations[0].trace.states
+    assert few.stats.extra["runs"] == many.stats.extra["runs"]
+
+
 def test_holds_is_never_complete() -> None:
     result = run("kip-320", seed=3, examples=50)
     assert result.status is Status.HOLDS_BOUNDED
