@@ -79,6 +79,8 @@ class Explored:
         self.frontier: list[Trace] = []
         """Paths (from an initial state) to states that still have unvisited successors."""
         self.pending: list[tuple[Trace, set[State]]] = []
+        self.budget = 0
+        """States the current shortest-path search may still expand beyond those already expanded."""
 
     def forget(self) -> None:
         self.successors, self.visited, self.frontier, self.pending = {}, set(), [], []

@@ -231,23 +231,21 @@ def run_suite(
         start = time.perf_counter()
         result = None
         try:
-            if not entry.search:
-                outcome = Outcome(entry, *_judge_stored(entry), seconds=time.perf_counter() - start)
-                outcomes.append(outcome)
-                if on_outcome:
-                    on_outcome(outcome)
-                continue
-            result = entry.check.run()
-            if out_dir is not None:
-                write_traces(result, Path(out_dir) / result.model)
-            if entry.replay is not None:
-                replay(read_trace(entry.replay))
-            problems = _judge(entry, result)
-            summary = (
-                f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
-                + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
-            )
-            outcome = Outcome(entry, not problems, "; ".join(problems) or summary, time.perf_counter() - start, result)
+            if entry.search:
+                result = entry.check.run()
+                if out_dir is not None:
+                    write_traces(result, Path(out_dir) / result.model)
+                if entry.replay is not None:
+                    replay(read_trace(entry.replay))
+                problems = _judge(entry, result)
+                summary = (
+                    f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
+                    + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
+                )
+                ok, message = not problems, "; ".join(problems) or summary
+            else:
+                ok, message = _judge_stored(entry)
+            outcome = Outcome(entry, ok, message, time.perf_counter() - start, result)
         except UserError as exc:
             outcome = Outcome(entry, False, f"error: {exc}", time.perf_counter() - start, result)
         outcomes.append(outcome)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import BfsOptions, Check, UserError, bfs
-from kmc.checker.itf import action_to_json, read_trace
+from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
-from kmc.checker.replay import confirm_violation, replay
+from kmc.checker.replay import Replayed, confirm_violation, replay
 from kmc.checker.result import Status
 from kmc.models.kraft_replication import (
     DIVERGING_EPOCH,
@@ -19,7 +19,6 @@ from kmc.models.kraft_replication import (
     UNDEFINED,
     Controller,
     KraftReplicationModel,
-    KraftReplicationState,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     Record,
@@ -101,13 +100,10 @@ def test_kip_320_fencing_is_redundant_with_diverging_epoch_at_two_brokers() -> N
 PRE_KIP_320_TRACE = ROOT / "counterexamples" / "kraft-replication" / "pre-kip-320-LeaderCandidateCompleteness.itf.json"
 
 
-def _replay_all_but_the_last_step(model: KraftReplicationModel, doc: dict) -> KraftReplicationState:
-    """Walk the stored trace's actions on another model and stop before its last one."""
-    [state] = model.init_states()
-    for itf_state in doc["states"][1:-1]:
-        want = itf_state["#meta"]["action"]
-        [state] = [t for a, t in model.successors(state) if action_to_json(a) == want][:1]
-    return state
+def _replay_all_but_the_last_step(doc: dict, **config: object) -> Replayed:
+    """Replay the stored trace, but for its last step, on the model with other config values."""
+    meta = {**doc["#meta"], "config": {**doc["#meta"]["config"], **config}}
+    return replay({**doc, "#meta": meta, "states": doc["states"][:-1]})
 
 
 def test_pre_kip_320_zombie_fetch_and_the_fixes_that_stop_it() -> None:
@@ -123,10 +119,8 @@ def test_pre_kip_320_zombie_fetch_and_the_fixes_that_stop_it() -> None:
     assert (follower.leaderEpoch, done.trace.states[-2].controller.leaderEpoch) == (0, 2)
     fixes = [("offsets_for_leader_epoch", True, FENCED_LEADER_EPOCH), ("diverging_epoch", False, DIVERGING_EPOCH)]
     for truncation, fencing, error in fixes:
-        fixed = KraftReplicationModel.build(None, {**doc["#meta"]["config"], "truncation": truncation,
-                                                   "fetch_fencing": fencing})  # fmt: skip
-        before = _replay_all_but_the_last_step(fixed, doc)
-        [after] = [t for a, t in fixed.successors(before) if a == last_action]
+        fixed = _replay_all_but_the_last_step(doc, truncation=truncation, fetch_fencing=fencing)
+        [after] = [t for a, t in fixed.model.successors(fixed.trace.states[-1]) if a == last_action]
         assert after.fetches[last_action.args["follower"]].error == error
 
 
