@@ -63,7 +63,7 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 class SparkOptions:
     master: str = "local[*]"
     partitions: int | None = None
-    """Shards of the visited set; default: 4 per core Spark reports."""
+    """Shards of the visited set; default: one per core Spark reports (at least 2)."""
     checkpoint: str | None = None
     """Keep each completed level in this directory so the run can be resumed."""
     resume: bool = False
@@ -118,17 +118,37 @@ def _build(job: Job) -> tuple[Model, list[tuple[str, Any]], list[tuple[str, Any]
     return _BUILT[key]
 
 
-def owner(key: int) -> int:
-    """Spark's partition function: states by fingerprint, per-task statistics by task index."""
-    return key if key >= 0 else -key - 1
-
-
-def _frontier_path(workdir: str, partition: int, level: int) -> Path:
-    return Path(workdir) / f"frontier-{partition:05d}-{level:05d}.pkl"
+def _frontier_path(workdir: str, partition: int, level: int, source: int) -> Path:
+    """The states of depth ``level`` owned by ``partition`` and generated in ``source``."""
+    return Path(workdir) / f"frontier-{partition:05d}-{level:05d}-{source:05d}.pkl"
 
 
 def _visited_path(workdir: str, partition: int, level: int) -> Path:
     return Path(workdir) / f"visited-{partition:05d}-{level:05d}.npz"
+
+
+def _candidates_path(workdir: str, level: int, source: int, partition: int) -> Path:
+    """Fingerprints and parents of the successors ``source`` found for ``partition``."""
+    return Path(workdir) / f"candidates-{level:05d}-{source:05d}-{partition:05d}.npy"
+
+
+def _winners_path(workdir: str, level: int, partition: int, source: int) -> Path:
+    """Which of those candidates ``partition`` had not seen: the states ``source`` ships to it."""
+    return Path(workdir) / f"winners-{level:05d}-{partition:05d}-{source:05d}.npy"
+
+
+def _abort_path(workdir: str, level: int) -> Path:
+    return Path(workdir) / f"abort-{level:05d}.txt"
+
+
+def _level_files(workdir: str, partitions: int, level: int) -> Iterator[Path]:
+    for p in range(partitions):
+        yield _visited_path(workdir, p, level)
+        for q in range(partitions):
+            yield _frontier_path(workdir, p, level, q)
+            yield _candidates_path(workdir, level, p, q)
+            yield _winners_path(workdir, level, p, q)
+    yield _abort_path(workdir, level)
 
 
 def _write_atomically(path: Path, write: Any) -> None:
@@ -138,12 +158,24 @@ def _write_atomically(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
-def _read_frontier(workdir: str, partition: int, level: int) -> list[tuple[int, bytes]]:
-    path = _frontier_path(workdir, partition, level)
-    if not path.exists():
-        return []
-    with open(path, "rb") as fh:
-        return pickle.load(fh)
+def _write_frontier(path: Path, fps: list[int], states: list[State]) -> None:
+    # One pickle per file: parts the states share are written once.
+    _write_atomically(path, lambda fh: pickle.dump((fps, states), fh, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _read_frontier(workdir: str, partition: int, level: int, partitions: int) -> tuple[list[int], list[State]]:
+    fps: list[int] = []
+    states: list[State] = []
+    for source in range(partitions):
+        path = _frontier_path(workdir, partition, level, source)
+        try:
+            with open(path, "rb") as fh:
+                piece_fps, piece_states = pickle.load(fh)
+        except FileNotFoundError:
+            raise UserError(f"spark: {path} is missing (damaged work directory)") from None
+        fps.extend(piece_fps)
+        states.extend(piece_states)
+    return fps, states
 
 
 def _read_visited(workdir: str, partition: int, level: int) -> tuple[Any, Any]:
@@ -157,109 +189,159 @@ def _read_visited(workdir: str, partition: int, level: int) -> tuple[Any, Any]:
         return data["fps"], data["parents"]
 
 
-def _expand_task(job: Job, level: int) -> Any:
-    """Check the states of depth ``level`` and compute their successors.
+class _AbortedError(Exception):
+    """Another task of the level met a user error; this one stops waiting for it."""
 
-    States travel as pickled bytes: the shuffle and the frontier files move bytes, and a state is
-    unpickled once, here, where it is checked and expanded (duplicates are never unpickled)."""
 
-    def run(partition: int, _items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
-        model, invariants, steps, keyfn = _build(job)
+def _await(paths: list[Path], abort: Path) -> None:
+    """Wait until every file exists: the tasks of a barrier stage all run at once, so they will."""
+    delay = 0.001
+    while paths := [p for p in paths if not p.exists()]:
+        if abort.exists():
+            raise _AbortedError
+        time.sleep(delay)
+        delay = min(2 * delay, 0.05)
+
+
+def _level_task(job: Job, level: int, tasks: int, probe: bool) -> Any:
+    """One task of a level: it owns the partitions ``p`` with ``p % tasks == task``.
+
+    1. expand: check each frontier state, compute its successors, fingerprint those new within
+       the partition and write each owner its fingerprints and parents (16 bytes a candidate);
+    2. dedupe, as owner: keep the least parent of each fingerprint, drop those in the visited
+       shard, write the next shard and tell each source which of its candidates won;
+    3. ship: pickle the winning states, still in memory since step 1, into their owner's next
+       frontier. A duplicate is never pickled.
+
+    The three steps meet at files, so the stage runs in barrier mode: all tasks at once. Every
+    file depends only on the level's inputs, so a retried stage rewrites the same bytes."""
+
+    def run(_items: Iterable[Any]) -> Iterator[dict[str, Any]]:
+        from pyspark import BarrierTaskContext
+
+        task = BarrierTaskContext.get().partitionId()
+        mine = [p for p in range(job.partitions) if p % tasks == task]
         gc_was_enabled = gc.isenabled()
         gc.disable()  # states are acyclic tuples: the collector only costs time here
-        dumps, loads = pickle.dumps, pickle.loads
+        summary: dict[str, Any] = {"new": 0, "generated": 0, "violations": [], "cut": 0}
+        abort = _abort_path(job.workdir, level)
         try:
-            generated = 0
-            violations: list[tuple[str, str, int, int | None]] = []
-            local: dict[int, tuple[int, State]] = {}
-            cut = 0
-            within = bounds_check(model)
-            for fp, blob in _read_frontier(job.workdir, partition, level):
-                state = loads(blob)
-                for name, pred in invariants:
-                    if not holds(name, pred, state):
-                        violations.append((name, "invariant", fp, None))
-                if within is not None and not within(state):
-                    cut += 1
-                    continue
-                succs = expand(model, state)
-                generated += len(succs)
-                if job.deadlock and not succs:
-                    violations.append((DEADLOCK, "deadlock", fp, None))
-                for action, nxt in succs:
-                    nfp = keyfn(nxt)
-                    for name, pred in steps:
-                        if not holds(name, pred, state, action, nxt):
-                            violations.append((name, "step", fp, nfp))
-                    seen = local.get(nfp)
-                    if seen is None or fp < seen[0]:  # the least parent: every attempt writes the same
-                        local[nfp] = (fp, nxt)
-            for nfp, (parent, nxt) in local.items():
-                yield nfp, (parent, dumps(nxt, pickle.HIGHEST_PROTOCOL))
-            yield -partition - 1, ("stats", generated, violations, cut)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-
-    return run
-
-
-def _merge_task(job: Job, level: int, probe: bool) -> Any:
-    """Deduplicate the candidates for depth ``level + 1`` against the visited shard (as bytes)."""
-
-    def run(partition: int, records: Iterable[tuple[int, Any]]) -> Iterator[dict[str, Any]]:
-        import numpy as np
-
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            generated = cut = 0
-            violations: list[tuple[str, str, int, int | None]] = []
-            candidates: dict[int, tuple[int, bytes]] = {}
-            for key, value in records:
-                if key < 0:
-                    generated += value[1]
-                    violations.extend(value[2])
-                    cut += value[3]
-                    continue
-                seen = candidates.get(key)
-                if seen is None or value[0] < seen[0]:
-                    candidates[key] = value
-            fps, parents = _read_visited(job.workdir, partition, level)
-            cand = np.fromiter(candidates.keys(), dtype=np.uint64, count=len(candidates))
-            cand.sort()
-            if len(fps):
-                pos = np.searchsorted(fps, cand)
-                pos[pos == len(fps)] = 0
-                new = cand[fps[pos] != cand] if len(cand) else cand
-            else:
-                new = cand
-            new_states = [(fp, candidates[fp][1]) for fp in new.tolist()]  # checked when expanded
+            held = {p: _expand(job, level, p, summary) for p in mine}
+            for q in mine:
+                summary["new"] += _dedupe(job, level, q, probe, abort)
             if not probe:
-                new_parents = np.fromiter((candidates[fp][0] for fp in new.tolist()), dtype=np.uint64, count=len(new))
-                at = np.searchsorted(fps, new)
-                merged_fps = np.insert(fps, at, new)
-                merged_parents = np.insert(parents, at, new_parents)
-                _write_atomically(
-                    _visited_path(job.workdir, partition, level + 1),
-                    lambda fh: np.savez(fh, fps=merged_fps, parents=merged_parents),
-                )
-                _write_atomically(
-                    _frontier_path(job.workdir, partition, level + 1),
-                    lambda fh: pickle.dump(new_states, fh, protocol=pickle.HIGHEST_PROTOCOL),
-                )
-            yield {
-                "partition": partition,
-                "new": len(new_states),
-                "generated": generated,
-                "violations": violations,
-                "cut": cut,
-            }
+                for p in mine:
+                    _ship(job, level, p, held[p], abort)
+        except UserError as exc:
+            abort.write_text(str(exc))
+            summary["error"] = str(exc)
+        except _AbortedError:
+            summary["aborted"] = True
         finally:
             if gc_was_enabled:
+                # What the task leaves (the model's caches) would otherwise be rescanned by the
+                # next collection; frozen, it never is.
+                gc.freeze()
                 gc.enable()
+        yield summary
 
     return run
+
+
+Held = dict[int, tuple[Any, list[State]]]
+"""Per owner partition: the candidates' fingerprints (numpy) and their states, in file order."""
+
+
+def _expand(job: Job, level: int, partition: int, summary: dict[str, Any]) -> Held:
+    import numpy as np
+
+    model, invariants, steps, keyfn = _build(job)
+    within = bounds_check(model)
+    fps, states = _read_frontier(job.workdir, partition, level, job.partitions)
+    violations = summary["violations"]
+    local: dict[int, tuple[int, State]] = {}
+    for fp, state in zip(fps, states, strict=True):
+        for name, pred in invariants:
+            if not holds(name, pred, state):
+                violations.append((name, "invariant", fp, None))
+        if within is not None and not within(state):
+            summary["cut"] += 1
+            continue
+        succs = expand(model, state)
+        summary["generated"] += len(succs)
+        if job.deadlock and not succs:
+            violations.append((DEADLOCK, "deadlock", fp, None))
+        for action, nxt in succs:
+            nfp = keyfn(nxt)
+            for name, pred in steps:
+                if not holds(name, pred, state, action, nxt):
+                    violations.append((name, "step", fp, nfp))
+            seen = local.get(nfp)
+            if seen is None or fp < seen[0]:  # the least parent: every attempt keeps the same
+                local[nfp] = (fp, nxt)
+    outgoing: dict[int, tuple[list[int], list[int], list[State]]] = {q: ([], [], []) for q in range(job.partitions)}
+    for nfp, (parent, nxt) in local.items():
+        fps_q, parents_q, states_q = outgoing[nfp % job.partitions]
+        fps_q.append(nfp)
+        parents_q.append(parent)
+        states_q.append(nxt)
+    held: Held = {}
+    for q, (fps_q, parents_q, states_q) in outgoing.items():
+        table = np.array([fps_q, parents_q], dtype=np.uint64).reshape(2, len(fps_q))
+        _write_atomically(_candidates_path(job.workdir, level, partition, q), lambda fh, t=table: np.save(fh, t))
+        held[q] = (table[0], states_q)
+    return held
+
+
+def _dedupe(job: Job, level: int, partition: int, probe: bool, abort: Path) -> int:
+    """Keep, of every source's candidates for this partition, those not yet visited."""
+    import numpy as np
+
+    sources = [_candidates_path(job.workdir, level, p, partition) for p in range(job.partitions)]
+    _await(sources, abort)
+    tables = [np.load(path) for path in sources]
+    fps = np.concatenate([t[0] for t in tables])
+    parents = np.concatenate([t[1] for t in tables])
+    origin = np.concatenate([np.full(t.shape[1], p, dtype=np.int64) for p, t in enumerate(tables)])
+    index = np.concatenate([np.arange(t.shape[1], dtype=np.int64) for t in tables])
+    order = np.lexsort((parents, fps))  # by fingerprint, then parent: the least parent first
+    sorted_fps = fps[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = sorted_fps[1:] != sorted_fps[:-1]
+    chosen = order[first]
+    visited, visited_parents = _read_visited(job.workdir, partition, level)
+    if len(visited):
+        pos = np.searchsorted(visited, fps[chosen])
+        pos[pos == len(visited)] = 0
+        chosen = chosen[visited[pos] != fps[chosen]]
+    if probe:
+        return len(chosen)
+    new_fps = fps[chosen]
+    at = np.searchsorted(visited, new_fps)
+    merged_fps = np.insert(visited, at, new_fps)
+    merged_parents = np.insert(visited_parents, at, parents[chosen])
+    _write_atomically(
+        _visited_path(job.workdir, partition, level + 1),
+        lambda fh: np.savez(fh, fps=merged_fps, parents=merged_parents),
+    )
+    for p in range(job.partitions):
+        won = np.sort(index[chosen[origin[chosen] == p]])
+        _write_atomically(_winners_path(job.workdir, level, partition, p), lambda fh, w=won: np.save(fh, w))
+    return len(chosen)
+
+
+def _ship(job: Job, level: int, partition: int, held: Held, abort: Path) -> None:
+    """Write the states this partition generated that their owners kept."""
+    import numpy as np
+
+    paths = {q: _winners_path(job.workdir, level, q, partition) for q in range(job.partitions)}
+    _await(list(paths.values()), abort)
+    for q, path in paths.items():
+        won = np.load(path)
+        fps, states = held[q]
+        _write_frontier(
+            _frontier_path(job.workdir, q, level + 1, partition), fps[won].tolist(), [states[i] for i in won.tolist()]
+        )
 
 
 # -- driver side --------------------------------------------------------------------------------
@@ -282,6 +364,10 @@ def spark_context(master: str, driver_memory: str = "2g", verbose: bool = False,
         .set("spark.executorEnv.PYTHONHASHSEED", "0")
         .set("spark.python.worker.reuse", "true")
         .set("spark.ui.showConsoleProgress", "false")
+        # A level is a barrier stage; if an executor is lost and the rest cannot run it, give up
+        # in seconds (not Spark's ten minutes) so the engine reruns it on the slots left.
+        .set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
+        .set("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "3")
     )
     pythonpath = os.environ.get("PYTHONPATH")
     if pythonpath:
@@ -399,7 +485,7 @@ def spark_bfs(
     if own_context:
         sc = spark_context(options.master, options.driver_memory, options.verbose)
     try:
-        partitions = options.partitions or max(2, 4 * sc.defaultParallelism)
+        partitions = options.partitions or max(2, sc.defaultParallelism)
         temporary = options.checkpoint is None
         workdir = tempfile.mkdtemp(prefix="kmc-spark-") if temporary else options.checkpoint
         Path(workdir).mkdir(parents=True, exist_ok=True)
@@ -434,7 +520,7 @@ def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
     import numpy as np
 
     prog = _Progress()
-    frontier: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(job.partitions)}
+    frontier: dict[int, tuple[list[int], list[State]]] = {p: ([], []) for p in range(job.partitions)}
     seen: set[int] = set()
     for state in model.init_states():
         prog.generated += 1
@@ -442,14 +528,106 @@ def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
         if fp in seen:
             continue
         seen.add(fp)
-        frontier[fp % job.partitions].append((fp, pickle.dumps(state, pickle.HIGHEST_PROTOCOL)))
-    for p, items in frontier.items():
-        fps = np.array(sorted(fp for fp, _ in items), dtype=np.uint64)
+        fps_p, states_p = frontier[fp % job.partitions]
+        fps_p.append(fp)
+        states_p.append(state)
+    for p, (fps_p, states_p) in frontier.items():
+        fps = np.array(sorted(fps_p), dtype=np.uint64)
         _write_atomically(_visited_path(job.workdir, p, 1), lambda fh, fps=fps: np.savez(fh, fps=fps, parents=fps))
-        _write_atomically(_frontier_path(job.workdir, p, 1), lambda fh, items=items: pickle.dump(items, fh))
+        for source in range(job.partitions):  # every frontier has one piece per source partition
+            piece = (fps_p, states_p) if source == 0 else ([], [])
+            _write_frontier(_frontier_path(job.workdir, p, 1, source), *piece)
     prog.distinct = len(seen)
     prog.levels = [len(seen)]
     return prog
+
+
+LEVEL_ATTEMPTS = 4
+"""A level whose job fails (an executor lost, and too few slots left to rerun its barrier stage)
+is run again, split over the slots there are then."""
+
+
+def _slots(sc: Any) -> int:
+    """How many tasks the cluster can run at once now (a barrier stage needs them all)."""
+    try:
+        jsc = sc._jsc.sc()
+        return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+    except Exception:  # an API private to Spark: fall back to what it reports at start
+        return int(sc.defaultParallelism)
+
+
+def _wait_for_slots(sc: Any, timeout: float = 120.0) -> int:
+    """A standalone cluster's executors register after the context starts: wait for the first."""
+    deadline = time.monotonic() + timeout
+    while (slots := _slots(sc)) < 1:
+        if time.monotonic() > deadline:
+            raise UserError(f"spark: no executor registered within {timeout:.0f} s; is the cluster up?")
+        time.sleep(0.2)
+    return slots
+
+
+def _failure(exc: Exception) -> str:
+    java = getattr(exc, "java_exception", None)
+    text = str(java.getMessage() if java is not None else exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+class _SlotsLostError(Exception):
+    def __str__(self) -> str:
+        return "an executor was lost and the slots left cannot run the stage"
+
+
+def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str) -> list[Any]:
+    """Collect a barrier stage, cancelling it if the cluster loses the slots it runs on.
+
+    Spark retries a failed barrier stage only on as many slots as it had, and waits for them
+    without end; the engine instead reruns the level on the slots that are left."""
+    from pyspark import InheritableThread
+
+    outcome: dict[str, Any] = {}
+
+    def collect() -> None:
+        sc.setJobGroup(group, "kmc BFS level", interruptOnCancel=True)
+        try:
+            outcome["value"] = rdd.collect()
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = InheritableThread(target=collect, name=group, daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+            if thread.is_alive() and _slots(sc) < tasks:
+                sc.cancelJobGroup(group)
+                thread.join()
+                raise _SlotsLostError
+    except BaseException:
+        sc.cancelJobGroup(group)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _run_level(sc: Any, job: Job, level: int, probe: bool) -> list[dict[str, Any]]:
+    _abort_path(job.workdir, level).unlink(missing_ok=True)  # left by an earlier run's user error
+    for attempt in range(1, LEVEL_ATTEMPTS + 1):
+        tasks = min(job.partitions, _wait_for_slots(sc))
+        rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(_level_task(job, level, tasks, probe))
+        try:
+            summaries = _collect_watched(sc, rdd, tasks, f"kmc-level-{level}-{attempt}")
+        except Exception as exc:
+            if attempt == LEVEL_ATTEMPTS:
+                raise
+            time.sleep(attempt)  # let the cluster notice what it lost
+            print(f"kmc spark: level {level} failed ({_failure(exc)}); running it again", file=sys.stderr)
+            continue
+        errors = [s["error"] for s in summaries if "error" in s]
+        if errors:
+            raise UserError(errors[0])
+        return summaries
+    raise AssertionError("unreachable")
 
 
 def _search(
@@ -459,7 +637,6 @@ def _search(
     prog = _load_meta(job.workdir, job) if resume else _initial_level(model, job, keyfn)
     if not resume:
         _save_meta(job.workdir, job, prog)
-    seeds = sc.parallelize(range(job.partitions), job.partitions)
     while not prog.done:
         if prog.violations and not options.keep_going:
             break
@@ -471,12 +648,7 @@ def _search(
         # At a bound the last level is still expanded (its states are checked as they are expanded),
         # but nothing is written: it only tells whether anything lies beyond.
         probe = at_state_bound or (options.max_depth is not None and level >= options.max_depth)
-        summaries = (
-            seeds.mapPartitionsWithIndex(_expand_task(job, level))
-            .partitionBy(job.partitions, owner)
-            .mapPartitionsWithIndex(_merge_task(job, level, probe))
-            .collect()
-        )
+        summaries = _run_level(sc, job, level, probe)
         new = sum(s["new"] for s in summaries)
         generated = sum(s["generated"] for s in summaries)
         violations = sorted(v for s in summaries for v in s["violations"])
@@ -497,11 +669,9 @@ def _search(
         prog.levels.append(new)
         prog.level = level + 1
         _save_meta(job.workdir, job, prog)
-        for p in range(job.partitions):  # the previous level is no longer needed
+        for path in _level_files(job.workdir, job.partitions, level):  # no longer needed
             with contextlib.suppress(FileNotFoundError):
-                _visited_path(job.workdir, p, level).unlink()
-            with contextlib.suppress(FileNotFoundError):
-                _frontier_path(job.workdir, p, level).unlink()
+                path.unlink()
         progress.update(distinct=prog.distinct, generated=prog.generated, depth=prog.level, queue=new)
     progress.close()
     return _result(model, props, job, options, prog, keyfn)

@@ -183,3 +183,15 @@ def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
             "replication", preset="kip-101", engine_name="spark",
             spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True), spark_context=sc,
         ).run()  # fmt: skip
+
+
+def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> None:
+    spec = tmp_path / "raises.py"
+    spec.write_text("from kmc.checker import invariant\n\n@invariant\ndef Oops(s):\n    return {}[s.x]\n")
+    with pytest.raises(UserError, match=r"property Oops raised KeyError: 0 -- in state Grid\(x=0, y=0\)"):
+        Check(
+            f"{TOY}:CounterGrid", spec_files=[spec], property_names=["Oops"], engine_name="spark",
+            spark_options=SparkOptions(partitions=3), spark_context=sc,
+        ).run()  # fmt: skip
+    with pytest.raises(UserError, match=r"raised KeyError in successors\(\).*in state 2"):
+        Check(f"{TOY}:Crashy", engine_name="spark", spark_options=SparkOptions(partitions=3), spark_context=sc).run()
