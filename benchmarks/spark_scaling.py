@@ -103,7 +103,7 @@ def spark_args(master: str, checkpoint: Path, partitions: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--partitions", type=int, default=16)
+    parser.add_argument("--partitions", type=int, default=2, help="shards (the engine defaults to one per core)")
     parser.add_argument(
         "--runs", nargs="*", default=["bfs", "local", "standalone"], choices=["bfs", "local", "standalone"]
     )

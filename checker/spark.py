@@ -2,20 +2,20 @@
 
 Design (see docs/spark.md): every state belongs to partition ``fingerprint % P``. Each partition
 owns a shard of the visited set on disk -- sorted 64-bit fingerprints with their parents'
-fingerprints, 16 bytes per state -- and the frontier of each level is a file per partition.
-A level is one Spark job:
+fingerprints, 16 bytes per state -- and the frontier of each level. A level is one Spark job, a
+barrier stage with a task per slot, each task serving its share of the partitions:
 
-1. expand: each task reads its partition's frontier file, computes successors and step
-   properties on the executor, and emits ``(fingerprint, (parent, state))``;
-2. the records are shuffled by fingerprint to the partition that owns them;
-3. merge: each task reads its visited shard, keeps the fingerprints it has not seen, checks the
-   invariants on those states, and writes the next frontier file and the next version of its
-   shard (level-numbered files renamed atomically, so a retried task rewrites the same bytes).
+1. expand: check the frontier's states, compute successors and step properties, and write each
+   owner partition the new fingerprints and their parents;
+2. dedupe, as owner: keep the least parent per fingerprint, drop what the shard has seen, write
+   the next shard and tell each source which of its candidates won;
+3. ship: pickle the winning states, held in memory since step 1, into the owners' next frontier.
 
-The driver collects only counts and violations. It rebuilds a trace by following parent
-fingerprints through the shards, then re-executing the model forward, as TLC does. Reading
-inputs from files also cuts Spark's lineage at every level, so a lost executor costs one
-task, and a run with ``--checkpoint DIR`` can be resumed with ``--resume DIR``.
+The steps meet at level-numbered files written atomically with deterministic contents, so a
+retried stage rewrites the same bytes. The driver collects only counts and violations. It
+rebuilds a trace by following parent fingerprints through the shards, then re-executing the
+model forward, as TLC does. Reading inputs from files also cuts Spark's lineage at every level,
+and a run with ``--checkpoint DIR`` can be resumed with ``--resume DIR``.
 """
 
 from __future__ import annotations
