@@ -5,16 +5,22 @@ under every PYTHONHASHSEED and on every machine. Python's own ``hash()`` is not:
 for str and bytes and, for None, depends on memory addresses.
 
 The encoding is a function of the value as Python compares it: values that are equal (==) encode
-to the same bytes (so ``True`` and ``1`` do, as they do as dictionary keys), sets and maps are
-encoded in sorted order, and NamedTuples encode as the tuples they are. Encodings of the parts
-that states share (logs, member records, sets) are cached, which makes fingerprinting a state
-that differs from its parent in one place cheap.
+to the same bytes (so ``True`` and ``1`` do, as they do as dictionary keys, and so do an IntEnum
+member and its int), sets and maps are encoded in sorted order, and NamedTuples encode as the
+tuples they are.
+
+The types states are mostly made of (tuples, frozensets, ints, strs, None) are encoded by a small
+C extension, ``_canonical``, when it was built (``pip install`` compiles it where a C compiler is
+found); the pure-Python encoder below gives the same bytes, handles every other type, and is used
+for everything when the extension is missing or ``KMC_PURE_PYTHON=1`` is set. In Python, the
+encodings of the parts states share (logs, member records, sets) are cached.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import os
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +41,7 @@ def _int(value: int) -> bytes:
     return b"I" + _pack_len(len(text)) + text
 
 
-def _encode(value: Any) -> bytes:
+def _encode_python(value: Any) -> bytes:
     kind = type(value)
     if kind is int or kind is bool:
         encoded = _SMALL_INTS.get(value)
@@ -47,8 +53,10 @@ def _encode(value: Any) -> bytes:
         return b"N"
     try:
         cached = _cache.get(value)
-    except TypeError:  # unhashable: a set or a mapping inside the state
+        hashable = True
+    except TypeError:  # unhashable: a set or a mapping, or a tuple holding one
         cached = None
+        hashable = False
     if cached is not None:
         return cached
     if isinstance(value, tuple):
@@ -58,13 +66,15 @@ def _encode(value: Any) -> bytes:
     elif isinstance(value, Mapping):
         items = sorted([_encode(k) + _encode(v) for k, v in value.items()])
         encoded = b"<" + _pack_len(len(items)) + b"".join(items)
+    elif isinstance(value, int):  # IntEnum, other int subclasses: equal to an int, encoded as one
+        return _encode(int(value))
+    elif isinstance(value, str):  # StrEnum and other str subclasses, likewise
+        return _encode(str.__str__(value))
     elif isinstance(value, enum.Enum):
         encoded = b"e" + _encode(f"{kind.__name__}.{value.name}")
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = dataclasses.fields(value)
         encoded = b"(" + _pack_len(len(fields)) + b"".join([_encode(getattr(value, f.name)) for f in fields])
-    elif isinstance(value, int):  # IntEnum and other int subclasses
-        return _encode(int(value))
     elif kind is float:
         return _encode(int(value)) if value.is_integer() else b"f" + struct.pack("<d", value)
     elif kind is bytes:
@@ -74,18 +84,45 @@ def _encode(value: Any) -> bytes:
             f"cannot fingerprint a value of type {kind.__name__}: states must be built from "
             "tuples, NamedTuples, frozen dataclasses, frozensets, ints, bools, strs and None"
         )
-    if kind is not set and not isinstance(value, Mapping):
+    if hashable:
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
         _cache[value] = encoded
     return encoded
 
 
-def canonical_bytes(value: Any) -> bytes:
-    """The canonical encoding: equal values give equal bytes, sets and maps in sorted order."""
-    if type(value) is not tuple and isinstance(value, tuple):  # a whole state: its parts are cached
-        return b"(" + _pack_len(len(value)) + b"".join([_encode(item) for item in value])
-    return _encode(value)
+def _c_extension() -> Any:
+    if os.environ.get("KMC_PURE_PYTHON"):
+        return None
+    try:
+        from . import _canonical
+    except ImportError:  # installed without a C compiler
+        return None
+    return _canonical
+
+
+_c = _c_extension()
+_c_encode = _c.encode if _c is not None else None
+ACCELERATED = _c is not None
+"""Whether fingerprints are computed by the C extension (the bytes are the same either way)."""
+
+if _c_encode is None:
+    _encode = _encode_python
+
+    def canonical_bytes(value: Any) -> bytes:
+        """The canonical encoding: equal values give equal bytes, sets and maps in sorted order."""
+        if type(value) is not tuple and isinstance(value, tuple):  # a whole state: its parts are cached
+            return b"(" + _pack_len(len(value)) + b"".join([_encode(item) for item in value])
+        return _encode(value)
+
+else:
+
+    def _encode(value: Any) -> bytes:
+        return _c_encode(value, _encode_python)  # Python's only for the types C leaves to it
+
+    def canonical_bytes(value: Any) -> bytes:
+        """The canonical encoding: equal values give equal bytes, sets and maps in sorted order."""
+        return _c_encode(value, _encode_python)
 
 
 def fingerprint(value: Any) -> int:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import importlib
 import os
+import shutil
 import subprocess
 import sys
-from typing import NamedTuple
+import sysconfig
+from typing import Any, NamedTuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kmc.checker import fingerprint
-from kmc.checker.fingerprint import canonical_bytes
+from kmc.checker.fingerprint import ACCELERATED, canonical_bytes
+
+fingerprint_module = importlib.import_module("kmc.checker.fingerprint")
 
 
 class Member(NamedTuple):
@@ -46,6 +55,8 @@ def test_equal_values_equal_fingerprints() -> None:
     assert fingerprint(True) == fingerprint(1)  # equal values, equal fingerprints
     assert fingerprint((True, "a")) == fingerprint((1, "a"))
     assert fingerprint(((1,), 2)) != fingerprint((1, (2,)))
+    assert fingerprint((Level.HIGH, "a")) == fingerprint((2, "a")) == fingerprint((2.0, "a"))
+    assert fingerprint(({1, 2}, {"k": 1})) == fingerprint(({2, 1}, {"k": True}))
     assert 0 <= fingerprint(SAMPLE) < 2**64
 
 
@@ -64,3 +75,64 @@ def test_same_fingerprint_in_every_process_and_hash_seed() -> None:
 def test_unsupported_values_are_rejected() -> None:
     with pytest.raises(TypeError, match="cannot fingerprint"):
         canonical_bytes((1, object()))
+
+
+class Phase(enum.Enum):
+    STABLE = "Stable"
+    EMPTY = "Empty"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Offsets:
+    logEndOffset: int
+    highWatermark: int
+    isr: frozenset[int]
+
+
+leaves = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=6),
+    st.binary(max_size=6),
+    st.floats(allow_nan=False),
+    st.sampled_from(list(Phase) + list(Level)),
+)
+hashables: st.SearchStrategy[Any] = st.deferred(
+    lambda: (
+        leaves
+        | st.tuples(hashables, hashables)
+        | st.lists(hashables, max_size=3).map(tuple)
+        | st.frozensets(hashables, max_size=3)
+        | st.builds(Member, st.text(max_size=3), st.frozensets(st.tuples(st.text(max_size=2), st.integers(0, 3))))
+        | st.builds(Offsets, st.integers(0, 5), st.integers(-1, 5), st.frozensets(st.integers(0, 3)))
+    )
+)
+
+
+@st.composite
+def values(draw: st.DrawFn) -> Any:
+    """Hashable values, or a tuple of the unhashable containers a state may also hold."""
+    if draw(st.booleans()):
+        return draw(hashables)
+    return (draw(st.sets(hashables, max_size=4)), draw(st.dictionaries(st.text(max_size=2), hashables, max_size=3)))
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="the C extension is not in use (not built, or KMC_PURE_PYTHON is set)")
+@settings(max_examples=600, deadline=None)
+@given(values())
+def test_c_extension_encodes_as_python_does(value: Any) -> None:
+    assert canonical_bytes(value) == fingerprint_module._encode_python(value)
+
+
+def test_c_extension_is_built_where_a_compiler_is() -> None:
+    """`pip install` builds it if it can; this catches a build that silently stopped working."""
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    if shutil.which(compiler.split()[0]) is None or os.environ.get("KMC_PURE_PYTHON"):
+        pytest.skip("no C compiler here: fingerprints use the pure-Python encoder")
+    assert ACCELERATED
