@@ -5,23 +5,32 @@ that the single-process BFS does not do.
 
 It runs the BFS of replication kip-320-first-try with 3 replicas to a depth, then times, on that
 level's states: computing the successors; fingerprinting them (BFS keeps states, Spark must
-fingerprint to shard); pickling the level as one list and unpickling it (what a frontier file
+fingerprint to shard), with the C encoder and with the pure-Python one; pickling the level as one
+list and unpickling it, as it is and with equal fields interned first (what a frontier file
 costs); and the successors and their fingerprints again, of the unpickled states, which no longer
-share their parts with the states the model and the fingerprint cache have seen. CPU time, so a
-busy machine skews it less.
+share their parts with the states the model has seen. CPU time, so a busy machine skews it less.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import pickle
 import time
 
 from kmc.checker.bfs import expand
-from kmc.checker.fingerprint import fingerprint
 from kmc.checker.registry import load_model_class
+from kmc.checker.spark import _interned
+
+fp_module = importlib.import_module("kmc.checker.fingerprint")
+fingerprint = fp_module.fingerprint
+
+
+def python_fingerprint(value: object) -> int:
+    """The pure-Python encoder's fingerprint (the same number), for comparison."""
+    return fp_module.xxhash.xxh3_64_intdigest(fp_module._encode_python(value))
 
 
 def per_state(seconds: float, count: int) -> float:
@@ -52,9 +61,13 @@ def main() -> None:
         return time.process_time() - begin, out
 
     t_expand, successors = timed(lambda: [expand(model, state) for state in frontier])
-    t_fp, _ = timed(lambda: [fingerprint(nxt) for succs in successors for _action, nxt in succs])
+    t_fp, fps = timed(lambda: [fingerprint(nxt) for succs in successors for _action, nxt in succs])
+    t_fp_python, python_fps = timed(lambda: [python_fingerprint(nxt) for succs in successors for _action, nxt in succs])
+    assert fps == python_fps
     t_dumps, blob = timed(lambda: pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL))
     t_loads, fresh = timed(lambda: pickle.loads(blob))
+    t_intern, interned = timed(lambda: _interned(fresh))
+    t_dumps_interned, interned_blob = timed(lambda: pickle.dumps(interned, pickle.HIGHEST_PROTOCOL))
     t_expand_fresh, fresh_successors = timed(lambda: [expand(model, state) for state in fresh])
     t_fp_fresh, _ = timed(lambda: [fingerprint(nxt) for succs in fresh_successors for _action, nxt in succs])
     row = {
@@ -64,12 +77,16 @@ def main() -> None:
         "us_per_state": {
             "successors": per_state(t_expand, count),
             "fingerprint_successors": per_state(t_fp, count),
+            "fingerprint_successors_pure_python": per_state(t_fp_python, count),
             "pickle_as_one_list": per_state(t_dumps, count),
             "unpickle_the_list": per_state(t_loads, count),
+            "intern_equal_fields_of_the_unpickled": per_state(t_intern, count),
+            "pickle_them_interned": per_state(t_dumps_interned, count),
             "successors_of_unpickled_states": per_state(t_expand_fresh, count),
             "fingerprint_their_successors": per_state(t_fp_fresh, count),
         },
         "bytes_per_state": round(len(blob) / count),
+        "bytes_per_state_interned": round(len(interned_blob) / count),
     }
     print(json.dumps(row, indent=2))
 

@@ -107,6 +107,7 @@ def main() -> None:
     parser.add_argument(
         "--runs", nargs="*", default=["bfs", "local", "standalone"], choices=["bfs", "local", "standalone"]
     )
+    parser.add_argument("--tag", default="", help="added to the results file's name, to keep runs of one day apart")
     args = parser.parse_args()
     record: dict = {
         "benchmark": "replication: single-process bfs vs spark local[2] vs standalone workers",
@@ -137,7 +138,8 @@ def main() -> None:
             raise SystemExit(f"state counts differ in {name}: {rows}")
         record["cases"][f"{name}: {preset} {overrides}"] = rows
     shutil.rmtree(scratch, ignore_errors=True)
-    out = HERE / "results" / f"{record['date']}-spark-scaling-{'-'.join(args.cases)}-{'-'.join(args.runs)}.json"
+    tag = f"-{args.tag}" if args.tag else ""
+    out = HERE / "results" / f"{record['date']}-spark-scaling-{'-'.join(args.cases)}-{'-'.join(args.runs)}{tag}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"recorded in {out.relative_to(HERE.parent)}")
 

@@ -2,14 +2,17 @@
 
 Design (see docs/spark.md): every state belongs to partition ``fingerprint % P``. Each partition
 owns a shard of the visited set on disk -- sorted 64-bit fingerprints with their parents'
-fingerprints, 16 bytes per state -- and the frontier of each level. A level is one Spark job, a
-barrier stage with a task per slot, each task serving its share of the partitions:
+fingerprints, 16 bytes per state -- and expands the states of each level whose parent's
+fingerprint it is named by. A level is one Spark job, a barrier stage with a task per slot, each
+task serving its share of the partitions:
 
 1. expand: check the frontier's states, compute successors and step properties, and write each
    owner partition the new fingerprints and their parents;
 2. dedupe, as owner: keep the least parent per fingerprint, drop what the shard has seen, write
    the next shard and tell each source which of its candidates won;
-3. ship: pickle the winning states, held in memory since step 1, into the owners' next frontier.
+3. ship: pickle the winning states, held in memory since step 1, into the next frontier of the
+   partition their parent names, so that siblings, which share most of their parts, travel
+   together.
 
 The steps meet at level-numbered files written atomically with deterministic contents, so a
 retried stage rewrites the same bytes. The driver collects only counts and violations. It
@@ -119,7 +122,7 @@ def _build(job: Job) -> tuple[Model, list[tuple[str, Any]], list[tuple[str, Any]
 
 
 def _frontier_path(workdir: str, partition: int, level: int, source: int) -> Path:
-    """The states of depth ``level`` owned by ``partition`` and generated in ``source``."""
+    """The states of depth ``level`` that ``partition`` expands, generated in ``source``."""
     return Path(workdir) / f"frontier-{partition:05d}-{level:05d}-{source:05d}.pkl"
 
 
@@ -158,9 +161,36 @@ def _write_atomically(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
+def _interned(states: list[State]) -> list[State]:
+    """The states with equal top-level fields made one object, so the pickle writes each once.
+
+    Successors of different parents often hold equal but distinct parts (a log, an ISR); pickle
+    shares only identical objects. Only tuple states (NamedTuples included) are rebuilt, and a
+    part is only replaced by one of its own type."""
+    pool: dict[Any, Any] = {}
+    intern = pool.setdefault
+    out = []
+    for state in states:
+        if isinstance(state, tuple):
+            try:
+                parts = [intern(part, part) for part in state]
+            except TypeError:  # an unhashable part: the state is kept as it is
+                out.append(state)
+                continue
+            if list(map(type, parts)) != list(map(type, state)):  # equal, yet not alike: 1 and True
+                alike = zip(state, parts, strict=True)
+                parts = [shared if type(shared) is type(mine) else mine for mine, shared in alike]
+            state = tuple.__new__(type(state), parts)
+        out.append(state)
+    return out
+
+
 def _write_frontier(path: Path, fps: list[int], states: list[State]) -> None:
     # One pickle per file: parts the states share are written once.
-    _write_atomically(path, lambda fh: pickle.dump((fps, states), fh, protocol=pickle.HIGHEST_PROTOCOL))
+    import numpy as np
+
+    piece = (np.array(fps, dtype=np.uint64), _interned(states))
+    _write_atomically(path, lambda fh: pickle.dump(piece, fh, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _read_frontier(workdir: str, partition: int, level: int, partitions: int) -> tuple[list[int], list[State]]:
@@ -173,7 +203,7 @@ def _read_frontier(workdir: str, partition: int, level: int, partitions: int) ->
                 piece_fps, piece_states = pickle.load(fh)
         except FileNotFoundError:
             raise UserError(f"spark: {path} is missing (damaged work directory)") from None
-        fps.extend(piece_fps)
+        fps.extend(piece_fps.tolist())
         states.extend(piece_states)
     return fps, states
 
@@ -210,8 +240,8 @@ def _level_task(job: Job, level: int, tasks: int, probe: bool) -> Any:
        the partition and write each owner its fingerprints and parents (16 bytes a candidate);
     2. dedupe, as owner: keep the least parent of each fingerprint, drop those in the visited
        shard, write the next shard and tell each source which of its candidates won;
-    3. ship: pickle the winning states, still in memory since step 1, into their owner's next
-       frontier. A duplicate is never pickled.
+    3. ship: pickle the winning states, still in memory since step 1, into the next frontier
+       of the partition their parent names. A duplicate is never pickled.
 
     The three steps meet at files, so the stage runs in barrier mode: all tasks at once. Every
     file depends only on the level's inputs, so a retried stage rewrites the same bytes."""
@@ -249,7 +279,7 @@ def _level_task(job: Job, level: int, tasks: int, probe: bool) -> Any:
 
 
 Held = dict[int, tuple[Any, list[State]]]
-"""Per owner partition: the candidates' fingerprints (numpy) and their states, in file order."""
+"""Per owner partition: the candidates' fingerprints and parents (numpy, 2 x n) and their states."""
 
 
 def _expand(job: Job, level: int, partition: int, summary: dict[str, Any]) -> Held:
@@ -259,7 +289,8 @@ def _expand(job: Job, level: int, partition: int, summary: dict[str, Any]) -> He
     within = bounds_check(model)
     fps, states = _read_frontier(job.workdir, partition, level, job.partitions)
     violations = summary["violations"]
-    local: dict[int, tuple[int, State]] = {}
+    parent_of: dict[int, int] = {}  # per new fingerprint, its least parent here
+    state_of: dict[int, State] = {}
     for fp, state in zip(fps, states, strict=True):
         for name, pred in invariants:
             if not holds(name, pred, state):
@@ -276,20 +307,21 @@ def _expand(job: Job, level: int, partition: int, summary: dict[str, Any]) -> He
             for name, pred in steps:
                 if not holds(name, pred, state, action, nxt):
                     violations.append((name, "step", fp, nfp))
-            seen = local.get(nfp)
-            if seen is None or fp < seen[0]:  # the least parent: every attempt keeps the same
-                local[nfp] = (fp, nxt)
-    outgoing: dict[int, tuple[list[int], list[int], list[State]]] = {q: ([], [], []) for q in range(job.partitions)}
-    for nfp, (parent, nxt) in local.items():
-        fps_q, parents_q, states_q = outgoing[nfp % job.partitions]
-        fps_q.append(nfp)
-        parents_q.append(parent)
-        states_q.append(nxt)
+            seen = parent_of.get(nfp)
+            if seen is None or fp < seen:  # the least parent: every attempt keeps the same
+                parent_of[nfp] = fp
+                state_of[nfp] = nxt
+    count = len(parent_of)
+    new_fps = np.fromiter(parent_of.keys(), dtype=np.uint64, count=count)
+    parents = np.fromiter(parent_of.values(), dtype=np.uint64, count=count)
+    successors = list(state_of.values())  # in the same order: both dicts saw the same insertions
+    owner = new_fps % np.uint64(job.partitions)
     held: Held = {}
-    for q, (fps_q, parents_q, states_q) in outgoing.items():
-        table = np.array([fps_q, parents_q], dtype=np.uint64).reshape(2, len(fps_q))
+    for q in range(job.partitions):
+        mine = np.flatnonzero(owner == q)
+        table = np.stack([new_fps[mine], parents[mine]])
         _write_atomically(_candidates_path(job.workdir, level, partition, q), lambda fh, t=table: np.save(fh, t))
-        held[q] = (table[0], states_q)
+        held[q] = (table, [successors[i] for i in mine.tolist()])
     return held
 
 
@@ -331,17 +363,25 @@ def _dedupe(job: Job, level: int, partition: int, probe: bool, abort: Path) -> i
 
 
 def _ship(job: Job, level: int, partition: int, held: Held, abort: Path) -> None:
-    """Write the states this partition generated that their owners kept."""
+    """Write the states this partition generated that their owners kept.
+
+    A state is expanded next by the partition its parent's fingerprint picks, not by its owner:
+    the successors of one state then travel in one file, where the parts they share are pickled
+    once, and the frontier is still spread evenly over the partitions."""
     import numpy as np
 
     paths = {q: _winners_path(job.workdir, level, q, partition) for q in range(job.partitions)}
     _await(list(paths.values()), abort)
+    outgoing: dict[int, tuple[list[int], list[State]]] = {d: ([], []) for d in range(job.partitions)}
     for q, path in paths.items():
         won = np.load(path)
-        fps, states = held[q]
-        _write_frontier(
-            _frontier_path(job.workdir, q, level + 1, partition), fps[won].tolist(), [states[i] for i in won.tolist()]
-        )
+        table, states = held[q]
+        for fp, parent, i in zip(table[0][won].tolist(), table[1][won].tolist(), won.tolist(), strict=True):
+            fps_d, states_d = outgoing[parent % job.partitions]
+            fps_d.append(fp)
+            states_d.append(states[i])
+    for d, (fps_d, states_d) in outgoing.items():
+        _write_frontier(_frontier_path(job.workdir, d, level + 1, partition), fps_d, states_d)
 
 
 # -- driver side --------------------------------------------------------------------------------
@@ -424,8 +464,12 @@ class _Progress:
     bound_reason: str | None = None
 
 
+CHECKPOINT_FORMAT = 2
+"""Bumped whenever the files of a level change shape; a checkpoint of another format is refused."""
+
+
 def _save_meta(workdir: str, job: Job, prog: _Progress) -> None:
-    doc = {"job": job.signature(), "progress": asdict(prog)}
+    doc = {"format": CHECKPOINT_FORMAT, "job": job.signature(), "progress": asdict(prog)}
     path = Path(workdir) / "meta.json"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1, default=str))
@@ -436,7 +480,16 @@ def _load_meta(workdir: str, job: Job) -> _Progress:
     path = Path(workdir) / "meta.json"
     if not path.exists():
         raise UserError(f"--resume {workdir}: no checkpoint there (meta.json is missing)")
-    doc = json.loads(path.read_text())
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--resume {workdir}: meta.json is unreadable ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
+        raise UserError(
+            f"--resume {workdir}: the checkpoint was written by another version of kmc "
+            f"(format {doc.get('format', 1) if isinstance(doc, dict) else '?'}, this one reads {CHECKPOINT_FORMAT}); "
+            "start the check again without --resume"
+        )
     if doc["job"] != json.loads(json.dumps(job.signature(), default=str)):
         raise UserError(
             f"--resume {workdir}: the checkpoint is of a different check "

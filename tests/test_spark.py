@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from conftest import ROOT, TESTS
@@ -183,6 +184,15 @@ def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
             "replication", preset="kip-101", engine_name="spark",
             spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True), spark_context=sc,
         ).run()  # fmt: skip
+    meta = checkpoint / "meta.json"
+    older = json.loads(meta.read_text())
+    del older["format"]  # as the first format wrote it
+    meta.write_text(json.dumps(older))
+    with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 2\)"):
+        Check(
+            "replication", preset="kip-320", engine_name="spark",
+            spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True), spark_context=sc,
+        ).run()  # fmt: skip
 
 
 def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> None:
@@ -195,3 +205,21 @@ def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> No
         ).run()  # fmt: skip
     with pytest.raises(UserError, match=r"raised KeyError in successors\(\).*in state 2"):
         Check(f"{TOY}:Crashy", engine_name="spark", spark_options=SparkOptions(partitions=3), spark_context=sc).run()
+
+
+class Fields(NamedTuple):
+    log: tuple[int, ...]
+    leader: int | bool
+    isr: frozenset[int] | set[int]
+
+
+def test_frontier_files_share_equal_fields_without_changing_them() -> None:
+    from kmc.checker.spark import _interned
+
+    logs = [tuple([1, 2]) for _ in range(3)]  # equal, not identical
+    states = [Fields(logs[0], 1, frozenset({0})), Fields(logs[1], True, frozenset({0})), Fields(logs[2], 0, {0})]
+    out = _interned(states)
+    assert out == states and [type(s) for s in out] == [Fields] * 3
+    assert out[0].log is out[1].log and out[0].isr is out[1].isr  # pickled once
+    assert out[1].leader is True and type(out[0].leader) is int  # equal to 1, yet kept a bool
+    assert out[2] is states[2]  # an unhashable field: the state is left as it was
