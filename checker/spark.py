@@ -161,6 +161,11 @@ def _write_atomically(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
+def _rebuildable(cls: type) -> bool:
+    """A plain tuple or a NamedTuple: nothing but its items, so ``tuple.__new__`` remakes it."""
+    return cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__dictoffset__ == 0)
+
+
 def _interned(states: list[State]) -> list[State]:
     """The states with equal top-level fields made one object, so the pickle writes each once.
 
@@ -169,9 +174,14 @@ def _interned(states: list[State]) -> list[State]:
     part is only replaced by one of its own type."""
     pool: dict[Any, Any] = {}
     intern = pool.setdefault
+    kinds: dict[type, bool] = {}
     out = []
     for state in states:
-        if isinstance(state, tuple):
+        cls = type(state)
+        rebuild = kinds.get(cls)
+        if rebuild is None:
+            rebuild = kinds[cls] = _rebuildable(cls)
+        if rebuild:
             try:
                 parts = [intern(part, part) for part in state]
             except TypeError:  # an unhashable part: the state is kept as it is
@@ -180,7 +190,7 @@ def _interned(states: list[State]) -> list[State]:
             if list(map(type, parts)) != list(map(type, state)):  # equal, yet not alike: 1 and True
                 alike = zip(state, parts, strict=True)
                 parts = [shared if type(shared) is type(mine) else mine for mine, shared in alike]
-            state = tuple.__new__(type(state), parts)
+            state = tuple.__new__(cls, parts)
         out.append(state)
     return out
 

@@ -223,3 +223,10 @@ def test_frontier_files_share_equal_fields_without_changing_them() -> None:
     assert out[0].log is out[1].log and out[0].isr is out[1].isr  # pickled once
     assert out[1].leader is True and type(out[0].leader) is int  # equal to 1, yet kept a bool
     assert out[2] is states[2]  # an unhashable field: the state is left as it was
+
+    class WithAttributes(Fields):  # a subclass with an instance dict: tuple.__new__ would drop it
+        pass
+
+    odd = WithAttributes(logs[0], 1, frozenset())
+    odd.note = "kept"
+    assert _interned([odd])[0] is odd
