@@ -91,19 +91,18 @@ def _encode_python(value: Any) -> bytes:
     return encoded
 
 
-def _c_extension() -> Any:
+def _c_encoder() -> Any:
     if os.environ.get("KMC_PURE_PYTHON"):
         return None
     try:
-        from . import _canonical
+        from ._canonical import encode
     except ImportError:  # installed without a C compiler
         return None
-    return _canonical
+    return encode
 
 
-_c = _c_extension()
-_c_encode = _c.encode if _c is not None else None
-ACCELERATED = _c is not None
+_c_encode = _c_encoder()
+ACCELERATED = _c_encode is not None
 """Whether fingerprints are computed by the C extension (the bytes are the same either way)."""
 
 if _c_encode is None:
@@ -117,12 +116,11 @@ if _c_encode is None:
 
 else:
 
-    def _encode(value: Any) -> bytes:
-        return _c_encode(value, _encode_python)  # Python's only for the types C leaves to it
-
     def canonical_bytes(value: Any) -> bytes:
         """The canonical encoding: equal values give equal bytes, sets and maps in sorted order."""
-        return _c_encode(value, _encode_python)
+        return _c_encode(value, _encode_python)  # Python's only for the types C leaves to it
+
+    _encode = canonical_bytes
 
 
 def fingerprint(value: Any) -> int:

@@ -24,6 +24,7 @@ and a run with ``--checkpoint DIR`` can be resumed with ``--resume DIR``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -161,6 +162,7 @@ def _write_atomically(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
+@functools.cache
 def _rebuildable(cls: type) -> bool:
     """A plain tuple or a NamedTuple: nothing but its items, so ``tuple.__new__`` remakes it."""
     return cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__dictoffset__ == 0)
@@ -174,14 +176,10 @@ def _interned(states: list[State]) -> list[State]:
     part is only replaced by one of its own type."""
     pool: dict[Any, Any] = {}
     intern = pool.setdefault
-    kinds: dict[type, bool] = {}
     out = []
     for state in states:
         cls = type(state)
-        rebuild = kinds.get(cls)
-        if rebuild is None:
-            rebuild = kinds[cls] = _rebuildable(cls)
-        if rebuild:
+        if _rebuildable(cls):
             try:
                 parts = [intern(part, part) for part in state]
             except TypeError:  # an unhashable part: the state is kept as it is
