@@ -5,8 +5,8 @@
 
 Each run is a `kmc check --json` subprocess; a sampler adds up the resident memory of the whole
 process tree (driver, JVM, Python workers) every 0.2 s, since the driver alone hides most of it.
-Spark runs keep their levels in a checkpoint directory, so the visited set's size on disk is
-measured too. Results are recorded in benchmarks/results/.
+Spark runs also report the visited set's size (the shards' bytes, summed over the executors).
+Results are recorded in benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def run(label: str, args: list[str], checkpoint: Path | None = None) -> dict:
+def run(label: str, args: list[str]) -> dict:
     cmd = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", *args,
            "--property", "LeaderInIsr", "--json", "--no-progress", "--out", tempfile.mkdtemp()]  # fmt: skip
     start = time.perf_counter()
@@ -87,17 +87,15 @@ def run(label: str, args: list[str], checkpoint: Path | None = None) -> dict:
         "driver_peak_mb": round(data["peak_memory_bytes"] / 2**20),
         "process_tree_peak_mb": round(peak[0] / 2**20),
     }
-    if checkpoint is not None:
-        shards = sum(p.stat().st_size for p in checkpoint.glob("visited-*.npz"))
-        row["visited_bytes_per_state"] = round(shards / data["distinct_states"], 2)
-        shutil.rmtree(checkpoint, ignore_errors=True)
+    if "visited_bytes" in data:
+        row["visited_bytes_per_state"] = round(data["visited_bytes"] / data["distinct_states"], 2)
+        row["restarts"] = data["restarts"]
     print(json.dumps(row), flush=True)
     return row
 
 
-def spark_args(master: str, checkpoint: Path, partitions: int) -> list[str]:
-    return ["--engine", "spark", "--spark-master", master, "--partitions", str(partitions),
-            "--checkpoint", str(checkpoint), "--driver-memory", "4g"]  # fmt: skip
+def spark_args(master: str, partitions: int) -> list[str]:
+    return ["--engine", "spark", "--spark-master", master, "--partitions", str(partitions), "--driver-memory", "4g"]
 
 
 def main() -> None:
@@ -123,16 +121,12 @@ def main() -> None:
         if "bfs" in args.runs:
             rows.append(run("bfs (one process)", base))
         if "local" in args.runs:
-            rows.append(run("spark local[2]", base + spark_args("local[2]", scratch / "ckpt", args.partitions),
-                            scratch / "ckpt"))  # fmt: skip
+            rows.append(run("spark local[2]", base + spark_args("local[2]", args.partitions)))
         if name == "medium" and "standalone" in args.runs:
             for workers in (1, 2):
                 with LocalCluster(scratch / f"cluster-{workers}", workers=workers) as cluster:
-                    rows.append(
-                        run(f"spark standalone, {workers} worker(s) x 1 core",
-                            base + spark_args(cluster.master_url, scratch / "ckpt", args.partitions),
-                            scratch / "ckpt")
-                    )  # fmt: skip
+                    label = f"spark standalone, {workers} worker(s) x 1 core"
+                    rows.append(run(label, base + spark_args(cluster.master_url, args.partitions)))
         counts = {r["distinct_states"] for r in rows}
         if len(counts) != 1:
             raise SystemExit(f"state counts differ in {name}: {rows}")

@@ -1,24 +1,19 @@
 """Level-synchronous BFS on PySpark: the same search as `bfs`, across Spark executors.
 
-Design (see docs/spark.md): every state belongs to partition ``fingerprint % P``. Each partition
-owns a shard of the visited set on disk -- sorted 64-bit fingerprints with their parents'
-fingerprints, 16 bytes per state -- and expands the states of each level whose parent's
-fingerprint it is named by. A level is one Spark job, a barrier stage with a task per slot, each
-task serving its share of the partitions:
+Design (see docs/spark.md): every state belongs to partition ``fingerprint % P``, which owns a
+shard of the visited set -- sorted 64-bit fingerprints with their parents' fingerprints, 16 bytes
+per state. The whole search is one Spark job: a barrier stage of a task per slot, each serving
+its share of the partitions and keeping their shards and frontiers in memory from level to level.
+At each level a task expands its frontiers and sends each owner the new fingerprints and their
+parents; the owners say which are new; a new state stays, unpickled, in the task that generated
+it, and only the states that even out the frontiers' sizes move. The tasks meet at files and
+``allGather``.
 
-1. expand: check the frontier's states, compute successors and step properties, and write each
-   owner partition the new fingerprints and their parents;
-2. dedupe, as owner: keep the least parent per fingerprint, drop what the shard has seen, write
-   the next shard and tell each source which of its candidates won;
-3. ship: pickle the winning states, held in memory since step 1, into the next frontier of the
-   partition their parent names, so that siblings, which share most of their parts, travel
-   together.
-
-The steps meet at level-numbered files written atomically with deterministic contents, so a
-retried stage rewrites the same bytes. The driver collects only counts and violations. It
-rebuilds a trace by following parent fingerprints through the shards, then re-executing the
-model forward, as TLC does. Reading inputs from files also cuts Spark's lineage at every level,
-and a run with ``--checkpoint DIR`` can be resumed with ``--resume DIR``.
+Every few levels (every level with ``--checkpoint DIR``) the partitions save their frontiers and
+shards and ``meta.json`` records the level: a lost executor restarts the search from there, and
+``--resume DIR`` too. The driver collects only counts and violations. It rebuilds a trace by
+following parent fingerprints through the shards, then re-executing the model forward, as TLC
+does.
 """
 
 from __future__ import annotations
@@ -33,6 +28,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -74,6 +70,8 @@ class SparkOptions:
     driver_memory: str = "2g"
     verbose: bool = False
     """Leave Spark's own logging at WARN (and its UI on) instead of quiet."""
+    save_interval_s: float = 60.0
+    """Without ``checkpoint``, how often a level is saved, to restart from if an executor is lost."""
     max_depth: int | None = None
     max_states: int | None = None
     symmetry: bool = False
@@ -122,37 +120,19 @@ def _build(job: Job) -> tuple[Model, list[tuple[str, Any]], list[tuple[str, Any]
     return _BUILT[key]
 
 
-def _frontier_path(workdir: str, partition: int, level: int, source: int) -> Path:
-    """The states of depth ``level`` that ``partition`` expands, generated in ``source``."""
-    return Path(workdir) / f"frontier-{partition:05d}-{level:05d}-{source:05d}.pkl"
+def _frontier_path(workdir: str, partition: int, level: int) -> Path:
+    """The saved frontier of depth ``level`` that ``partition`` expands."""
+    return Path(workdir) / f"frontier-{partition:05d}-{level:05d}.pkl"
 
 
 def _visited_path(workdir: str, partition: int, level: int) -> Path:
     return Path(workdir) / f"visited-{partition:05d}-{level:05d}.npz"
 
 
-def _candidates_path(workdir: str, level: int, source: int, partition: int) -> Path:
-    """Fingerprints and parents of the successors ``source`` found for ``partition``."""
-    return Path(workdir) / f"candidates-{level:05d}-{source:05d}-{partition:05d}.npy"
-
-
-def _winners_path(workdir: str, level: int, partition: int, source: int) -> Path:
-    """Which of those candidates ``partition`` had not seen: the states ``source`` ships to it."""
-    return Path(workdir) / f"winners-{level:05d}-{partition:05d}-{source:05d}.npy"
-
-
-def _abort_path(workdir: str, level: int) -> Path:
-    return Path(workdir) / f"abort-{level:05d}.txt"
-
-
-def _level_files(workdir: str, partitions: int, level: int) -> Iterator[Path]:
+def _saved_files(workdir: str, partitions: int, level: int) -> Iterator[Path]:
     for p in range(partitions):
+        yield _frontier_path(workdir, p, level)
         yield _visited_path(workdir, p, level)
-        for q in range(partitions):
-            yield _frontier_path(workdir, p, level, q)
-            yield _candidates_path(workdir, level, p, q)
-            yield _winners_path(workdir, level, p, q)
-    yield _abort_path(workdir, level)
 
 
 def _write_atomically(path: Path, write: Any) -> None:
@@ -193,7 +173,16 @@ def _interned(states: list[State]) -> list[State]:
     return out
 
 
-def _write_frontier(path: Path, fps: list[int], states: list[State]) -> None:
+def _await(paths: list[Path]) -> None:
+    """Wait until every file exists. The tasks of a barrier stage all run at once, so they will;
+    if one fails, Spark ends the stage and its other tasks with it."""
+    delay = 0.001
+    while paths := [p for p in paths if not p.exists()]:
+        time.sleep(delay)
+        delay = min(2 * delay, 0.02)
+
+
+def _write_states(path: Path, fps: list[int], states: list[State]) -> None:
     # One pickle per file: parts the states share are written once.
     import numpy as np
 
@@ -201,19 +190,13 @@ def _write_frontier(path: Path, fps: list[int], states: list[State]) -> None:
     _write_atomically(path, lambda fh: pickle.dump(piece, fh, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _read_frontier(workdir: str, partition: int, level: int, partitions: int) -> tuple[list[int], list[State]]:
-    fps: list[int] = []
-    states: list[State] = []
-    for source in range(partitions):
-        path = _frontier_path(workdir, partition, level, source)
-        try:
-            with open(path, "rb") as fh:
-                piece_fps, piece_states = pickle.load(fh)
-        except FileNotFoundError:
-            raise UserError(f"spark: {path} is missing (damaged work directory)") from None
-        fps.extend(piece_fps.tolist())
-        states.extend(piece_states)
-    return fps, states
+def _read_states(path: Path) -> tuple[list[int], list[State]]:
+    try:
+        with open(path, "rb") as fh:
+            fps, states = pickle.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"spark: {path} is missing (damaged work directory)") from None
+    return fps.tolist(), states
 
 
 def _read_visited(workdir: str, partition: int, level: int) -> tuple[Any, Any]:
@@ -221,67 +204,42 @@ def _read_visited(workdir: str, partition: int, level: int) -> tuple[Any, Any]:
 
     path = _visited_path(workdir, partition, level)
     if not path.exists():
-        empty = np.zeros(0, dtype=np.uint64)
-        return empty, empty
+        raise UserError(f"spark: {path} is missing (damaged work directory)")
     with np.load(path) as data:
         return data["fps"], data["parents"]
 
 
-class _AbortedError(Exception):
-    """Another task of the level met a user error; this one stops waiting for it."""
+@dataclass(frozen=True)
+class Limits:
+    """When the search stops and how often it saves itself: not part of what a checkpoint is of."""
+
+    max_depth: int | None = None
+    max_states: int | None = None
+    keep_going: bool = False
+    save_every_level: bool = False
+    save_interval_s: float = 60.0
 
 
-def _await(paths: list[Path], abort: Path) -> None:
-    """Wait until every file exists: the tasks of a barrier stage all run at once, so they will."""
-    delay = 0.001
-    while paths := [p for p in paths if not p.exists()]:
-        if abort.exists():
-            raise _AbortedError
-        time.sleep(delay)
-        delay = min(2 * delay, 0.05)
+class _StopError(Exception):
+    """A task of the run met a user error: every task stops at the next exchange."""
 
 
-def _level_task(job: Job, level: int, tasks: int, probe: bool) -> Any:
-    """One task of a level: it owns the partitions ``p`` with ``p % tasks == task``.
-
-    1. expand: check each frontier state, compute its successors, fingerprint those new within
-       the partition and write each owner its fingerprints and parents (16 bytes a candidate);
-    2. dedupe, as owner: keep the least parent of each fingerprint, drop those in the visited
-       shard, write the next shard and tell each source which of its candidates won;
-    3. ship: pickle the winning states, still in memory since step 1, into the next frontier
-       of the partition their parent names. A duplicate is never pickled.
-
-    The three steps meet at files, so the stage runs in barrier mode: all tasks at once. Every
-    file depends only on the level's inputs, so a retried stage rewrites the same bytes."""
+def _search_task(job: Job, limits: Limits, attempt: str, tasks: int) -> Any:
+    """The whole search, as one barrier stage of ``tasks`` tasks; see `_Searcher`."""
 
     def run(_items: Iterable[Any]) -> Iterator[dict[str, Any]]:
         from pyspark import BarrierTaskContext
 
-        task = BarrierTaskContext.get().partitionId()
-        mine = [p for p in range(job.partitions) if p % tasks == task]
+        context = BarrierTaskContext.get()
         gc_was_enabled = gc.isenabled()
         gc.disable()  # states are acyclic tuples: the collector only costs time here
-        summary: dict[str, Any] = {"new": 0, "generated": 0, "violations": [], "cut": 0}
-        abort = _abort_path(job.workdir, level)
         try:
-            held = {p: _expand(job, level, p, summary) for p in mine}
-            for q in mine:
-                summary["new"] += _dedupe(job, level, q, probe, abort)
-            if not probe:
-                for p in mine:
-                    _ship(job, level, p, held[p], abort)
-        except UserError as exc:
-            abort.write_text(str(exc))
-            summary["error"] = str(exc)
-        except _AbortedError:
-            summary["aborted"] = True
+            yield _Searcher(job, limits, context, attempt, tasks).run()
+        except _StopError as exc:
+            yield {"error": str(exc)}
         finally:
             if gc_was_enabled:
-                # What the task leaves (the model's caches) would otherwise be rescanned by the
-                # next collection; frozen, it never is.
-                gc.freeze()
                 gc.enable()
-        yield summary
 
     return run
 
@@ -290,106 +248,319 @@ Held = dict[int, tuple[Any, list[State]]]
 """Per owner partition: the candidates' fingerprints and parents (numpy, 2 x n) and their states."""
 
 
-def _expand(job: Job, level: int, partition: int, summary: dict[str, Any]) -> Held:
-    import numpy as np
+class _Searcher:
+    """One task of the search. It serves the partitions ``p`` with ``p % tasks == task``: as their
+    expander it keeps their frontier in memory, as their owner their shard of the visited set.
 
-    model, invariants, steps, keyfn = _build(job)
-    within = bounds_check(model)
-    fps, states = _read_frontier(job.workdir, partition, level, job.partitions)
-    violations = summary["violations"]
-    parent_of: dict[int, int] = {}  # per new fingerprint, its least parent here
-    state_of: dict[int, State] = {}
-    for fp, state in zip(fps, states, strict=True):
-        for name, pred in invariants:
-            if not holds(name, pred, state):
-                violations.append((name, "invariant", fp, None))
-        if within is not None and not within(state):
-            summary["cut"] += 1
-            continue
-        succs = expand(model, state)
-        summary["generated"] += len(succs)
-        if job.deadlock and not succs:
-            violations.append((DEADLOCK, "deadlock", fp, None))
-        for action, nxt in succs:
-            nfp = keyfn(nxt)
-            for name, pred in steps:
-                if not holds(name, pred, state, action, nxt):
-                    violations.append((name, "step", fp, nfp))
-            seen = parent_of.get(nfp)
-            if seen is None or fp < seen:  # the least parent: every attempt keeps the same
-                parent_of[nfp] = fp
-                state_of[nfp] = nxt
-    count = len(parent_of)
-    new_fps = np.fromiter(parent_of.keys(), dtype=np.uint64, count=count)
-    parents = np.fromiter(parent_of.values(), dtype=np.uint64, count=count)
-    successors = list(state_of.values())  # in the same order: both dicts saw the same insertions
-    owner = new_fps % np.uint64(job.partitions)
-    held: Held = {}
-    for q in range(job.partitions):
-        mine = np.flatnonzero(owner == q)
-        table = np.stack([new_fps[mine], parents[mine]])
-        _write_atomically(_candidates_path(job.workdir, level, partition, q), lambda fh, t=table: np.save(fh, t))
-        held[q] = (table, [successors[i] for i in mine.tolist()])
-    return held
+    A level takes three exchanges through files, each closed by ``allGather``:
 
+    1. expand: check each frontier state, compute its successors, fingerprint those new within
+       the partition, and write each owner its candidates' fingerprints and parents (16 bytes);
+    2. dedupe, as owner: keep the least parent of each fingerprint, drop those in the shard,
+       and tell each expander which of its candidates won. A winning state stays with the task
+       that generated it, in memory: it is the next frontier, and it is never pickled;
+    3. balance: a partition whose next frontier is larger than its share pickles the excess to
+       those below theirs. Every task computes the same plan from the gathered counts.
 
-def _dedupe(job: Job, level: int, partition: int, probe: bool, abort: Path) -> int:
-    """Keep, of every source's candidates for this partition, those not yet visited."""
-    import numpy as np
+    Every few levels (every level with ``--checkpoint``) each partition saves its frontier and
+    shard and task 0 records the level in ``meta.json``: a new stage (after a lost executor, or
+    ``--resume``) starts from there."""
 
-    sources = [_candidates_path(job.workdir, level, p, partition) for p in range(job.partitions)]
-    _await(sources, abort)
-    tables = [np.load(path) for path in sources]
-    fps = np.concatenate([t[0] for t in tables])
-    parents = np.concatenate([t[1] for t in tables])
-    origin = np.concatenate([np.full(t.shape[1], p, dtype=np.int64) for p, t in enumerate(tables)])
-    index = np.concatenate([np.arange(t.shape[1], dtype=np.int64) for t in tables])
-    order = np.lexsort((parents, fps))  # by fingerprint, then parent: the least parent first
-    sorted_fps = fps[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = sorted_fps[1:] != sorted_fps[:-1]
-    chosen = order[first]
-    visited, visited_parents = _read_visited(job.workdir, partition, level)
-    if len(visited):
-        pos = np.searchsorted(visited, fps[chosen])
-        pos[pos == len(visited)] = 0
-        chosen = chosen[visited[pos] != fps[chosen]]
-    if probe:
+    def __init__(self, job: Job, limits: Limits, context: Any, attempt: str, tasks: int) -> None:
+        self.job, self.limits, self.context, self.tasks = job, limits, context, tasks
+        self.task = context.partitionId()
+        self.mine = [p for p in range(job.partitions) if p % tasks == self.task]
+        # A directory of this attempt's own, so files of an abandoned attempt never mix in. Spark
+        # does not retry the stage itself (see spark_context); the driver does, naming each one.
+        self.exchange = Path(job.workdir) / f"exchange-{attempt}"
+        self.exchange.mkdir(exist_ok=True)
+        self.round = 0
+        self.frontier: dict[int, tuple[list[int], list[State]]] = {}
+        self.visited: dict[int, tuple[Any, Any]] = {}
+
+    # -- exchanges --------------------------------------------------------------------------
+    def _gather(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every task's message, once all have sent theirs: an all-gather through small files.
+
+        Spark's own ``allGather`` checks for completion once a second, which would cost seconds
+        a level."""
+        self.round += 1
+        paths = [self.exchange / f"sync-{self.round:06d}-{t:05d}.json" for t in range(self.tasks)]
+        _write_atomically(paths[self.task], lambda fh: fh.write(json.dumps(message).encode()))
+        _await(paths)
+        replies = [json.loads(path.read_text()) for path in paths]
+        with contextlib.suppress(FileNotFoundError):  # every task has read the previous round
+            (self.exchange / f"sync-{self.round - 1:06d}-{self.task:05d}.json").unlink()
+        errors = [r["error"] for r in replies if r.get("error")]
+        if errors:
+            raise _StopError(errors[0])
+        return replies
+
+    def _step(self, work: Any, *args: Any) -> list[dict[str, Any]]:
+        """Do this task's part of a step, then wait for every task's; a user error stops them all."""
+        try:
+            message = work(*args) or {}
+        except UserError as exc:
+            message = {"error": str(exc)}
+        return self._gather(message)
+
+    def _path(self, kind: str, level: int, source: int, target: int) -> Path:
+        return self.exchange / f"{kind}-{level:05d}-{source:05d}-{target:05d}"
+
+    # -- the search -------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        job, limits = self.job, self.limits
+        prog = _load_meta(job.workdir, job)
+        saved = prog.level
+        self._step(self._load, saved)
+        last_save = time.monotonic()
+        while True:
+            if prog.violations and not limits.keep_going:
+                break
+            if prog.levels[-1] == 0:
+                prog.done = True
+                break
+            level = prog.level
+            at_state_bound = limits.max_states is not None and prog.distinct >= limits.max_states
+            # At a bound the last level is still expanded (its states are checked as they are
+            # expanded), but nothing is kept: it only tells whether anything lies beyond.
+            probe = at_state_bound or (limits.max_depth is not None and level >= limits.max_depth)
+            held: dict[int, Held] = {}
+            expanded = self._step(self._expand_all, level, held)
+            due = limits.save_every_level or time.monotonic() - last_save >= limits.save_interval_s
+            deduped = self._step(self._dedupe_all, level, probe, due)
+            prog.generated += sum(r["generated"] for r in expanded)
+            if any(r["cut"] for r in expanded) and prog.bound_reason is None:
+                prog.bound_reason = MODEL_BOUND
+            prog.violations.extend(_first_per_property(v for r in expanded for v in r["violations"]))
+            new = sum(r["new"] for r in deduped)
+            if probe:
+                if not new:
+                    prog.done = True
+                elif at_state_bound:
+                    prog.bound_reason = f"max states {limits.max_states}"
+                else:
+                    prog.bound_reason = f"max depth {limits.max_depth}"
+                break
+            prog.distinct += new
+            prog.levels.append(new)
+            prog.level = level + 1
+            counts = [0] * job.partitions
+            for reply in deduped:
+                for source, won in reply["won"].items():
+                    counts[int(source)] += won
+            self._step(self._advance, level, held)
+            del held
+            moves = _balancing_moves(counts)
+            if moves:
+                self._step(self._send, level, moves)
+                self._step(self._receive, level, moves)
+            if deduped[0]["save"]:
+                self._save_level(prog, saved)
+                saved, last_save = prog.level, time.monotonic()
+            elif self.task == 0:
+                _write_progress(job.workdir, prog)
+        if saved != prog.level:  # the driver reads the shards to rebuild traces
+            if limits.save_every_level:
+                self._save_level(prog, saved)
+            else:
+                self._step(self._save_shards, prog.level)
+        elif limits.save_every_level and self.task == 0:  # how the search ended
+            _save_meta(job.workdir, job, prog)
+        shards = sum(fps.nbytes + parents.nbytes for fps, parents in self.visited.values())
+        visited_bytes = sum(r["visited_bytes"] for r in self._gather({"visited_bytes": shards}))
+        return {"progress": asdict(prog), "visited_bytes": visited_bytes}
+
+    def _load(self, level: int) -> None:
+        _build(self.job)  # imports the model's module, whose classes the pickled states name
+        for p in self.mine:
+            self.frontier[p] = _read_states(_frontier_path(self.job.workdir, p, level))
+            self.visited[p] = _read_visited(self.job.workdir, p, level)
+
+    def _save_shards(self, level: int) -> None:
+        import numpy as np
+
+        for p in self.mine:
+            fps, parents = self.visited[p]
+            _write_atomically(
+                _visited_path(self.job.workdir, p, level), lambda fh, f=fps, q=parents: np.savez(fh, fps=f, parents=q)
+            )
+
+    def _save_level(self, prog: _Progress, previous: int) -> None:
+        """Save every partition's frontier and shard; then task 0 points meta.json at them."""
+
+        def save() -> None:
+            self._save_shards(prog.level)
+            for p in self.mine:
+                _write_states(_frontier_path(self.job.workdir, p, prog.level), *self.frontier[p])
+
+        self._step(save)
+        if self.task == 0:
+            _save_meta(self.job.workdir, self.job, prog)
+            _write_progress(self.job.workdir, prog)
+            if previous != prog.level:
+                for path in _saved_files(self.job.workdir, self.job.partitions, previous):
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+
+    def _expand_all(self, level: int, held: dict[int, Held]) -> dict[str, Any]:
+        summary: dict[str, Any] = {"generated": 0, "cut": 0, "violations": []}
+        for p in self.mine:
+            held[p] = self._expand(level, p, summary)
+        summary["violations"] = _first_per_property(summary["violations"])
+        return summary
+
+    def _expand(self, level: int, partition: int, summary: dict[str, Any]) -> Held:
+        import numpy as np
+
+        job = self.job
+        model, invariants, steps, keyfn = _build(job)
+        within = bounds_check(model)
+        fps, states = self.frontier[partition]
+        violations = summary["violations"]
+        parent_of: dict[int, int] = {}  # per new fingerprint, its least parent here
+        state_of: dict[int, State] = {}
+        for fp, state in zip(fps, states, strict=True):
+            for name, pred in invariants:
+                if not holds(name, pred, state):
+                    violations.append((name, "invariant", fp, None))
+            if within is not None and not within(state):
+                summary["cut"] += 1
+                continue
+            succs = expand(model, state)
+            summary["generated"] += len(succs)
+            if job.deadlock and not succs:
+                violations.append((DEADLOCK, "deadlock", fp, None))
+            for action, nxt in succs:
+                nfp = keyfn(nxt)
+                for name, pred in steps:
+                    if not holds(name, pred, state, action, nxt):
+                        violations.append((name, "step", fp, nfp))
+                seen = parent_of.get(nfp)
+                if seen is None or fp < seen:  # the least parent: every attempt keeps the same
+                    parent_of[nfp] = fp
+                    state_of[nfp] = nxt
+        count = len(parent_of)
+        new_fps = np.fromiter(parent_of.keys(), dtype=np.uint64, count=count)
+        parents = np.fromiter(parent_of.values(), dtype=np.uint64, count=count)
+        successors = list(state_of.values())  # in the same order: both dicts saw the same insertions
+        owner = new_fps % np.uint64(job.partitions)
+        held: Held = {}
+        for q in range(job.partitions):
+            chosen = np.flatnonzero(owner == q)
+            table = np.stack([new_fps[chosen], parents[chosen]])
+            path = self._path("candidates", level, partition, q)
+            _write_atomically(path, lambda fh, t=table: np.save(fh, t))
+            held[q] = (table, [successors[i] for i in chosen.tolist()])
+        return held
+
+    def _dedupe_all(self, level: int, probe: bool, save_due: bool) -> dict[str, Any]:
+        won: dict[int, int] = {}
+        new = 0
+        for q in self.mine:
+            new += self._dedupe(level, q, probe, won)
+        # Whether to save this level is task 0's call: the tasks' clocks need not agree.
+        return {"new": new, "won": won, "save": save_due}
+
+    def _dedupe(self, level: int, partition: int, probe: bool, won_by: dict[int, int]) -> int:
+        """Keep, of every expander's candidates for this partition, those not yet visited."""
+        import numpy as np
+
+        paths = [self._path("candidates", level, p, partition) for p in range(self.job.partitions)]
+        tables = [np.load(path) for path in paths]
+        for path in paths:
+            path.unlink()
+        fps = np.concatenate([t[0] for t in tables])
+        parents = np.concatenate([t[1] for t in tables])
+        origin = np.concatenate([np.full(t.shape[1], p, dtype=np.int64) for p, t in enumerate(tables)])
+        index = np.concatenate([np.arange(t.shape[1], dtype=np.int64) for t in tables])
+        order = np.lexsort((parents, fps))  # by fingerprint, then parent: the least parent first
+        sorted_fps = fps[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = sorted_fps[1:] != sorted_fps[:-1]
+        chosen = order[first]  # in fingerprint order
+        visited, visited_parents = self.visited[partition]
+        if len(visited):
+            pos = np.searchsorted(visited, fps[chosen])
+            pos[pos == len(visited)] = 0
+            chosen = chosen[visited[pos] != fps[chosen]]
+        if probe:
+            return len(chosen)
+        new_fps = fps[chosen]
+        at = np.searchsorted(visited, new_fps)
+        self.visited[partition] = (np.insert(visited, at, new_fps), np.insert(visited_parents, at, parents[chosen]))
+        for p in range(self.job.partitions):
+            won = np.sort(index[chosen[origin[chosen] == p]])
+            won_by[p] = won_by.get(p, 0) + len(won)
+            _write_atomically(self._path("winners", level, partition, p), lambda fh, w=won: np.save(fh, w))
         return len(chosen)
-    new_fps = fps[chosen]
-    at = np.searchsorted(visited, new_fps)
-    merged_fps = np.insert(visited, at, new_fps)
-    merged_parents = np.insert(visited_parents, at, parents[chosen])
-    _write_atomically(
-        _visited_path(job.workdir, partition, level + 1),
-        lambda fh: np.savez(fh, fps=merged_fps, parents=merged_parents),
-    )
-    for p in range(job.partitions):
-        won = np.sort(index[chosen[origin[chosen] == p]])
-        _write_atomically(_winners_path(job.workdir, level, partition, p), lambda fh, w=won: np.save(fh, w))
-    return len(chosen)
+
+    def _advance(self, level: int, held: dict[int, Held]) -> None:
+        """The candidates each partition generated that their owners kept become its frontier."""
+        import numpy as np
+
+        for p in self.mine:
+            fps: list[int] = []
+            states: list[State] = []
+            for q in range(self.job.partitions):
+                path = self._path("winners", level, q, p)
+                won = np.load(path)
+                path.unlink()
+                table, candidates = held[p][q]
+                fps.extend(table[0][won].tolist())
+                states.extend([candidates[i] for i in won.tolist()])
+            self.frontier[p] = (fps, states)
+
+    def _send(self, level: int, moves: list[tuple[int, int, int]]) -> None:
+        for source, target, count in moves:
+            if source in self.mine:
+                fps, states = self.frontier[source]
+                _write_states(self._path("moved", level, source, target), fps[-count:], states[-count:])
+                del fps[-count:], states[-count:]
+
+    def _receive(self, level: int, moves: list[tuple[int, int, int]]) -> None:
+        for source, target, _count in moves:
+            if target in self.mine:
+                path = self._path("moved", level, source, target)
+                fps, states = _read_states(path)
+                path.unlink()
+                self.frontier[target][0].extend(fps)
+                self.frontier[target][1].extend(states)
 
 
-def _ship(job: Job, level: int, partition: int, held: Held, abort: Path) -> None:
-    """Write the states this partition generated that their owners kept.
+def _first_per_property(violations: Iterable[Any]) -> list[list[Any]]:
+    """Of a level's violations, the least of each property: the one a trace is rebuilt for."""
+    first: dict[str, list[Any]] = {}
+    for v in sorted(tuple(v) for v in violations):
+        first.setdefault(v[0], list(v))
+    return list(first.values())
 
-    A state is expanded next by the partition its parent's fingerprint picks, not by its owner:
-    the successors of one state then travel in one file, where the parts they share are pickled
-    once, and the frontier is still spread evenly over the partitions."""
-    import numpy as np
 
-    paths = {q: _winners_path(job.workdir, level, q, partition) for q in range(job.partitions)}
-    _await(list(paths.values()), abort)
-    outgoing: dict[int, tuple[list[int], list[State]]] = {d: ([], []) for d in range(job.partitions)}
-    for q, path in paths.items():
-        won = np.load(path)
-        table, states = held[q]
-        for fp, parent, i in zip(table[0][won].tolist(), table[1][won].tolist(), won.tolist(), strict=True):
-            fps_d, states_d = outgoing[parent % job.partitions]
-            fps_d.append(fp)
-            states_d.append(states[i])
-    for d, (fps_d, states_d) in outgoing.items():
-        _write_frontier(_frontier_path(job.workdir, d, level + 1, partition), fps_d, states_d)
+BALANCE_SLACK = 1 / 32
+"""A partition keeps up to this much more than its share of the next frontier before moving any."""
+
+
+def _balancing_moves(counts: list[int]) -> list[tuple[int, int, int]]:
+    """(source, target, how many) moves that even out the partitions' next frontiers.
+
+    A state stays, by default, with the partition that generated it; the frontiers drift apart
+    (the first level is all one partition's), and the level waits for the slowest task."""
+    total = sum(counts)
+    share = -(-total // len(counts))
+    keep = share + int(share * BALANCE_SLACK)
+    give = [(p, n - share) for p, n in enumerate(counts) if n > keep]
+    take = [[p, share - n] for p, n in enumerate(counts) if n < share]
+    moves = []
+    for source, surplus in give:
+        for slot in take:
+            if not surplus:
+                break
+            count = min(surplus, slot[1])
+            if count:
+                moves.append((source, slot[0], count))
+                slot[1] -= count
+                surplus -= count
+    return moves
 
 
 # -- driver side --------------------------------------------------------------------------------
@@ -416,6 +587,9 @@ def spark_context(master: str, driver_memory: str = "2g", verbose: bool = False,
         # in seconds (not Spark's ten minutes) so the engine reruns it on the slots left.
         .set("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
         .set("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "3")
+        # A failed search stage comes back to the engine, which restarts it from the last saved
+        # level in a fresh exchange directory: Spark must not rerun it on its own.
+        .set("spark.stage.maxConsecutiveAttempts", "1")
     )
     pythonpath = os.environ.get("PYTHONPATH")
     if pythonpath:
@@ -472,7 +646,7 @@ class _Progress:
     bound_reason: str | None = None
 
 
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 """Bumped whenever the files of a level change shape; a checkpoint of another format is refused."""
 
 
@@ -577,7 +751,7 @@ def spark_bfs(
 
 
 def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
-    """Depth 1: the initial states, written as the first frontier (checked when expanded)."""
+    """Depth 1: the initial states, saved as the first level (they are checked when expanded)."""
     import numpy as np
 
     prog = _Progress()
@@ -595,17 +769,27 @@ def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
     for p, (fps_p, states_p) in frontier.items():
         fps = np.array(sorted(fps_p), dtype=np.uint64)
         _write_atomically(_visited_path(job.workdir, p, 1), lambda fh, fps=fps: np.savez(fh, fps=fps, parents=fps))
-        for source in range(job.partitions):  # every frontier has one piece per source partition
-            piece = (fps_p, states_p) if source == 0 else ([], [])
-            _write_frontier(_frontier_path(job.workdir, p, 1, source), *piece)
+        _write_states(_frontier_path(job.workdir, p, 1), fps_p, states_p)
     prog.distinct = len(seen)
     prog.levels = [len(seen)]
     return prog
 
 
-LEVEL_ATTEMPTS = 4
-"""A level whose job fails (an executor lost, and too few slots left to rerun its barrier stage)
-is run again, split over the slots there are then."""
+def _write_progress(workdir: str, prog: _Progress) -> None:
+    path = Path(workdir) / "progress.json"
+    _write_atomically(path, lambda fh: fh.write(json.dumps(asdict(prog), default=str).encode()))
+
+
+def _read_progress(workdir: str) -> _Progress | None:
+    try:
+        return _Progress(**json.loads((Path(workdir) / "progress.json").read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+RUN_ATTEMPTS = 4
+"""A search whose stage fails (an executor lost, and too few slots left to rerun it) is started
+again from its last saved level, split over the slots there are then."""
 
 
 def _slots(sc: Any) -> int:
@@ -638,17 +822,18 @@ class _SlotsLostError(Exception):
         return "an executor was lost and the slots left cannot run the stage"
 
 
-def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str) -> list[Any]:
+def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str, tick: Any) -> list[Any]:
     """Collect a barrier stage, cancelling it if the cluster loses the slots it runs on.
 
     Spark retries a failed barrier stage only on as many slots as it had, and waits for them
-    without end; the engine instead reruns the level on the slots that are left."""
+    without end; the engine instead reruns the search on the slots that are left. ``tick`` is
+    called twice a second meanwhile."""
     from pyspark import InheritableThread
 
     outcome: dict[str, Any] = {}
 
     def collect() -> None:
-        sc.setJobGroup(group, "kmc BFS level", interruptOnCancel=True)
+        sc.setJobGroup(group, "kmc BFS", interruptOnCancel=True)
         try:
             outcome["value"] = rdd.collect()
         except BaseException as exc:  # re-raised in the caller's thread
@@ -659,6 +844,7 @@ def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str) -> list[Any]:
     try:
         while thread.is_alive():
             thread.join(0.5)
+            tick()
             if thread.is_alive() and _slots(sc) < tasks:
                 sc.cancelJobGroup(group)
                 thread.join()
@@ -671,23 +857,41 @@ def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str) -> list[Any]:
     return outcome["value"]
 
 
-def _run_level(sc: Any, job: Job, level: int, probe: bool) -> list[dict[str, Any]]:
-    _abort_path(job.workdir, level).unlink(missing_ok=True)  # left by an earlier run's user error
-    for attempt in range(1, LEVEL_ATTEMPTS + 1):
+def _run_search(sc: Any, job: Job, limits: Limits, progress: Progress) -> tuple[dict[str, Any], int]:
+    """The search's outcome (from task 0) and how many times it was restarted."""
+    shown = 0
+
+    def report() -> None:
+        nonlocal shown
+        prog = _read_progress(job.workdir)
+        if prog is not None and prog.level > shown:
+            shown = prog.level
+            queue = prog.levels[-1] if prog.levels else 0
+            progress.update(distinct=prog.distinct, generated=prog.generated, depth=prog.level, queue=queue)
+
+    for stale in Path(job.workdir).glob("exchange-*"):  # left by a run that was killed
+        shutil.rmtree(stale, ignore_errors=True)
+    run_id = uuid.uuid4().hex[:12]
+    for attempt in range(1, RUN_ATTEMPTS + 1):
         tasks = min(job.partitions, _wait_for_slots(sc))
-        rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(_level_task(job, level, tasks, probe))
+        name = f"{run_id}-{attempt}"
+        rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(_search_task(job, limits, name, tasks))
         try:
-            summaries = _collect_watched(sc, rdd, tasks, f"kmc-level-{level}-{attempt}")
+            summaries = _collect_watched(sc, rdd, tasks, f"kmc-search-{attempt}", report)
         except Exception as exc:
-            if attempt == LEVEL_ATTEMPTS:
+            if attempt == RUN_ATTEMPTS:
                 raise
             time.sleep(attempt)  # let the cluster notice what it lost
-            print(f"kmc spark: level {level} failed ({_failure(exc)}); running it again", file=sys.stderr)
+            level = _load_meta(job.workdir, job).level
+            print(f"kmc spark: the search failed ({_failure(exc)}); resuming it from level {level}", file=sys.stderr)
             continue
+        finally:
+            shutil.rmtree(Path(job.workdir) / f"exchange-{name}", ignore_errors=True)
         errors = [s["error"] for s in summaries if "error" in s]
         if errors:
             raise UserError(errors[0])
-        return summaries
+        report()
+        return summaries[0], attempt - 1
     raise AssertionError("unreachable")
 
 
@@ -695,47 +899,22 @@ def _search(
     sc: Any, model: Model, props: PropertySet, job: Job, options: SparkOptions, progress: Progress, resume: bool
 ) -> CheckResult:
     _model, _inv, _steps, keyfn = _build(job)
-    prog = _load_meta(job.workdir, job) if resume else _initial_level(model, job, keyfn)
-    if not resume:
-        _save_meta(job.workdir, job, prog)
-    while not prog.done:
-        if prog.violations and not options.keep_going:
-            break
-        if prog.levels[-1] == 0:
-            prog.done = True
-            break
-        level = prog.level
-        at_state_bound = options.max_states is not None and prog.distinct >= options.max_states
-        # At a bound the last level is still expanded (its states are checked as they are expanded),
-        # but nothing is written: it only tells whether anything lies beyond.
-        probe = at_state_bound or (options.max_depth is not None and level >= options.max_depth)
-        summaries = _run_level(sc, job, level, probe)
-        new = sum(s["new"] for s in summaries)
-        generated = sum(s["generated"] for s in summaries)
-        violations = sorted(v for s in summaries for v in s["violations"])
-        prog.generated += generated
-        if any(s["cut"] for s in summaries) and prog.bound_reason is None:
-            prog.bound_reason = MODEL_BOUND
-        if probe:
-            prog.violations.extend(list(v) for v in violations)
-            if not new:
-                prog.done = True
-            elif at_state_bound:
-                prog.bound_reason = f"max states {options.max_states}"
-            else:
-                prog.bound_reason = f"max depth {options.max_depth}"
-            break
-        prog.violations.extend(list(v) for v in violations)
-        prog.distinct += new
-        prog.levels.append(new)
-        prog.level = level + 1
-        _save_meta(job.workdir, job, prog)
-        for path in _level_files(job.workdir, job.partitions, level):  # no longer needed
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        progress.update(distinct=prog.distinct, generated=prog.generated, depth=prog.level, queue=new)
+    if resume:
+        _load_meta(job.workdir, job)  # refuse a checkpoint of another check before starting Spark's job
+    else:
+        _save_meta(job.workdir, job, _initial_level(model, job, keyfn))
+    limits = Limits(
+        max_depth=options.max_depth,
+        max_states=options.max_states,
+        keep_going=options.keep_going,
+        save_every_level=options.checkpoint is not None,
+        save_interval_s=options.save_interval_s,
+    )
+    outcome, restarts = _run_search(sc, job, limits, progress)
     progress.close()
-    return _result(model, props, job, options, prog, keyfn)
+    result = _result(model, props, job, options, _Progress(**outcome["progress"]), keyfn)
+    result.stats.extra.update(visited_bytes=outcome["visited_bytes"], restarts=restarts)
+    return result
 
 
 def _result(

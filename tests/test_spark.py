@@ -140,7 +140,7 @@ def _spark_cli(*args: str) -> list[str]:
 
 def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
-    common = ["replication", "-p", "kip-320", "--engine", "spark", "--spark-master", "local[2]",
+    common = ["replication", "-p", "kip-320", "--set", "max_leader_epoch=4", "--engine", "spark", "--spark-master", "local[2]",
               "--partitions", "3", "--json", "--no-progress", "--out", str(tmp_path)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     proc = subprocess.Popen(
@@ -159,18 +159,19 @@ def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
     assert proc.poll() is None, "the run finished before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert 6 <= level < 18
+    assert 6 <= level < 26
     resumed = Check(
         "replication",
         preset="kip-320",
+        overrides={"max_leader_epoch": 4},
         engine_name="spark",
         spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True),
         spark_context=sc,
     ).run()
     assert resumed.status is Status.HOLDS_COMPLETE
-    assert resumed.stats.distinct_states == 5973
-    assert resumed.stats.generated_states == 11733
-    assert resumed.stats.depth == 18
+    assert resumed.stats.distinct_states == 119531
+    assert resumed.stats.generated_states == 252593
+    assert resumed.stats.depth == 26
 
 
 def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
@@ -188,7 +189,7 @@ def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
     older = json.loads(meta.read_text())
     del older["format"]  # as the first format wrote it
     meta.write_text(json.dumps(older))
-    with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 2\)"):
+    with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 3\)"):
         Check(
             "replication", preset="kip-320", engine_name="spark",
             spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True), spark_context=sc,
