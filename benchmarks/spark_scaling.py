@@ -1,6 +1,6 @@
 """Benchmark: the Spark engine against the single-process BFS, and 1 vs 2 standalone workers.
 
-    python benchmarks/spark_scaling.py                 # all cases (about an hour on 2 cores)
+    python benchmarks/spark_scaling.py                 # all cases (about 25 minutes on 2 cores)
     python benchmarks/spark_scaling.py --cases medium  # only the ~10^6-state case
 
 Each run is a `kmc check --json` subprocess; a sampler adds up the resident memory of the whole
@@ -90,6 +90,8 @@ def run(label: str, args: list[str]) -> dict:
     if "visited_bytes" in data:
         row["visited_bytes_per_state"] = round(data["visited_bytes"] / data["distinct_states"], 2)
         row["restarts"] = data["restarts"]
+        row["moved_states"] = data["moved_states"]
+        row["task_wait_s"] = data["task_wait_s"]
     print(json.dumps(row), flush=True)
     return row
 
@@ -122,7 +124,7 @@ def main() -> None:
             rows.append(run("bfs (one process)", base))
         if "local" in args.runs:
             rows.append(run("spark local[2]", base + spark_args("local[2]", args.partitions)))
-        if name == "medium" and "standalone" in args.runs:
+        if "standalone" in args.runs:
             for workers in (1, 2):
                 with LocalCluster(scratch / f"cluster-{workers}", workers=workers) as cluster:
                     label = f"spark standalone, {workers} worker(s) x 1 core"

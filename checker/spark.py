@@ -220,6 +220,10 @@ class Limits:
     save_interval_s: float = 60.0
 
 
+RESCALE = "rescale"
+"""A file the driver puts in the exchange directory when more slots than tasks are there."""
+
+
 class _StopError(Exception):
     """A task of the run met a user error: every task stops at the next exchange."""
 
@@ -275,6 +279,8 @@ class _Searcher:
         self.exchange = Path(job.workdir) / f"exchange-{attempt}"
         self.exchange.mkdir(exist_ok=True)
         self.round = 0
+        self.waited = 0.0  # seconds spent waiting for the other tasks
+        self.moved = 0  # states sent to even out the frontiers
         self.frontier: dict[int, tuple[list[int], list[State]]] = {}
         self.visited: dict[int, tuple[Any, Any]] = {}
 
@@ -287,7 +293,9 @@ class _Searcher:
         self.round += 1
         paths = [self.exchange / f"sync-{self.round:06d}-{t:05d}.json" for t in range(self.tasks)]
         _write_atomically(paths[self.task], lambda fh: fh.write(json.dumps(message).encode()))
+        start = time.perf_counter()
         _await(paths)
+        self.waited += time.perf_counter() - start
         replies = [json.loads(path.read_text()) for path in paths]
         with contextlib.suppress(FileNotFoundError):  # every task has read the previous round
             (self.exchange / f"sync-{self.round - 1:06d}-{self.task:05d}.json").unlink()
@@ -314,6 +322,7 @@ class _Searcher:
         saved = prog.level
         self._step(self._load, saved)
         last_save = time.monotonic()
+        rescale = False
         while True:
             if prog.violations and not limits.keep_going:
                 break
@@ -352,14 +361,18 @@ class _Searcher:
             self._step(self._advance, level, held)
             del held
             moves = _balancing_moves(counts)
+            self.moved += sum(count for _source, _target, count in moves)
             if moves:
                 self._step(self._send, level, moves)
                 self._step(self._receive, level, moves)
-            if deduped[0]["save"]:
+            if deduped[0]["save"] or deduped[0]["rescale"]:
                 self._save_level(prog, saved)
                 saved, last_save = prog.level, time.monotonic()
             elif self.task == 0:
                 _write_progress(job.workdir, prog)
+            if deduped[0]["rescale"]:  # the driver restarts the search on more tasks
+                rescale = True
+                break
         if saved != prog.level:  # the driver reads the shards to rebuild traces
             if limits.save_every_level:
                 self._save_level(prog, saved)
@@ -368,8 +381,14 @@ class _Searcher:
         elif limits.save_every_level and self.task == 0:  # how the search ended
             _save_meta(job.workdir, job, prog)
         shards = sum(fps.nbytes + parents.nbytes for fps, parents in self.visited.values())
-        visited_bytes = sum(r["visited_bytes"] for r in self._gather({"visited_bytes": shards}))
-        return {"progress": asdict(prog), "visited_bytes": visited_bytes}
+        final = self._gather({"visited_bytes": shards, "wait_s": round(self.waited, 2)})
+        return {
+            "progress": asdict(prog),
+            "visited_bytes": sum(r["visited_bytes"] for r in final),
+            "task_wait_s": [r["wait_s"] for r in final],
+            "moved_states": self.moved,
+            "rescale": rescale,
+        }
 
     def _load(self, level: int) -> None:
         _build(self.job)  # imports the model's module, whose classes the pickled states name
@@ -459,8 +478,9 @@ class _Searcher:
         new = 0
         for q in self.mine:
             new += self._dedupe(level, q, probe, won)
-        # Whether to save this level is task 0's call: the tasks' clocks need not agree.
-        return {"new": new, "won": won, "save": save_due}
+        # Whether to save this level is task 0's call: the tasks' clocks need not agree. So is
+        # whether to stop after it, because the driver has found more slots than there are tasks.
+        return {"new": new, "won": won, "save": save_due, "rescale": (self.exchange / RESCALE).exists()}
 
     def _dedupe(self, level: int, partition: int, probe: bool, won_by: dict[int, int]) -> int:
         """Keep, of every expander's candidates for this partition, those not yet visited."""
@@ -801,13 +821,22 @@ def _slots(sc: Any) -> int:
         return int(sc.defaultParallelism)
 
 
-def _wait_for_slots(sc: Any, timeout: float = 120.0) -> int:
-    """A standalone cluster's executors register after the context starts: wait for the first."""
+def _wait_for_slots(sc: Any, wanted: int, timeout: float = 120.0, settle: float = 1.0) -> int:
+    """The slots to run on. A cluster's executors register after the context starts, one by one:
+    wait for the first, then until there are ``wanted`` or none has come for ``settle`` seconds.
+    (One that comes later still gets work: the search rescales onto it.)"""
     deadline = time.monotonic() + timeout
     while (slots := _slots(sc)) < 1:
         if time.monotonic() > deadline:
             raise UserError(f"spark: no executor registered within {timeout:.0f} s; is the cluster up?")
         time.sleep(0.2)
+    if sc.master.startswith("local"):
+        return slots
+    last_change = time.monotonic()
+    while slots < wanted and time.monotonic() - last_change < settle:
+        time.sleep(0.1)
+        if (now := _slots(sc)) != slots:
+            slots, last_change = now, time.monotonic()
     return slots
 
 
@@ -858,41 +887,53 @@ def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str, tick: Any) -> li
 
 
 def _run_search(sc: Any, job: Job, limits: Limits, progress: Progress) -> tuple[dict[str, Any], int]:
-    """The search's outcome (from task 0) and how many times it was restarted."""
-    shown = 0
+    """The search's outcome (from task 0) and how many times it was restarted after a failure.
 
-    def report() -> None:
+    The stage runs on the slots there are when it starts; if more appear (a standalone cluster's
+    executors register one by one), it saves the level it is at and starts again on them all."""
+    shown = 0
+    tasks = 0
+    exchange = Path(job.workdir)
+
+    def tick() -> None:
         nonlocal shown
         prog = _read_progress(job.workdir)
         if prog is not None and prog.level > shown:
             shown = prog.level
             queue = prog.levels[-1] if prog.levels else 0
             progress.update(distinct=prog.distinct, generated=prog.generated, depth=prog.level, queue=queue)
+        if tasks < job.partitions and _slots(sc) > tasks:
+            with contextlib.suppress(FileNotFoundError):  # the stage may just have ended
+                (exchange / RESCALE).touch()
 
     for stale in Path(job.workdir).glob("exchange-*"):  # left by a run that was killed
         shutil.rmtree(stale, ignore_errors=True)
     run_id = uuid.uuid4().hex[:12]
-    for attempt in range(1, RUN_ATTEMPTS + 1):
-        tasks = min(job.partitions, _wait_for_slots(sc))
-        name = f"{run_id}-{attempt}"
+    failures = stages = 0
+    while True:
+        stages += 1
+        tasks = min(job.partitions, _wait_for_slots(sc, job.partitions))
+        name = f"{run_id}-{stages}"
+        exchange = Path(job.workdir) / f"exchange-{name}"
         rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(_search_task(job, limits, name, tasks))
         try:
-            summaries = _collect_watched(sc, rdd, tasks, f"kmc-search-{attempt}", report)
+            summaries = _collect_watched(sc, rdd, tasks, f"kmc-search-{name}", tick)
         except Exception as exc:
-            if attempt == RUN_ATTEMPTS:
+            failures += 1
+            if failures == RUN_ATTEMPTS:
                 raise
-            time.sleep(attempt)  # let the cluster notice what it lost
+            time.sleep(failures)  # let the cluster notice what it lost
             level = _load_meta(job.workdir, job).level
             print(f"kmc spark: the search failed ({_failure(exc)}); resuming it from level {level}", file=sys.stderr)
             continue
         finally:
-            shutil.rmtree(Path(job.workdir) / f"exchange-{name}", ignore_errors=True)
+            shutil.rmtree(exchange, ignore_errors=True)
         errors = [s["error"] for s in summaries if "error" in s]
         if errors:
             raise UserError(errors[0])
-        report()
-        return summaries[0], attempt - 1
-    raise AssertionError("unreachable")
+        if not summaries[0]["rescale"]:
+            tick()
+            return summaries[0], failures
 
 
 def _search(
@@ -913,7 +954,12 @@ def _search(
     outcome, restarts = _run_search(sc, job, limits, progress)
     progress.close()
     result = _result(model, props, job, options, _Progress(**outcome["progress"]), keyfn)
-    result.stats.extra.update(visited_bytes=outcome["visited_bytes"], restarts=restarts)
+    result.stats.extra.update(
+        visited_bytes=outcome["visited_bytes"],
+        moved_states=outcome["moved_states"],  # since the last (re)start
+        task_wait_s=outcome["task_wait_s"],
+        restarts=restarts,
+    )
     return result
 
 

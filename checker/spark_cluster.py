@@ -70,14 +70,24 @@ class LocalCluster:
         )  # fmt: skip
         self._wait_for_port(port, timeout)
         for i in range(self.workers):
-            work = self.workdir / f"worker-{i}"
-            work.mkdir(parents=True, exist_ok=True)
-            args = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1"]
-            args += ["--cores", str(self.cores_per_worker), "--memory", self.memory_per_worker]
-            args += ["--work-dir", str(work), "--webui-port", str(free_port())]
-            self._launch(f"worker-{i}", args)
-        self._wait_for_workers(timeout)
+            self._launch_worker(i)
+        self._wait_for_workers(self.workers, timeout)
         return self
+
+    def _launch_worker(self, index: int) -> None:
+        work = self.workdir / f"worker-{index}"
+        work.mkdir(parents=True, exist_ok=True)
+        args = ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1"]
+        args += ["--cores", str(self.cores_per_worker), "--memory", self.memory_per_worker]
+        args += ["--work-dir", str(work), "--webui-port", str(free_port())]
+        self._launch(f"worker-{index}", args)
+
+    def add_worker(self, timeout: float = 60.0) -> int:
+        """Start one more worker and wait until the master has registered it; its index."""
+        index = len(self.procs) - 1
+        self._launch_worker(index)
+        self._wait_for_workers(index + 1, timeout)
+        return index
 
     def _wait_for_port(self, port: int, timeout: float) -> None:
         deadline = time.time() + timeout
@@ -87,11 +97,11 @@ class LocalCluster:
             time.sleep(0.2)
         raise RuntimeError(f"Spark master did not start; see {self.workdir / 'master.log'}")
 
-    def _wait_for_workers(self, timeout: float) -> None:
+    def _wait_for_workers(self, registered: int, timeout: float) -> None:
         deadline = time.time() + timeout
         log = self.workdir / "master.log"
         while time.time() < deadline:
-            if log.exists() and log.read_text(errors="replace").count("Registering worker") >= self.workers:
+            if log.exists() and log.read_text(errors="replace").count("Registering worker") >= registered:
                 return
             time.sleep(0.3)
         raise RuntimeError(f"Spark workers did not register; see {log}")

@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import pytest
 from conftest import ROOT, TESTS
+from hypothesis import given
+from hypothesis import strategies as st
 from kmc.checker import BfsOptions, Check
 from kmc.checker.errors import UserError
 from kmc.checker.result import CheckResult, Status
@@ -140,8 +142,9 @@ def _spark_cli(*args: str) -> list[str]:
 
 def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
-    common = ["replication", "-p", "kip-320", "--set", "max_leader_epoch=4", "--engine", "spark", "--spark-master", "local[2]",
-              "--partitions", "3", "--json", "--no-progress", "--out", str(tmp_path)]  # fmt: skip
+    common = ["replication", "-p", "kip-320", "--set", "max_leader_epoch=4", "--engine", "spark",
+              "--spark-master", "local[2]", "--partitions", "3",
+              "--json", "--no-progress", "--out", str(tmp_path)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     proc = subprocess.Popen(
         _spark_cli(*common, "--checkpoint", str(checkpoint)),
@@ -206,6 +209,31 @@ def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> No
         ).run()  # fmt: skip
     with pytest.raises(UserError, match=r"raised KeyError in successors\(\).*in state 2"):
         Check(f"{TOY}:Crashy", engine_name="spark", spark_options=SparkOptions(partitions=3), spark_context=sc).run()
+
+
+@given(st.lists(st.integers(0, 10**6), min_size=1, max_size=8))
+def test_balancing_moves_even_out_the_frontiers(counts: list[int]) -> None:
+    from kmc.checker.spark import BALANCE_SLACK, _balancing_moves
+
+    share = -(-sum(counts) // len(counts))
+    keep = share + int(share * BALANCE_SLACK)
+    after = list(counts)
+    for source, target, count in _balancing_moves(counts):
+        assert count > 0 and counts[source] > keep and counts[target] < share
+        after[source] -= count
+        after[target] += count
+    assert sum(after) == sum(counts)
+    assert max(after) <= keep  # no partition waits on more than its share and the slack
+    assert all(after[p] == share for p in range(len(counts)) if counts[p] > keep)  # givers give only the excess
+
+
+def test_balancing_moves_examples() -> None:
+    from kmc.checker.spark import _balancing_moves
+
+    assert _balancing_moves([10, 0]) == [(0, 1, 5)]
+    assert _balancing_moves([0, 0, 9]) == [(2, 0, 3), (2, 1, 3)]
+    assert _balancing_moves([100, 98]) == []  # within the slack: nothing is pickled
+    assert _balancing_moves([0, 0]) == []
 
 
 class Fields(NamedTuple):

@@ -75,3 +75,40 @@ def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: LocalClus
     assert result.stats.extra["restarts"] >= 1, "the search never noticed the lost worker"
     assert result.status is Status.HOLDS_COMPLETE
     assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (119531, 252593, 26)
+
+
+def test_a_worker_joining_mid_run_gets_work(sc, cluster: LocalCluster, tmp_path: Path) -> None:
+    from kmc.checker.spark import _slots
+
+    cluster.kill_worker(1)  # if the test above has not already
+    deadline = time.time() + 60
+    while _slots(sc) != 1 and time.time() < deadline:
+        time.sleep(0.2)
+    assert _slots(sc) == 1
+    checkpoint = tmp_path / "ckpt"
+    outcome: dict[str, object] = {}
+
+    def run() -> None:
+        outcome["result"] = Check(
+            "replication",
+            preset="kip-320",
+            overrides={"max_leader_epoch": 5},
+            engine_name="spark",
+            spark_options=SparkOptions(partitions=2, checkpoint=str(checkpoint)),
+            spark_context=sc,
+        ).run()
+
+    search = threading.Thread(target=run)
+    search.start()
+    meta = checkpoint / "meta.json"
+    while search.is_alive() and not (meta.exists() and json.loads(meta.read_text())["progress"]["level"] >= 5):
+        time.sleep(0.1)
+    joined_at = json.loads(meta.read_text())["progress"]["level"]
+    cluster.add_worker()
+    search.join(timeout=600)
+    assert joined_at < 30, "the search ended before the worker joined"
+    result = outcome["result"]
+    assert result.status is Status.HOLDS_COMPLETE
+    assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (445715, 967081, 30)
+    assert result.stats.extra["restarts"] == 0
+    assert len(result.stats.extra["task_wait_s"]) == 2, "the search did not spread onto the new worker"
