@@ -256,7 +256,7 @@ class _Searcher:
     """One task of the search. It serves the partitions ``p`` with ``p % tasks == task``: as their
     expander it keeps their frontier in memory, as their owner their shard of the visited set.
 
-    A level takes three exchanges through files, each closed by ``allGather``:
+    A level takes three steps, each closed by the tasks meeting (`_gather`):
 
     1. expand: check each frontier state, compute its successors, fingerprint those new within
        the partition, and write each owner its candidates' fingerprints and parents (16 bytes);
@@ -266,9 +266,9 @@ class _Searcher:
     3. balance: a partition whose next frontier is larger than its share pickles the excess to
        those below theirs. Every task computes the same plan from the gathered counts.
 
-    Every few levels (every level with ``--checkpoint``) each partition saves its frontier and
-    shard and task 0 records the level in ``meta.json``: a new stage (after a lost executor, or
-    ``--resume``) starts from there."""
+    Once a minute (every level with ``--checkpoint``) each partition saves its frontier and shard
+    and task 0 records the level in ``meta.json``: a new stage (after a lost executor, on more
+    slots, or with ``--resume``) starts from there."""
 
     def __init__(self, job: Job, limits: Limits, context: Any, attempt: str, tasks: int) -> None:
         self.job, self.limits, self.context, self.tasks = job, limits, context, tasks
