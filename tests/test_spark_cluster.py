@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -112,3 +113,46 @@ def test_a_worker_joining_mid_run_gets_work(sc, cluster: LocalCluster, tmp_path:
     assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (445715, 967081, 30)
     assert result.stats.extra["restarts"] == 0
     assert len(result.stats.extra["task_wait_s"]) == 2, "the search did not spread onto the new worker"
+
+
+class _Depth:
+    """A progress sink that remembers how deep the search has gone."""
+
+    depth = 0
+
+    def update(self, *, distinct: int, generated: int, depth: int, queue: int) -> None:
+        self.depth = depth
+
+    def close(self) -> None:
+        pass
+
+
+def test_without_a_checkpoint_a_lost_worker_resumes_from_a_saved_level(sc, cluster: LocalCluster, capsys) -> None:
+    """No --checkpoint: the levels the engine saves on its own (here every one) are what it resumes from."""
+    outcome: dict[str, object] = {}
+    seen = _Depth()
+
+    def run() -> None:
+        outcome["result"] = Check(
+            "replication",
+            preset="kip-320",
+            overrides={"max_leader_epoch": 4},
+            engine_name="spark",
+            spark_options=SparkOptions(partitions=4, save_interval_s=0.0),
+            spark_context=sc,
+        ).run(progress=seen)
+
+    search = threading.Thread(target=run)
+    search.start()
+    while search.is_alive() and seen.depth < 5:
+        time.sleep(0.05)
+    killed_at = seen.depth
+    cluster.kill_worker(len(cluster.procs) - 2)  # the worker started last
+    search.join(timeout=600)
+    assert killed_at < 26, "the search ended before the worker was killed"
+    result = outcome["result"]
+    assert result.stats.extra["restarts"] == 1
+    resumed = re.search(r"resuming it from level (\d+)", capsys.readouterr().err)
+    assert resumed and int(resumed[1]) >= 5, "the search started again from the beginning"
+    assert result.status is Status.HOLDS_COMPLETE
+    assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (119531, 252593, 26)
