@@ -234,11 +234,10 @@ def _search_task(job: Job, limits: Limits, attempt: str, tasks: int) -> Any:
     def run(_items: Iterable[Any]) -> Iterator[dict[str, Any]]:
         from pyspark import BarrierTaskContext
 
-        context = BarrierTaskContext.get()
         gc_was_enabled = gc.isenabled()
         gc.disable()  # states are acyclic tuples: the collector only costs time here
         try:
-            yield _Searcher(job, limits, context, attempt, tasks).run()
+            yield _Searcher(job, limits, BarrierTaskContext.get().partitionId(), attempt, tasks).run()
         except _StopError as exc:
             yield {"error": str(exc)}
         finally:
@@ -270,9 +269,8 @@ class _Searcher:
     and task 0 records the level in ``meta.json``: a new stage (after a lost executor, on more
     slots, or with ``--resume``) starts from there."""
 
-    def __init__(self, job: Job, limits: Limits, context: Any, attempt: str, tasks: int) -> None:
-        self.job, self.limits, self.context, self.tasks = job, limits, context, tasks
-        self.task = context.partitionId()
+    def __init__(self, job: Job, limits: Limits, task: int, attempt: str, tasks: int) -> None:
+        self.job, self.limits, self.task, self.tasks = job, limits, task, tasks
         self.mine = [p for p in range(job.partitions) if p % tasks == self.task]
         # A directory of this attempt's own, so files of an abandoned attempt never mix in. Spark
         # does not retry the stage itself (see spark_context); the driver does, naming each one.
