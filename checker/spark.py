@@ -6,10 +6,9 @@ per state. The whole search is one Spark job: a barrier stage of a task per slot
 its share of the partitions and keeping their shards and frontiers in memory from level to level.
 At each level a task expands its frontiers and sends each owner the new fingerprints and their
 parents; the owners say which are new; a new state stays, unpickled, in the task that generated
-it, and only the states that even out the frontiers' sizes move. The tasks meet at files and
-``allGather``.
+it, and only the states that even out the frontiers' sizes move. The tasks meet at small files.
 
-Every few levels (every level with ``--checkpoint DIR``) the partitions save their frontiers and
+Once a minute (every level with ``--checkpoint DIR``) the partitions save their frontiers and
 shards and ``meta.json`` records the level: a lost executor restarts the search from there, and
 ``--resume DIR`` too. The driver collects only counts and violations. It rebuilds a trace by
 following parent fingerprints through the shards, then re-executing the model forward, as TLC
@@ -77,6 +76,11 @@ class SparkOptions:
     symmetry: bool = False
     deadlock: bool = False
     keep_going: bool = False
+
+    @property
+    def save_every_level(self) -> bool:
+        """A checkpoint holds every completed level; otherwise one is saved every ``save_interval_s``."""
+        return self.checkpoint is not None
 
 
 @dataclass(frozen=True)
@@ -209,15 +213,10 @@ def _read_visited(workdir: str, partition: int, level: int) -> tuple[Any, Any]:
         return data["fps"], data["parents"]
 
 
-@dataclass(frozen=True)
-class Limits:
-    """When the search stops and how often it saves itself: not part of what a checkpoint is of."""
+def _write_visited(workdir: str, partition: int, level: int, fps: Any, parents: Any) -> None:
+    import numpy as np
 
-    max_depth: int | None = None
-    max_states: int | None = None
-    keep_going: bool = False
-    save_every_level: bool = False
-    save_interval_s: float = 60.0
+    _write_atomically(_visited_path(workdir, partition, level), lambda fh: np.savez(fh, fps=fps, parents=parents))
 
 
 RESCALE = "rescale"
@@ -228,7 +227,7 @@ class _StopError(Exception):
     """A task of the run met a user error: every task stops at the next exchange."""
 
 
-def _search_task(job: Job, limits: Limits, attempt: str, tasks: int) -> Any:
+def _search_task(job: Job, options: SparkOptions, attempt: str, tasks: int) -> Any:
     """The whole search, as one barrier stage of ``tasks`` tasks; see `_Searcher`."""
 
     def run(_items: Iterable[Any]) -> Iterator[dict[str, Any]]:
@@ -237,7 +236,7 @@ def _search_task(job: Job, limits: Limits, attempt: str, tasks: int) -> Any:
         gc_was_enabled = gc.isenabled()
         gc.disable()  # states are acyclic tuples: the collector only costs time here
         try:
-            yield _Searcher(job, limits, BarrierTaskContext.get().partitionId(), attempt, tasks).run()
+            yield _Searcher(job, options, BarrierTaskContext.get().partitionId(), attempt, tasks).run()
         except _StopError as exc:
             yield {"error": str(exc)}
         finally:
@@ -269,8 +268,8 @@ class _Searcher:
     and task 0 records the level in ``meta.json``: a new stage (after a lost executor, on more
     slots, or with ``--resume``) starts from there."""
 
-    def __init__(self, job: Job, limits: Limits, task: int, attempt: str, tasks: int) -> None:
-        self.job, self.limits, self.task, self.tasks = job, limits, task, tasks
+    def __init__(self, job: Job, options: SparkOptions, task: int, attempt: str, tasks: int) -> None:
+        self.job, self.options, self.task, self.tasks = job, options, task, tasks
         self.mine = [p for p in range(job.partitions) if p % tasks == self.task]
         # A directory of this attempt's own, so files of an abandoned attempt never mix in. Spark
         # does not retry the stage itself (see spark_context); the driver does, naming each one.
@@ -315,26 +314,26 @@ class _Searcher:
 
     # -- the search -------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        job, limits = self.job, self.limits
+        job, options = self.job, self.options
         prog = _load_meta(job.workdir, job)
         saved = prog.level
         self._step(self._load, saved)
         last_save = time.monotonic()
         rescale = False
         while True:
-            if prog.violations and not limits.keep_going:
+            if prog.violations and not options.keep_going:
                 break
             if prog.levels[-1] == 0:
                 prog.done = True
                 break
             level = prog.level
-            at_state_bound = limits.max_states is not None and prog.distinct >= limits.max_states
+            at_state_bound = options.max_states is not None and prog.distinct >= options.max_states
             # At a bound the last level is still expanded (its states are checked as they are
             # expanded), but nothing is kept: it only tells whether anything lies beyond.
-            probe = at_state_bound or (limits.max_depth is not None and level >= limits.max_depth)
+            probe = at_state_bound or (options.max_depth is not None and level >= options.max_depth)
             held: dict[int, Held] = {}
             expanded = self._step(self._expand_all, level, held)
-            due = limits.save_every_level or time.monotonic() - last_save >= limits.save_interval_s
+            due = options.save_every_level or time.monotonic() - last_save >= options.save_interval_s
             deduped = self._step(self._dedupe_all, level, probe, due)
             prog.generated += sum(r["generated"] for r in expanded)
             if any(r["cut"] for r in expanded) and prog.bound_reason is None:
@@ -345,9 +344,9 @@ class _Searcher:
                 if not new:
                     prog.done = True
                 elif at_state_bound:
-                    prog.bound_reason = f"max states {limits.max_states}"
+                    prog.bound_reason = f"max states {options.max_states}"
                 else:
-                    prog.bound_reason = f"max depth {limits.max_depth}"
+                    prog.bound_reason = f"max depth {options.max_depth}"
                 break
             prog.distinct += new
             prog.levels.append(new)
@@ -372,11 +371,11 @@ class _Searcher:
                 rescale = True
                 break
         if saved != prog.level:  # the driver reads the shards to rebuild traces
-            if limits.save_every_level:
+            if options.save_every_level:
                 self._save_level(prog, saved)
             else:
                 self._step(self._save_shards, prog.level)
-        elif limits.save_every_level and self.task == 0:  # how the search ended
+        elif options.save_every_level and self.task == 0:  # how the search ended
             _save_meta(job.workdir, job, prog)
         shards = sum(fps.nbytes + parents.nbytes for fps, parents in self.visited.values())
         final = self._gather({"visited_bytes": shards, "wait_s": round(self.waited, 2)})
@@ -395,13 +394,8 @@ class _Searcher:
             self.visited[p] = _read_visited(self.job.workdir, p, level)
 
     def _save_shards(self, level: int) -> None:
-        import numpy as np
-
         for p in self.mine:
-            fps, parents = self.visited[p]
-            _write_atomically(
-                _visited_path(self.job.workdir, p, level), lambda fh, f=fps, q=parents: np.savez(fh, fps=f, parents=q)
-            )
+            _write_visited(self.job.workdir, p, level, *self.visited[p])
 
     def _save_level(self, prog: _Progress, previous: int) -> None:
         """Save every partition's frontier and shard; then task 0 points meta.json at them."""
@@ -670,10 +664,7 @@ CHECKPOINT_FORMAT = 3
 
 def _save_meta(workdir: str, job: Job, prog: _Progress) -> None:
     doc = {"format": CHECKPOINT_FORMAT, "job": job.signature(), "progress": asdict(prog)}
-    path = Path(workdir) / "meta.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, default=str))
-    os.replace(tmp, path)
+    _write_atomically(Path(workdir) / "meta.json", lambda fh: fh.write(json.dumps(doc, indent=1, default=str).encode()))
 
 
 def _load_meta(workdir: str, job: Job) -> _Progress:
@@ -786,7 +777,7 @@ def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
         states_p.append(state)
     for p, (fps_p, states_p) in frontier.items():
         fps = np.array(sorted(fps_p), dtype=np.uint64)
-        _write_atomically(_visited_path(job.workdir, p, 1), lambda fh, fps=fps: np.savez(fh, fps=fps, parents=fps))
+        _write_visited(job.workdir, p, 1, fps, fps)  # an initial state is its own parent
         _write_states(_frontier_path(job.workdir, p, 1), fps_p, states_p)
     prog.distinct = len(seen)
     prog.levels = [len(seen)]
@@ -854,7 +845,7 @@ def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str, tick: Any) -> li
 
     Spark retries a failed barrier stage only on as many slots as it had, and waits for them
     without end; the engine instead reruns the search on the slots that are left. ``tick`` is
-    called twice a second meanwhile."""
+    called twice a second meanwhile, with the slots there are."""
     from pyspark import InheritableThread
 
     outcome: dict[str, Any] = {}
@@ -871,8 +862,9 @@ def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str, tick: Any) -> li
     try:
         while thread.is_alive():
             thread.join(0.5)
-            tick()
-            if thread.is_alive() and _slots(sc) < tasks:
+            slots = _slots(sc)
+            tick(slots)
+            if thread.is_alive() and slots < tasks:
                 sc.cancelJobGroup(group)
                 thread.join()
                 raise _SlotsLostError
@@ -884,7 +876,7 @@ def _collect_watched(sc: Any, rdd: Any, tasks: int, group: str, tick: Any) -> li
     return outcome["value"]
 
 
-def _run_search(sc: Any, job: Job, limits: Limits, progress: Progress) -> tuple[dict[str, Any], int]:
+def _run_search(sc: Any, job: Job, options: SparkOptions, progress: Progress) -> tuple[dict[str, Any], int]:
     """The search's outcome (from task 0) and how many times it was restarted after a failure.
 
     The stage runs on the slots there are when it starts; if more appear (a standalone cluster's
@@ -893,14 +885,14 @@ def _run_search(sc: Any, job: Job, limits: Limits, progress: Progress) -> tuple[
     tasks = 0
     exchange = Path(job.workdir)
 
-    def tick() -> None:
+    def tick(slots: int) -> None:
         nonlocal shown
         prog = _read_progress(job.workdir)
         if prog is not None and prog.level > shown:
             shown = prog.level
             queue = prog.levels[-1] if prog.levels else 0
             progress.update(distinct=prog.distinct, generated=prog.generated, depth=prog.level, queue=queue)
-        if tasks < job.partitions and _slots(sc) > tasks:
+        if tasks < job.partitions and slots > tasks:
             with contextlib.suppress(FileNotFoundError):  # the stage may just have ended
                 (exchange / RESCALE).touch()
 
@@ -913,7 +905,7 @@ def _run_search(sc: Any, job: Job, limits: Limits, progress: Progress) -> tuple[
         tasks = min(job.partitions, _wait_for_slots(sc, job.partitions))
         name = f"{run_id}-{stages}"
         exchange = Path(job.workdir) / f"exchange-{name}"
-        rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(_search_task(job, limits, name, tasks))
+        rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(_search_task(job, options, name, tasks))
         try:
             summaries = _collect_watched(sc, rdd, tasks, f"kmc-search-{name}", tick)
         except Exception as exc:
@@ -930,7 +922,7 @@ def _run_search(sc: Any, job: Job, limits: Limits, progress: Progress) -> tuple[
         if errors:
             raise UserError(errors[0])
         if not summaries[0]["rescale"]:
-            tick()
+            tick(tasks)
             return summaries[0], failures
 
 
@@ -942,14 +934,7 @@ def _search(
         _load_meta(job.workdir, job)  # refuse a checkpoint of another check before starting Spark's job
     else:
         _save_meta(job.workdir, job, _initial_level(model, job, keyfn))
-    limits = Limits(
-        max_depth=options.max_depth,
-        max_states=options.max_states,
-        keep_going=options.keep_going,
-        save_every_level=options.checkpoint is not None,
-        save_interval_s=options.save_interval_s,
-    )
-    outcome, restarts = _run_search(sc, job, limits, progress)
+    outcome, restarts = _run_search(sc, job, options, progress)
     progress.close()
     result = _result(model, props, job, options, _Progress(**outcome["progress"]), keyfn)
     result.stats.extra.update(
