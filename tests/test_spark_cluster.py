@@ -41,25 +41,40 @@ def test_cluster_matches_bfs(sc) -> None:
     assert violated.violations[0].trace_length == 12
 
 
+class _Background:
+    """A kip-320 check on the cluster, run in a thread so a test can act on the cluster meanwhile."""
+
+    def __init__(self, sc, max_leader_epoch: int, options: SparkOptions, progress=None) -> None:
+        self.outcome: dict[str, object] = {}
+        check = Check(
+            "replication",
+            preset="kip-320",
+            overrides={"max_leader_epoch": max_leader_epoch},  # long enough to act in the middle
+            engine_name="spark",
+            spark_options=options,
+            spark_context=sc,
+        )
+        self.thread = threading.Thread(target=self._run, args=(check, progress))
+        self.thread.start()
+
+    def _run(self, check: Check, progress) -> None:
+        try:
+            self.outcome["result"] = check.run(progress=progress)
+        except BaseException as exc:  # reported by result()
+            self.outcome["error"] = exc
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def result(self):
+        self.thread.join(timeout=600)
+        assert "error" not in self.outcome, self.outcome.get("error")
+        return self.outcome["result"]
+
+
 def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: LocalCluster, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            outcome["result"] = Check(
-                "replication",
-                preset="kip-320",
-                overrides={"max_leader_epoch": 4},  # long enough to be killed in the middle
-                engine_name="spark",
-                spark_options=SparkOptions(partitions=4, checkpoint=str(checkpoint)),
-                spark_context=sc,
-            ).run()
-        except BaseException as exc:  # reported below
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run)
-    worker.start()
+    worker = _Background(sc, 4, SparkOptions(partitions=4, checkpoint=str(checkpoint)))
     meta = checkpoint / "meta.json"
     deadline = time.time() + 300
     killed_at = None
@@ -69,10 +84,8 @@ def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: LocalClus
             killed_at = json.loads(meta.read_text())["progress"]["level"]
             break
         time.sleep(0.1)
-    worker.join(timeout=600)
+    result = worker.result()
     assert killed_at is not None and killed_at < 26, "the worker was not killed mid-run"
-    assert "error" not in outcome, outcome.get("error")
-    result = outcome["result"]
     assert result.stats.extra["restarts"] >= 1, "the search never noticed the lost worker"
     assert result.status is Status.HOLDS_COMPLETE
     assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (119531, 252593, 26)
@@ -87,28 +100,14 @@ def test_a_worker_joining_mid_run_gets_work(sc, cluster: LocalCluster, tmp_path:
         time.sleep(0.2)
     assert _slots(sc) == 1
     checkpoint = tmp_path / "ckpt"
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        outcome["result"] = Check(
-            "replication",
-            preset="kip-320",
-            overrides={"max_leader_epoch": 5},
-            engine_name="spark",
-            spark_options=SparkOptions(partitions=2, checkpoint=str(checkpoint)),
-            spark_context=sc,
-        ).run()
-
-    search = threading.Thread(target=run)
-    search.start()
+    search = _Background(sc, 5, SparkOptions(partitions=2, checkpoint=str(checkpoint)))
     meta = checkpoint / "meta.json"
     while search.is_alive() and not (meta.exists() and json.loads(meta.read_text())["progress"]["level"] >= 5):
         time.sleep(0.1)
     joined_at = json.loads(meta.read_text())["progress"]["level"]
     cluster.add_worker()
-    search.join(timeout=600)
+    result = search.result()
     assert joined_at < 30, "the search ended before the worker joined"
-    result = outcome["result"]
     assert result.status is Status.HOLDS_COMPLETE
     assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (445715, 967081, 30)
     assert result.stats.extra["restarts"] == 0
@@ -129,28 +128,14 @@ class _Depth:
 
 def test_without_a_checkpoint_a_lost_worker_resumes_from_a_saved_level(sc, cluster: LocalCluster, capsys) -> None:
     """No --checkpoint: the levels the engine saves on its own (here every one) are what it resumes from."""
-    outcome: dict[str, object] = {}
     seen = _Depth()
-
-    def run() -> None:
-        outcome["result"] = Check(
-            "replication",
-            preset="kip-320",
-            overrides={"max_leader_epoch": 4},
-            engine_name="spark",
-            spark_options=SparkOptions(partitions=4, save_interval_s=0.0),
-            spark_context=sc,
-        ).run(progress=seen)
-
-    search = threading.Thread(target=run)
-    search.start()
+    search = _Background(sc, 4, SparkOptions(partitions=4, save_interval_s=0.0), progress=seen)
     while search.is_alive() and seen.depth < 5:
         time.sleep(0.05)
     killed_at = seen.depth
     cluster.kill_worker(len(cluster.procs) - 2)  # the worker started last
-    search.join(timeout=600)
+    result = search.result()
     assert killed_at < 26, "the search ended before the worker was killed"
-    result = outcome["result"]
     assert result.stats.extra["restarts"] == 1
     resumed = re.search(r"resuming it from level (\d+)", capsys.readouterr().err)
     assert resumed and int(resumed[1]) >= 5, "the search started again from the beginning"
