@@ -6,7 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := kmc-out
 
-.PHONY: demo test lint unit ci-suite system-deps counterexamples diagrams bench clean
+.PHONY: demo test lint unit ci-suite system-deps java-deps kafka-jars counterexamples diagrams bench clean
+
+# The Kafka release whose classes the oracles call (`kmc conform`); its jars are fetched from Maven
+# Central once, into oracles/java/lib/$(KAFKA_VERSION) (ignored by git).
+KAFKA_VERSION ?= $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' oracles/java/pom.xml)
+KAFKA_JARS := oracles/java/lib/$(KAFKA_VERSION)
 
 # Debian packages the toolkit uses: graphviz (`dot`, for diagrams) and a JRE (PySpark, TLC);
 # the tests also load the HTML report in headless Chromium.
@@ -24,6 +29,30 @@ system-deps:
 	    echo "missing system packages; install them with: sudo apt-get install -y$$missing" >&2; exit 1; \
 	  fi; \
 	fi
+
+# A JDK and Maven, for Kafka's jars and the oracles that call them.
+java-deps:
+	@missing=""; \
+	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing system packages; install them with: sudo apt-get install -y$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+
+kafka-jars: $(KAFKA_JARS)/.complete
+$(KAFKA_JARS)/.complete: oracles/java/pom.xml
+	@$(MAKE) --no-print-directory java-deps
+	@echo "fetching Kafka $(KAFKA_VERSION)'s jars from Maven Central into $(KAFKA_JARS)"
+	@rm -rf $(KAFKA_JARS).partial
+	@cd oracles/java && mvn -q -B dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
+	  -DincludeScope=runtime -DoutputDirectory=lib/$(KAFKA_VERSION).partial \
+	  || { echo "could not fetch Kafka $(KAFKA_VERSION)'s jars: is that release on Maven Central?" >&2; exit 1; }
+	@rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).partial $(KAFKA_JARS) && touch $@
 
 $(STAMP): pyproject.toml setup.py checker/_canonical.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,7 +82,7 @@ ci-suite: $(STAMP)
 	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml
 
 test: NEED_CHROMIUM = yes
-test: system-deps $(STAMP) lint unit ci-suite
+test: system-deps kafka-jars $(STAMP) lint unit ci-suite
 
 # Regenerate the checked-in shortest counterexamples from the models, and their diagrams.
 counterexamples: $(STAMP)

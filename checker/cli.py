@@ -306,6 +306,56 @@ def _render_check(result: CheckResult, directory: Path) -> None:
 
 
 @app.command()
+def conform(
+    target: Annotated[
+        str | None,
+        typer.Argument(help="A model with oracles (see --list), or an input oracle such as assignors."),
+    ] = None,
+    preset: Annotated[str | None, typer.Option("--preset", "-p", help="A named variant.")] = None,
+    sets: Annotated[list[str], typer.Option("--set", "-s", help="Config key=value (repeatable).")] = [],  # noqa: B006
+    oracles: Annotated[
+        list[str], typer.Option("--oracle", "-O", help="Ask only these oracles (name or module:Class; repeatable).")
+    ] = [],  # noqa: B006
+    kafka_version: Annotated[
+        str | None, typer.Option(help="The Kafka release whose classes to call (default: the pinned one).")
+    ] = None,
+    max_depth: Annotated[int | None, typer.Option(help="Bound: depth in states (init = 1).", min=1)] = None,
+    max_states: Annotated[int | None, typer.Option(help="Bound: distinct states.", min=1)] = None,
+    store: Annotated[str, typer.Option(help="states (exact) or fingerprints (64-bit, less memory).")] = "states",
+    limit: Annotated[int | None, typer.Option(help="Input oracles: compare at most N cases.", min=1)] = None,
+    out: Annotated[Path, typer.Option(help="Directory for mismatch traces.")] = Path("kmc-out"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report (one case per oracle).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
+    quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the mismatch trace.")] = False,
+    list_oracles: Annotated[bool, typer.Option("--list", help="List the oracles and what they call.")] = False,
+) -> None:
+    """Compare a model, at every reachable step, with Kafka's own classes: exit 0 when they agree
+    on every step compared, 1 on a mismatch (its shortest trace is written as ITF)."""
+    from .conform_report import print_oracles, run_conform
+    from .conformance import ConformJob
+
+    if list_oracles:
+        print_oracles(as_json)
+        return
+    if target is None:
+        raise UserError("kmc conform needs a model (or an input oracle); `kmc conform --list` shows them")
+    job = ConformJob(
+        target=target,
+        preset=preset,
+        overrides=_parse_sets(sets),
+        oracle_names=tuple(oracles),
+        release=kafka_version,
+        bfs_options=BfsOptions(max_depth=max_depth, max_states=max_states, store=store),
+    )
+    mismatched = run_conform(
+        job, out=out, junit=junit, as_json=as_json, progress=progress, show_trace=not quiet_trace, limit=limit
+    )
+    if mismatched:
+        raise typer.Exit(EXIT_VIOLATED)
+
+
+@app.command()
 def render(
     trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf, .dot or .html.")],

@@ -41,3 +41,17 @@ def load_model_class(name: str) -> type[Model]:
         return cls
     known = ", ".join(models) or "(none installed)"
     raise UserError(f"unknown model {name!r}; models: {known} (or give module:Class / file.py:Class)")
+
+
+@cache
+def registered_oracles() -> dict[str, type]:
+    """Oracles (``kmc.checker.conformance.Oracle`` or ``InputOracle`` classes) by name, from the
+    ``kmc.oracles`` entry points. Loading one does not start anything (no JVM)."""
+    found: dict[str, type] = {}
+    for ep in entry_points(group="kmc.oracles"):
+        try:
+            cls = ep.load()
+        except ImportError as exc:  # a broken install: say so, rather than hide the oracle
+            raise UserError(f"oracle {ep.name} ({ep.value}) cannot be loaded: {exc}; reinstall kmc") from None
+        found[getattr(cls, "name", "") or ep.name] = cls
+    return dict(sorted(found.items()))

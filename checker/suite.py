@@ -11,6 +11,16 @@
     expect_distinct_states = 10131   # optional: exact count (complete runs)
     replay = "replication/truncate-to-hw-StrongIsr.itf.json"  # optional: a stored trace that must replay
 
+A conformance run (``kmc conform``) is an entry with ``conform = true``; it expects ``conforms`` or
+``mismatch``, optionally names its ``oracles`` and the exact ``expect_distinct_states`` and
+``expect_comparisons`` (decisions compared, over all its oracles)::
+
+    [[check]]
+    name = "kraft-replication agrees with Kafka's PartitionChangeBuilder"
+    model = "kraft-replication"
+    conform = true
+    expect = "conforms"
+
 An expected violation that is no longer found fails just like an unexpected one. A counterexample
 too deep to search for in CI (found once by a long search, as its docs say) is kept as an entry with
 ``search = false``: the stored trace is replayed on the entry's model and config and must still
@@ -27,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .bfs import BfsOptions
+from .conformance import ConformJob, conform_table, write_mismatch_traces
 from .errors import UserError
 from .hypothesis_engine import HypothesisOptions
 from .itf import read_trace
@@ -37,6 +48,7 @@ from .runner import ENGINES, Check, write_traces
 from .simulation import SimulationOptions
 
 EXPECTATIONS = ("holds", "holds-complete", "violated")
+CONFORM_EXPECTATIONS = ("conforms", "mismatch")
 _KEYS = {
     "name",
     "model",
@@ -60,6 +72,12 @@ _KEYS = {
     "expect_distinct_states",
     "replay",
     "search",
+    "conform",
+    "oracles",
+    "expect_comparisons",
+}
+_CHECK_ONLY_KEYS = {
+    *("properties", "spec", "engine", "symmetry", "deadlock", "continue", "seed", "depth", "walks", "replay")
 }
 
 
@@ -73,6 +91,8 @@ class Entry:
     expect_distinct_states: int | None = None
     replay: Path | None = None
     search: bool = True
+    conform: ConformJob | None = None
+    expect_comparisons: int | None = None
 
 
 @dataclass
@@ -123,6 +143,12 @@ def load_suite(path: str | Path) -> list[Entry]:
         expect = _typed(raw, "expect", str, where)
         if not model:
             raise UserError(f"{where}: 'model' is required")
+        if _typed(raw, "conform", bool, where):
+            entries.append(_conform_entry(raw, model, expect, where))
+            continue
+        for key in ("oracles", "expect_comparisons"):
+            if key in raw:
+                raise UserError(f"{where}: '{key}' goes with 'conform = true'")
         if expect not in EXPECTATIONS:
             raise UserError(f"{where}: 'expect' must be one of {', '.join(EXPECTATIONS)}")
         engine = _typed(raw, "engine", str, where) or "bfs"
@@ -179,6 +205,69 @@ def load_suite(path: str | Path) -> list[Entry]:
     return entries
 
 
+def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: str) -> Entry:
+    if expect not in CONFORM_EXPECTATIONS:
+        raise UserError(f"{where}: a conformance entry expects one of {', '.join(CONFORM_EXPECTATIONS)}")
+    misplaced = sorted(set(raw) & _CHECK_ONLY_KEYS)
+    if misplaced:
+        raise UserError(f"{where}: {', '.join(misplaced)} do(es) not apply to a conformance entry")
+    oracles = _typed(raw, "oracles", list, where) or []
+    job = ConformJob(
+        target=model,
+        preset=_typed(raw, "preset", str, where),
+        overrides=_typed(raw, "set", dict, where) or {},
+        oracle_names=tuple(str(o) for o in oracles),
+        bfs_options=BfsOptions(
+            max_depth=_typed(raw, "max_depth", int, where),
+            max_states=_typed(raw, "max_states", int, where),
+            store=_typed(raw, "store", str, where) or "states",
+        ),
+    )
+    return Entry(
+        name=_typed(raw, "name", str, where) or f"{model} {job.preset or ''} {expect}".strip(),
+        check=Check(model_name=model, preset=job.preset, overrides=job.overrides),
+        expect=expect,
+        expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
+        conform=job,
+        expect_comparisons=_typed(raw, "expect_comparisons", int, where),
+    )
+
+
+def _judge_conform(entry: Entry, out_dir: str | Path | None) -> tuple[bool, str, CheckResult | None]:
+    assert entry.conform is not None
+    table = entry.conform.input_oracle()
+    if table is not None:
+        tally = conform_table(table)
+        distinct, complete, result = tally.states, True, None
+        tallies = [tally]
+    else:
+        outcome = entry.conform.run()
+        if out_dir is not None:
+            write_mismatch_traces(outcome, Path(out_dir) / outcome.check.model, None)
+        distinct, complete, result = outcome.check.stats.distinct_states, outcome.check.complete, outcome.check
+        tallies = outcome.tallies
+    mismatches = sum(t.mismatches for t in tallies)
+    comparisons = sum(t.comparisons for t in tallies)
+    problems = []
+    idle = [t.oracle for t in tallies if t.comparisons == 0]
+    if idle:
+        problems.append(f"oracle {', '.join(idle)} compared nothing")
+    if entry.expect == "conforms" and mismatches:
+        first = next(t for t in tallies if t.mismatches)
+        problems.append(f"expected to conform, but {first.oracle} disagrees ({first.first_mismatch})")
+    if entry.expect == "mismatch" and not mismatches:
+        problems.append(f"expected a mismatch, every one of {comparisons} decisions agrees")
+    if entry.expect_distinct_states is not None and distinct != entry.expect_distinct_states:
+        problems.append(f"expected {entry.expect_distinct_states} distinct states, got {distinct}")
+    if entry.expect_comparisons is not None and comparisons != entry.expect_comparisons:
+        problems.append(f"expected {entry.expect_comparisons} decisions compared, got {comparisons}")
+    summary = (
+        f"{'mismatch' if mismatches else 'conforms'}: {distinct} {'cases' if table else 'distinct states'}, "
+        f"{comparisons} decisions compared, {mismatches} mismatches" + ("" if complete else " (bounded)")
+    )
+    return not problems, "; ".join(problems) or summary, result
+
+
 def _judge(entry: Entry, result: CheckResult) -> list[str]:
     problems = []
     violated = [v.property for v in result.violations]
@@ -231,7 +320,9 @@ def run_suite(
         start = time.perf_counter()
         result = None
         try:
-            if entry.search:
+            if entry.conform is not None:
+                ok, message, result = _judge_conform(entry, out_dir)
+            elif entry.search:
                 result = entry.check.run()
                 if out_dir is not None:
                     write_traces(result, Path(out_dir) / result.model)

@@ -1,0 +1,110 @@
+"""The bridge to Kafka's classes: one JVM per process, started on the pinned release's jars.
+
+JPype runs the JVM inside the Python process, so a call into a Kafka class costs a JNI
+crossing, not a message to another process (docs/conformance.md has the measured rates).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from kmc.checker.errors import UserError
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+POM = JAVA_DIR / "pom.xml"
+
+_started_version: str | None = None
+
+
+def pinned_version() -> str:
+    """The Kafka release pom.xml pins (``kafka.version``)."""
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text()) if POM.is_file() else None
+    if match is None:
+        raise UserError(f"cannot read the pinned Kafka release from {POM}")
+    return match.group(1).strip()
+
+
+def requested_version(version: str | None = None) -> str:
+    """The release to call: the argument, else $KMC_KAFKA_VERSION, else the pinned one."""
+    return version or os.environ.get("KMC_KAFKA_VERSION") or pinned_version()
+
+
+def jars_dir(version: str) -> Path:
+    override = os.environ.get("KMC_KAFKA_JARS")
+    return Path(override) if override else JAVA_DIR / "lib" / version
+
+
+def _missing_jars(version: str) -> str:
+    how = "make kafka-jars" if version == pinned_version() else f"make kafka-jars KAFKA_VERSION={version}"
+    where = jars_dir(version)
+    return f"Kafka {version}'s jars are not installed (looked in {where}): run `{how}` (needs Maven and a JDK)"
+
+
+def start(version: str | None = None) -> str:
+    """Start the JVM on the jars of ``version`` (once per process); return the version started."""
+    global _started_version
+    version = requested_version(version)
+    if _started_version is not None:
+        if version != _started_version:
+            raise UserError(
+                f"this process already runs Kafka {_started_version}'s classes; one release per process "
+                f"(asked for {version})"
+            )
+        return version
+    if not re.fullmatch(r"[0-9A-Za-z.\-]+", version):
+        raise UserError(f"not a Kafka release: {version!r}")
+    folder = jars_dir(version)
+    jars = sorted(folder.glob("*.jar")) if folder.is_dir() else []
+    if not any(j.name.startswith("kafka-clients-") for j in jars):
+        raise UserError(_missing_jars(version))
+    try:
+        import jpype
+    except ImportError:
+        raise UserError("the Python-Java bridge JPype is not installed: pip install jpype1") from None
+    if not jpype.isJVMStarted():
+        try:
+            jvm_path = jpype.getDefaultJVMPath()
+        except Exception:
+            raise UserError(
+                "no Java runtime found for Kafka's classes: install a JDK (sudo apt-get install -y "
+                "default-jdk-headless) or set JAVA_HOME"
+            ) from None
+        jpype.startJVM(jvm_path, "-Xss4m", "-XX:+UseSerialGC", classpath=[str(j) for j in jars], convertStrings=True)
+    _started_version = version
+    return version
+
+
+def started_version() -> str | None:
+    return _started_version
+
+
+@cache
+def jclass(name: str) -> Any:
+    """A Kafka (or JDK) class by its full name; the JVM must be started."""
+    import jpype
+
+    if _started_version is None:
+        start()
+    try:
+        return jpype.JClass(name)
+    except Exception:
+        raise UserError(f"class {name} is not in Kafka {_started_version}'s jars") from None
+
+
+def java_exception_text(exc: BaseException) -> str:
+    """A thrown Java exception as 'SimpleName: message', the form a mismatch reports."""
+    java_class = getattr(exc, "getClass", None)
+    if java_class is not None:
+        message = exc.getMessage()  # type: ignore[attr-defined]
+        return f"{java_class().getSimpleName()}: {message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def is_java_exception(exc: BaseException) -> bool:
+    import jpype
+
+    return isinstance(exc, jpype.JException)
