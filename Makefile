@@ -49,7 +49,8 @@ $(KAFKA_JARS)/.complete: oracles/java/pom.xml
 	@$(MAKE) --no-print-directory java-deps
 	@echo "fetching Kafka $(KAFKA_VERSION)'s jars from Maven Central into $(KAFKA_JARS)"
 	@rm -rf $(KAFKA_JARS).partial
-	@cd oracles/java && mvn -q -B dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) \
+	@case "$(KAFKA_VERSION)" in 0.*|1.*|2.*|3.[0-7]|3.[0-7].*) older=-Dkafka.before-3.8 ;; *) older= ;; esac; \
+	cd oracles/java && mvn -q -B dependency:copy-dependencies -Dkafka.version=$(KAFKA_VERSION) $$older \
 	  -DincludeScope=runtime -DoutputDirectory=lib/$(KAFKA_VERSION).partial \
 	  || { echo "could not fetch Kafka $(KAFKA_VERSION)'s jars: is that release on Maven Central?" >&2; exit 1; }
 	@rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).partial $(KAFKA_JARS) && touch $@
