@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from .conformance import (
     ConformJob,
@@ -42,10 +41,6 @@ def print_oracles(as_json: bool) -> None:
         print(f"{row['oracle']:<20} {row['model']:<18} {', '.join(row['reference'])}")
         if row["doc"]:
             print(f"{'':<20} {row['doc']}")
-
-
-def _release_of(oracles: list[Any]) -> str | None:
-    return next((o.release for o in oracles if getattr(o, "release", None)), None)
 
 
 def _tally_line(t: Tally, table: bool) -> str:
@@ -104,24 +99,19 @@ def run_conform(
         return _run_table(table, out=out, junit=junit, as_json=as_json, progress=progress, limit=limit)
     if limit is not None:
         raise UserError("--limit applies to input oracles (tables of inputs) only")
-    model, oracles = job.model_oracles()
-    release = _release_of(oracles)
-    preset = job.preset if job.preset is not None else type(model).default_preset
-    from .conformance import conform
-
-    label = f"kmc conform {model.name}"
-    result = conform(model, oracles, job.bfs_options, make_progress(label, enabled=progress and not as_json), preset)
-    write_mismatch_traces(result, out, release)
-    title = f"kmc.conform.{model.name}.{preset or 'default'}"
+    result = job.run(make_progress(f"kmc conform {job.target}", enabled=progress and not as_json))
+    release, model = result.release, result.check
+    preset = model.preset
+    write_mismatch_traces(result, out)
+    title = f"kmc.conform.{model.model}.{preset or 'default'}"
     if junit is not None:
-        write_junit(junit, f"kmc conform {model.name}", _cases(result.tallies, title, result.check.stats.elapsed_s))
+        write_junit(junit, f"kmc conform {model.model}", _cases(result.tallies, title, result.check.stats.elapsed_s))
     if as_json:
         doc = result.to_json()
-        doc["release"] = release
         print(json.dumps(doc, indent=2))
     else:
         print(conform_text(result, release, show_trace))
-    _require_comparisons(result.tallies, f"model {model.name}")
+    _require_comparisons(result.tallies, f"model {model.model}")
     return result.mismatched
 
 

@@ -164,6 +164,8 @@ def jsonable(value: Any) -> Any:
 class ConformResult:
     check: CheckResult
     tallies: list[Tally]
+    release: str | None = None
+    """The release of the reference the oracles called."""
 
     @property
     def mismatched(self) -> bool:
@@ -172,6 +174,7 @@ class ConformResult:
     def to_json(self) -> dict[str, Any]:
         out = self.check.to_json()
         out["verdict"] = "mismatch" if self.mismatched else "conforms"
+        out["release"] = self.release
         out["oracles"] = [t.to_json() for t in self.tallies]
         return out
 
@@ -242,6 +245,7 @@ def conform(
     An oracle stops being asked after its first mismatch (as a property stops being checked after
     its first violation): that mismatch comes with the shortest trace to it."""
     oracles = list(oracles)
+    options = options or BfsOptions()
     if not oracles:
         raise UserError(f"no oracle compares model {model.name}")
     tallies: list[Tally] = []
@@ -257,7 +261,6 @@ def conform(
             props.append(_state_property(oracle, tally))
     if options.symmetry:
         raise UserError("conformance compares every state as the model reaches it: run it without --symmetry")
-    options = options or BfsOptions()
     opts = dataclasses.replace(options, keep_going=True)
     result = bfs(model, PropertySet.of(props), opts, progress, preset=preset)
     result.engine = "conform"
@@ -266,7 +269,8 @@ def conform(
         result.stats.extra["oracle_seconds"] += round(tally.seconds, 3)
     if result.violations:
         result.status = Status.VIOLATED
-    return ConformResult(check=result, tallies=tallies)
+    release = next((o.release for o in oracles if o.release), None)
+    return ConformResult(check=result, tallies=tallies, release=release)
 
 
 def conform_table(oracle: InputOracle, progress: Progress | None = None, limit: int | None = None) -> Tally:
@@ -363,9 +367,14 @@ class ConformJob:
         return model, [o(model, release=self.release) for o in chosen]
 
     def run(self, progress: Progress | None = None) -> ConformResult:
+        from .runner import model_reference
+
         model, oracles = self.model_oracles()
         preset = self.preset if self.preset is not None else type(model).default_preset
-        return conform(model, oracles, self.bfs_options, progress, preset=preset)
+        result = conform(model, oracles, self.bfs_options, progress, preset=preset)
+        if self.target != model.name:  # a model of one's own: its traces must find it again
+            result.check.model_ref = model_reference(self.target)
+        return result
 
 
 def _load_oracle_class(name: str) -> type[Oracle]:
@@ -384,7 +393,7 @@ def _load_oracle_class(name: str) -> type[Oracle]:
     return cls
 
 
-def write_mismatch_traces(result: ConformResult, out_dir: str | Path, release: str | None) -> None:
+def write_mismatch_traces(result: ConformResult, out_dir: str | Path) -> None:
     """Each mismatch's shortest trace as ITF, with both answers in its ``#meta``."""
     from .itf import read_trace, write_trace
     from .runner import write_traces
@@ -398,7 +407,7 @@ def write_mismatch_traces(result: ConformResult, out_dir: str | Path, release: s
         doc["#meta"]["mismatch"] = {
             "oracle": tally.oracle,
             "reference": list(tally.reference),
-            "release": release,
+            "release": result.release,
             **mismatch_json(tally.first_mismatch),
         }
         write_trace(Path(violation.trace_file), doc)
