@@ -13,7 +13,9 @@ must give up, and a partition is given only once its previous owner has released
 
 Requests are messages: each consumer has at most one heartbeat in flight and handles its
 response in a later step; revoking and assigning partitions on the client are separate steps,
-as the application's rebalance callbacks run between heartbeats.
+as the application's rebalance callbacks run between heartbeats. Like the consumer's heartbeat
+state, a heartbeat lists the owned partitions only when joining and once after each completed
+reconciliation, and leaves the field null otherwise (the coordinator then assumes nothing was revoked).
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ class Coordinator(NamedTuple):
 class Heartbeat(NamedTuple):
     memberId: str
     memberEpoch: int
-    ownedPartitions: frozenset[int]
+    ownedPartitions: frozenset[int] | None
+    """None (the request's field left null) unless joining or a reconciliation completed since the last one."""
 
 
 class HeartbeatResponse(NamedTuple):
@@ -96,6 +99,9 @@ class Consumer(NamedTuple):
     """The last assignment the coordinator sent: what the client reconciles towards."""
     request: Heartbeat | None
     response: HeartbeatResponse | None
+    reconciled: frozenset[int] | None = None
+    """The partitions of the last reconciliation the consumer completed and has not reported yet (None:
+    nothing to report): like the consumer's local assignment, sent once in the next heartbeat."""
 
 
 class Kip848State(NamedTuple):
@@ -122,6 +128,21 @@ class Kip848Config:
         "early-2024 reconciliation: a revoking member whose new target returns partitions it still "
         "holds takes them back at once",
     )
+    revoke_only_owned: bool = param(
+        True,
+        "KAFKA-16249 (Kafka 3.8): partitions the heartbeat does not list as owned are dropped without waiting "
+        "for their revocation; before, every revocation waited for the member",
+    )
+    release_own_pending_revocation: bool = param(
+        True,
+        "KAFKA-19449 (Kafka 4.2): a partition the member itself has pending revocation is not withheld as "
+        "unreleased when its target gives it back",
+    )
+    bump_epoch_after_revocation: bool = param(
+        False,
+        "before KAFKA-19974 (Kafka 4.2): a member that has revoked what it must reconciles from its epoch + 1, "
+        "so it may stay UNREVOKED_PARTITIONS one epoch later",
+    )
     max_faults: int = param(1, "consumer crashes and leaves in all", min=0, max=3)
     timeouts: Literal["crashed", "any"] = param(
         "crashed", "session and rebalance timeouts: only for stopped consumers, or at any moment"
@@ -131,8 +152,14 @@ class Kip848Config:
 
 PRESETS = {
     "kip-848": Preset.of(
-        "the KIP-848 protocol as in Kafka 4.0",
+        "the KIP-848 protocol as in Kafka 4.2 and later (4.3.1 is the pinned release)",
         {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+    ),
+    "kafka-4.0": Preset.of(
+        "Kafka 4.0 and 4.1: before KAFKA-19449 and KAFKA-19974",
+        {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+        release_own_pending_revocation=False,
+        bump_epoch_after_revocation=True,
     ),
     "no-release-wait": Preset.of(
         "the coordinator assigns a partition before its previous owner has revoked it",
@@ -145,6 +172,9 @@ PRESETS = {
         {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "violated"},
         partition_epoch_bookkeeping=False,
         reclaim_pending_revocation=True,
+        revoke_only_owned=False,
+        release_own_pending_revocation=False,
+        bump_epoch_after_revocation=True,
     ),
     "slow-member": Preset.of(
         "timeouts at any moment: a member fenced for being slow keeps processing until it learns",
@@ -229,8 +259,12 @@ class Kip848Model(Model):
             return
         if me.request is None and me.response is None:
             epoch = LEAVE_EPOCH if me.phase == LEAVING else me.memberEpoch
-            request = Heartbeat(me.memberId, epoch, me.owned)
-            out.append((self._act("SendHeartbeat", c), _set(s, c, me._replace(request=request))))
+            # like the consumer's heartbeat state, the owned partitions are sent when joining and in the
+            # first heartbeat after a reconciliation completed (its result); null otherwise
+            owned = me.owned if epoch == JOIN_EPOCH else me.reconciled
+            request = Heartbeat(me.memberId, epoch, owned)
+            sent = me._replace(request=request, reconciled=None)
+            out.append((self._act("SendHeartbeat", c), _set(s, c, sent)))
         if me.request is not None:
             error, nxt = self._handle_heartbeat(s, c, me.request)
             out.append((self._act("HandleHeartbeat", c, error), nxt))
@@ -238,9 +272,13 @@ class Kip848Model(Model):
             out.append((self._act("ReceiveHeartbeat", c, me.response.error), self._receive(s, c, me)))
         revoke = me.owned - me.assignment
         if revoke:
-            out.append((self._act("RevokePartitions", c), _set(s, c, me._replace(owned=me.owned - revoke))))
+            out.append(
+                (self._act("RevokePartitions", c), _set(s, c, _reconciling(me, me._replace(owned=me.owned - revoke))))
+            )
         elif me.assignment - me.owned:
-            out.append((self._act("AssignPartitions", c), _set(s, c, me._replace(owned=me.assignment))))
+            out.append(
+                (self._act("AssignPartitions", c), _set(s, c, _reconciling(me, me._replace(owned=me.assignment))))
+            )
         if me.owned and me.phase == RUNNING:
             out.append(self._offset_commit(s, c, me))
         if s.faults < self.config.max_faults:
@@ -267,7 +305,11 @@ class Kip848Model(Model):
             if member is None:
                 error = UNKNOWN_MEMBER_ID
                 return error, _respond(s, c, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset()))
-            lost_response = hb.memberEpoch == member.previousMemberEpoch and hb.ownedPartitions <= member.assigned
+            lost_response = (
+                hb.memberEpoch == member.previousMemberEpoch
+                and hb.ownedPartitions is not None
+                and hb.ownedPartitions <= member.assigned
+            )
             if hb.memberEpoch != member.memberEpoch and not (hb.memberEpoch < member.memberEpoch and lost_response):
                 error = FENCED_MEMBER_EPOCH
                 return error, _respond(s, c, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset()))
@@ -290,39 +332,48 @@ class Kip848Model(Model):
         target = tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
         return coord._replace(targetAssignment=target, targetAssignmentEpoch=coord.groupEpoch)
 
-    def _reconcile(self, coord: Coordinator, member: GroupMember, owned: frozenset[int]) -> GroupMember:
-        """``CurrentAssignmentBuilder.build()``."""
+    def _reconcile(self, coord: Coordinator, member: GroupMember, owned: frozenset[int] | None) -> GroupMember:
+        """``CurrentAssignmentBuilder.build()``; ``owned`` is what the heartbeat says the consumer owns, or
+        None when it did not say: then it is taken to still own every partition it must revoke."""
+        if owned is None:
+            owned = member.assigned | member.pendingRevocation
         target_epoch = coord.targetAssignmentEpoch
         if member.state == STABLE:
             if member.memberEpoch != target_epoch:
-                return self._compute_next(coord, member, member.memberEpoch, member.assigned)
+                return self._compute_next(coord, member, member.memberEpoch, member.assigned, owned)
             return member
         if member.state == UNREVOKED_PARTITIONS:
             target = dict(coord.targetAssignment).get(member.memberId, frozenset())
             if self.config.reclaim_pending_revocation and target & member.pendingRevocation:
                 # As the KAFKA-16147 incident shows: revoking -> stable with the partitions pending
                 # revocation assigned again, in one step.
-                return self._compute_next(coord, member, member.memberEpoch, member.assigned | member.pendingRevocation)
+                current = member.assigned | member.pendingRevocation
+                return self._compute_next(coord, member, member.memberEpoch, current, owned)
             if owned & member.pendingRevocation:
                 return member
-            return self._compute_next(coord, member, member.memberEpoch + 1, member.assigned)
-        return self._compute_next(coord, member, member.memberEpoch, member.assigned)
+            epoch = member.memberEpoch + 1 if self.config.bump_epoch_after_revocation else member.memberEpoch
+            return self._compute_next(coord, member, epoch, member.assigned, owned)
+        return self._compute_next(coord, member, member.memberEpoch, member.assigned, owned)
 
     def _compute_next(
-        self, coord: Coordinator, member: GroupMember, epoch: int, current: frozenset[int]
+        self, coord: Coordinator, member: GroupMember, epoch: int, current: frozenset[int], owned: frozenset[int]
     ) -> GroupMember:
         target = dict(coord.targetAssignment).get(member.memberId, frozenset())
         target_epoch = coord.targetAssignmentEpoch
         keep = current & target
         revoke = current - keep
         pending = target - keep
-        unreleased = frozenset(p for p in pending if coord.partitionEpochs[p] != FREE)
+        # a partition still held by a member is withheld; since KAFKA-19449 not when that member is this one,
+        # giving back a partition it has pending revocation
+        own = member.pendingRevocation if self.config.release_own_pending_revocation else frozenset()
+        unreleased = frozenset(p for p in pending if coord.partitionEpochs[p] != FREE and p not in own)
         if self.config.wait_for_release:
             pending -= unreleased
         else:
             unreleased = frozenset()
         moved = member._replace(previousMemberEpoch=member.memberEpoch)
-        if revoke:
+        if revoke & owned if self.config.revoke_only_owned else revoke:
+            # the consumer must first revoke what it still owns; what it never took is dropped at once
             return moved._replace(state=UNREVOKED_PARTITIONS, memberEpoch=epoch, assigned=keep,
                                   pendingRevocation=revoke)  # fmt: skip
         state = UNRELEASED_PARTITIONS if unreleased else STABLE
@@ -349,8 +400,8 @@ class Kip848Model(Model):
             return _set(s, c, Consumer(UNSUBSCRIBED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None))
         if response.error != NONE:  # fenced: lose everything, rejoin as a new member
             return _set(s, c, Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, None))
-        return _set(s, c, me._replace(memberId=response.memberId, memberEpoch=response.memberEpoch,
-                                      assignment=response.assignment))  # fmt: skip
+        return _set(s, c, _reconciling(me, me._replace(memberId=response.memberId, memberEpoch=response.memberEpoch,
+                                                       assignment=response.assignment)))  # fmt: skip
 
     def _offset_commit(self, s: Kip848State, c: int, me: Consumer) -> Step:
         """OffsetCommit v9+: carries the member epoch, which must be the member's current one."""
@@ -412,6 +463,15 @@ def _set(s: Kip848State, c: int, consumer: Consumer) -> Kip848State:
     return s._replace(consumers=(*s.consumers[:c], consumer, *s.consumers[c + 1 :]))
 
 
+def _reconciling(before: Consumer, after: Consumer) -> Consumer:
+    """The consumer after a step of its reconciliation: when the step completes it (what it owns is now
+    the assignment it last received, and was not before), the result is due in the next heartbeat."""
+    done = after.owned == after.assignment and (
+        before.owned != before.assignment or before.assignment != after.assignment
+    )
+    return after._replace(reconciled=after.owned) if done else after
+
+
 def _respond(s: Kip848State, c: int, response: HeartbeatResponse) -> Kip848State:
     me = s.consumers[c]
     if me.phase == STOPPED:
@@ -451,7 +511,10 @@ class Kip848Drawing(Drawing):
             hb = after.consumers[args["consumer"]].request
             assert hb is not None
             return Arrow(
-                lane, ("coordinator",), f"Heartbeat(epoch {hb.memberEpoch}, owned {describe(hb.ownedPartitions)})"
+                lane,
+                ("coordinator",),
+                f"Heartbeat(epoch {hb.memberEpoch}, owned "
+                f"{'unchanged' if hb.ownedPartitions is None else describe(hb.ownedPartitions)})",
             )
         if action.name == "HandleHeartbeat":
             return Arrow("coordinator", (), f"handle Heartbeat{suffix}")
