@@ -164,7 +164,7 @@ PRESETS = {
     ),
     "pre-kafka-15489": Preset.of(
         "Kafka 4.0 without check-quorum: a leader cut off from the quorum never resigns",
-        {"DeposedLeaderResigns": "violated", "EventuallyLeaderElected": "violated"},
+        {"DeposedLeaderResigns": "violated", "EventuallyLeaderElected": "holds"},
         check_quorum=False,
     ),
     "pre-kafka-16144": Preset.of(
@@ -368,17 +368,19 @@ class KraftQuorumModel(Model):
         cand_last = (cand.log[-1].epoch, len(cand.log)) if cand.log else (0, 0)
         own_last = (me.log[-1].epoch, len(me.log)) if me.log else (0, 0)
         log_ok = cand_last >= own_last
+        if cand.epoch > me.epoch:
+            # Any request of a newer epoch, a pre-vote too (a Prospective sends its own current
+            # epoch), first moves the voter to Unattached in that epoch.
+            me = self._unattached(me, cand.epoch)
         if pre_vote:
-            # A pre-vote changes no state. A leader refuses, and so does a follower that still hears
-            # from its leader -- since KAFKA-17641 only one that has fetched from it since it became
-            # follower; before, every follower.
+            # Otherwise a pre-vote changes no state. A leader refuses, and so does a follower that
+            # still hears from its leader -- since KAFKA-17641 only one that has fetched from it
+            # since it became follower; before, every follower.
             if me.role == LEADER:
                 return me, False
             if me.role == FOLLOWER and (me.hasFetched or not self.config.prevote_from_unfetched_follower):
                 return me, False
             return me, log_ok
-        if cand.epoch > me.epoch:
-            me = self._unattached(me, cand.epoch)
         if me.role not in (UNATTACHED, PROSPECTIVE) or me.leaderId != NONE:
             return me, False
         if me.votedId != NONE:
