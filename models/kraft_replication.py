@@ -31,6 +31,8 @@ Every guard that a KIP or a JIRA added is a flag, so the protocol before the fix
 * ``elr`` (KIP-966, KAFKA-15584): replicas that leave an ISR smaller than min.insync.replicas
   become eligible leader replicas; the ISR may be empty; a broker that restarts after an unclean
   shutdown leaves the ELR.
+* ``shrink_keeps_leader_epoch`` (KAFKA-15021, metadata.version 3.6): the controller no longer bumps
+  the leader epoch when the ISR shrinks; before it, every shrink started a new leader epoch.
 
 Offsets count from 0; a log's end offset (LEO) is its length; a leader epoch of -1 means none.
 """
@@ -227,6 +229,9 @@ class KraftReplicationConfig:
     isr_broker_epoch: bool = param(True, "KIP-903/KAFKA-14617: a new ISR member's fetch has its current broker epoch")
     hw_min_isr: bool = param(True, "KAFKA-15583: no HW advance while the ISR is below min.insync.replicas")
     elr: bool = param(True, "KIP-966/KAFKA-15584: eligible leader replicas")
+    shrink_keeps_leader_epoch: bool = param(
+        True, "KAFKA-15021 (metadata.version 3.6): an ISR shrink does not bump the leader epoch"
+    )
 
     def __post_init__(self) -> None:
         if self.min_insync_replicas > self.brokers:
@@ -269,6 +274,7 @@ PRESETS = {
         "Kafka 3.5 (KRaft, before KIP-966): the last replica standing is re-elected after losing data",
         {"LeaderCompleteness": "violated", "AcknowledgedWriteNeverLost": "violated"},
         **_PRE_KIP_966,
+        shrink_keeps_leader_epoch=False,
     ),
     "pre-kip-966": Preset.of(
         "kip-966 without eligible leader replicas (KAFKA-15584), HW guard kept",
@@ -593,7 +599,8 @@ class KraftReplicationModel(Model):
             out.append((action, self._update(s, leader_id, leader._replace(pendingAlterPartition=None))))
             return
         committed = self._partition_change(c, isr=request.isr)
-        assert committed is not None  # the leader does not change
+        if committed is None:
+            return  # a shrink that bumps the leader epoch past the bound (before KAFKA-15021)
         updated = leader._replace(isr=request.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None)
         updated = self._maybe_increment_hw(updated, leader_id)
         out.append((action, self._update(s, leader_id, updated, controller=committed)))
@@ -831,13 +838,19 @@ class KraftReplicationModel(Model):
         """PartitionChangeBuilder: apply an ISR, ELR or leader change, elect a leader if asked to and
         there is none, keep the ELR rule of KIP-966, and bump the partition epoch (and the leader
         epoch when the leader changes). ``ineligible`` replicas (an unclean restart) never join the
-        ELR. None when the new leader epoch would pass the bound."""
+        ELR, and after an unclean election the ELR is empty. None when the new leader epoch would
+        pass the bound. Before KAFKA-15021 an ISR shrink bumps the leader epoch as well."""
         new_isr = c.isr if isr is None else isr
         new_elr = c.elr if elr is None else elr
         new_leader = c.leader if leader is None else leader
+        unclean = False
         if elect and (new_leader == NO_LEADER or new_leader in c.fenced):
+            candidates = new_isr | new_elr
             new_leader, new_isr, new_elr = self.elect_leader(c, new_isr, new_elr)
-        if self.config.elr:
+            unclean = new_leader != NO_LEADER and new_leader not in candidates
+        if self.config.elr and not unclean:
+            # An unclean election clears the ELR (PartitionChangeBuilder.maybeUpdateRecordElr): no
+            # replica that left the ISR is known to hold what the new leader lacks.
             if len(new_isr) >= self.config.min_insync_replicas:
                 new_elr = frozenset()
             else:
@@ -845,7 +858,9 @@ class KraftReplicationModel(Model):
         if (new_leader, new_isr, new_elr) == (c.leader, c.isr, c.elr):
             return c
         epoch = c.leaderEpoch
-        if new_leader != c.leader:
+        # Before KAFKA-15021 a shrink bumped the leader epoch too (triggerLeaderEpochBumpForIsrShrinkIfNeeded).
+        shrink_bump = not self.config.shrink_keeps_leader_epoch and not c.isr <= new_isr
+        if new_leader != c.leader or shrink_bump:
             if epoch >= self.config.max_leader_epoch:
                 return None
             epoch += 1
