@@ -1,0 +1,156 @@
+"""The producer model: exact counts, the positive controls, every pre-fix counterexample, the rules underneath."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kmc.checker import Action, BfsOptions, Check, UserError, bfs
+from kmc.checker.itf import read_trace
+from kmc.checker.properties import select_properties
+from kmc.checker.replay import confirm_violation, replay
+from kmc.checker.result import Status
+from kmc.models.producer import (
+    DUPLICATE,
+    NONE,
+    OUT_OF_ORDER_SEQUENCE_NUMBER,
+    UNKNOWN_PRODUCER_ID,
+    Batch,
+    BatchMetadata,
+    ProducerModel,
+    ProducerStateEntry,
+    Replica,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "kmc.models.producer:ProducerModel"
+TRACES = sorted((ROOT / "counterexamples" / "producer").glob("*.itf.json"))
+
+
+def _all(preset: str, **overrides: object):
+    model = ProducerModel.build(preset, overrides)
+    return bfs(model, select_properties(ProducerModel), BfsOptions(keep_going=True))
+
+
+@pytest.mark.parametrize(
+    ("preset", "states"),
+    [("idempotent", 1505), ("in-flight-1", 3383), ("kip-360", 211), ("kafka-7190", 182)],
+)
+def test_fixed_presets_hold_completely(preset: str, states: int) -> None:
+    result = _all(preset)
+    assert result.status is Status.HOLDS_COMPLETE, result.violations
+    assert result.stats.distinct_states == states
+
+
+@pytest.mark.parametrize(
+    ("preset", "prop", "length", "states"),
+    [
+        ("non-idempotent", "NoDuplicates", 6, 3684),
+        ("non-idempotent", "PerProducerOrder", 7, 3684),
+        ("cache-1", "NoDuplicates", 12, 1783),
+        ("acks-1", "AcknowledgedSendNeverLost", 5, 309),
+        ("pre-kip-360", "AcknowledgedSendNeverLost", 13, 210),
+        ("pre-kafka-7190", "NoDuplicates", 8, 257),
+        ("zombie", "EpochFencing", 19, 8475),
+        ("leader-change", "PerProducerOrder", 12, 575),
+        ("leader-change", "NoDuplicates", 17, 575),
+        ("not-enough-replicas", "PerProducerOrder", 12, 312),
+        ("delivery-timeout", "NoDuplicates", 17, 2848),
+    ],
+)
+def test_each_bug_at_its_shortest(preset: str, prop: str, length: int, states: int) -> None:
+    result = _all(preset)
+    assert result.complete and result.stats.distinct_states == states
+    [violation] = [v for v in result.violations if v.property == prop]
+    assert violation.trace_length == length
+
+
+def test_the_zombie_is_fenced_once_state_is_retained() -> None:
+    """zombie's bounds with KAFKA-7190: the old epoch's request is refused (EpochFencing holds)."""
+    model = ProducerModel.build("zombie", {"kafka_7190": True})
+    result = bfs(model, select_properties(ProducerModel, names=["EpochFencing"]))
+    assert result.status is Status.HOLDS_COMPLETE
+    assert result.stats.distinct_states == 3576
+
+
+@pytest.mark.parametrize(("flag", "states"), [("kafka_8710", 229), ("kafka_8805", 211)])
+def test_kip_360_flags_alone_hold(flag: str, states: int) -> None:
+    """The silent loss of pre-kip-360 needs all three: the client's sequence reset (KAFKA-8805), the
+    UNKNOWN_PRODUCER_ID that triggers it (KAFKA-8710) and the lost state (KAFKA-7190)."""
+    result = _all("kip-360", **{flag: False})
+    assert result.status is Status.HOLDS_COMPLETE
+    assert result.stats.distinct_states == states
+
+
+def test_the_cache_size_is_what_stops_the_duplicate() -> None:
+    """cache-1 and idempotent differ only in NUM_BATCHES_TO_RETAIN; the duplicate is the retry of a
+    batch that fell out of a one-batch cache, answered OUT_OF_ORDER_SEQUENCE_NUMBER, bumped and rewritten."""
+    result = bfs(ProducerModel.build("cache-1"), select_properties(ProducerModel, names=["NoDuplicates"]))
+    names = [a.name for a in result.violations[0].trace.actions[1:]]
+    assert "BumpEpoch" in names and names.count("Disconnect") >= 1
+    for k in ("num_batches_to_retain",):
+        assert ProducerModel.build("cache-1").config_dict()[k] != ProducerModel.build("idempotent").config_dict()[k]
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
+def test_checked_in_counterexamples_replay(trace: Path) -> None:
+    doc = read_trace(trace)
+    done = replay(doc)
+    assert confirm_violation(done) == doc["#meta"]["property"]
+
+
+def test_every_checked_in_counterexample_is_one_of_the_twelve() -> None:
+    assert len(TRACES) == 12
+
+
+# -- the leader's decision (the oracle compares it with Kafka's) ---------------------------------
+def _leader(*cached: tuple[int, int], epoch: int = 0) -> Replica:
+    entry = ProducerStateEntry(0, epoch, tuple(BatchMetadata(s, o) for s, o in cached))
+    return Replica((), 0, (entry,) if cached or epoch else ())
+
+
+@pytest.mark.parametrize(
+    ("cached", "batch", "answer"),
+    [
+        (((0, 0), (1, 1)), Batch(9, 0, 0, 0), (DUPLICATE, 0)),
+        (((0, 0), (1, 1)), Batch(9, 0, 0, 2), (NONE, -1)),
+        (((0, 0), (1, 1)), Batch(9, 0, 0, 3), (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)),
+        (((0, 0),), Batch(9, 0, 1, 0), (NONE, -1)),  # a new epoch starts at 0
+        (((0, 0),), Batch(9, 0, 1, 1), (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)),
+        ((), Batch(9, 0, 0, 1), (NONE, -1)),  # KAFKA-8710: no state, any sequence
+    ],
+)
+def test_check_produce(cached: tuple, batch: Batch, answer: tuple[str, int]) -> None:
+    assert ProducerModel.build("idempotent").check_produce(_leader(*cached), batch) == answer
+
+
+def test_before_kafka_8710_an_unknown_producer_needs_sequence_0() -> None:
+    model = ProducerModel.build("pre-kip-360")
+    assert model.check_produce(_leader(), Batch(9, 0, 0, 1)) == (UNKNOWN_PRODUCER_ID, -1)
+    assert model.check_produce(_leader(), Batch(9, 0, 0, 0)) == (NONE, -1)
+
+
+def test_idempotence_needs_acks_all() -> None:
+    with pytest.raises(UserError, match="requires acks=all"):
+        ProducerModel.build("idempotent", {"acks": "1"})
+
+
+@pytest.mark.parametrize("preset", sorted(ProducerModel.presets))
+def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
+    """Each preset's documented verdicts, liveness included, are what a complete search finds."""
+    expected = ProducerModel.presets[preset].expected
+    result = Check(MODEL, preset=preset, settings={"keep_going": True}).run()
+    assert result.complete
+    violated = {v.property for v in result.violations}
+    assert violated == {name for name, verdict in expected.items() if verdict == "violated"}
+
+
+def test_the_retry_loop_that_only_delivery_timeout_ends() -> None:
+    """kip-360: the new leader took r1 first; r0 is refused OUT_OF_ORDER_SEQUENCE_NUMBER behind the
+    acknowledged r1 and, not being the next sequence, is retried for ever (until delivery.timeout.ms)."""
+    result = Check(MODEL, preset="kip-360", property_names=["EverySendCompletes"]).run()
+    [violation] = result.violations
+    assert violation.trace_length == 11
+    assert violation.trace.actions[-1] == Action(
+        "HandleProduce", connection=0, broker=1, record=0, outcome=OUT_OF_ORDER_SEQUENCE_NUMBER
+    )
