@@ -11,13 +11,14 @@ import gc
 import resource
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .errors import NondeterministicModelError, UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Action, Model, State
+from .observe import SearchObserver
 from .path import key_chain, trace_from_keys
 from .progress import NoProgress, Progress
 from .properties import SYMMETRY_WARNING, PropertySet, holds
@@ -39,9 +40,6 @@ class BfsOptions:
     """"states" keeps every state (exact); "fingerprints" keeps 64-bit fingerprints (TLC-style)."""
     determinism_checks: int = 256
     """Successors of this many states (and of every 4096th after) are computed twice and compared."""
-    keep_graph: bool = False
-    """Keep every expanded state's successors (``CheckResult.graph``), so the liveness check that
-    follows need not explore the state space again. Only with exact storage and no symmetry."""
 
 
 def current_rss() -> int:
@@ -106,13 +104,14 @@ def bfs(
     options: BfsOptions = BfsOptions(),
     progress: Progress | None = None,
     preset: str | None = None,
+    observers: Sequence[SearchObserver] = (),
 ) -> CheckResult:
     # States are acyclic values: Python's cyclic garbage collector finds nothing to free in them, yet
     # it rescans the growing visited set again and again (about 15% of the run). Pause it.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _bfs(model, props, options, progress, preset)
+        return _bfs(model, props, options, progress, preset, observers)
     finally:
         if was_enabled:
             gc.enable()
@@ -124,6 +123,7 @@ def _bfs(
     options: BfsOptions,
     progress: Progress | None,
     preset: str | None,
+    observers: Sequence[SearchObserver],
 ) -> CheckResult:
     progress = progress or NoProgress()
     start = time.perf_counter()
@@ -134,11 +134,8 @@ def _bfs(
     steps = [(p.name, p.bind(model)) for p in props.steps]
 
     parents: dict[Hashable, Hashable | None] = {}
-    graph: dict[Hashable, list[tuple[Action, State]]] | None = None
-    if options.keep_graph:
-        if keyfn is not None:
-            raise UserError("keep_graph needs exact state storage without symmetry")
-        graph = {}
+    seen_hooks = [o.state for o in observers]
+    expand_hooks = [o.expanded for o in observers]
     violations: dict[str, Violation] = {}
     stop = False
     generated = 0
@@ -174,6 +171,8 @@ def _bfs(
                 if stop:
                     return
 
+    max_states = options.max_states
+    cap = max_states if max_states is not None else -1  # -1: never equal to a dict's size
     frontier: list[tuple[State, Hashable]] = []
     try:
         inits: Iterable[State] = list(model.init_states())
@@ -184,83 +183,95 @@ def _bfs(
         k = key(s)
         if k in parents:
             continue
+        if len(parents) == cap:
+            bounded_by, stop = f"max states {max_states}", True
+            break
         parents[k] = None
         frontier.append((s, k))
+        for hook in seen_hooks:
+            hook(s)
         check_invariants(s, k)
         if stop:
             break
 
     depth = 1 if frontier else 0
     max_depth = options.max_depth
-    max_states = options.max_states
     within = bounds_check(model)
-    while frontier and not stop:
-        at_depth_bound = max_depth is not None and depth >= max_depth
-        next_frontier: list[tuple[State, Hashable]] = []
-        append = next_frontier.append
-        setdefault = parents.setdefault
-        # Until a property fails, check all of them in one expression; the careful path takes over
-        # for a state where one fails or raises, and for good once any property is violated.
-        fast_invariants = [pred for _name, pred in invariants] if not violations else []
-        for s, ks in frontier:
-            if within is not None and not within(s):
-                bounded_by = bounded_by or MODEL_BOUND
-                continue
-            succs = expand(model, s)
-            if graph is not None:
-                graph[s] = succs
-            expanded += 1
-            if expanded <= options.determinism_checks or expanded % 4096 == 0:
-                _check_determinism(model, s, succs)
-            generated += len(succs)
-            if options.deadlock and not succs and DEADLOCK not in violations:
-                record(DEADLOCK, "deadlock", trace_to(ks))
-                if stop:
-                    break
-            if steps:
-                for a, t in succs:
-                    for name, pred in steps:
-                        if name in violations:
-                            continue
-                        ok = holds(name, pred, s, a, t)
-                        if not ok:
-                            record(name, "step", step_trace(ks, s, a, t, pred))
-                if stop:
-                    break
-            if at_depth_bound:
-                if bounded_by is None and any(key(t) not in parents for _, t in succs):
-                    bounded_by = f"max depth {max_depth}"
-                continue
-            for _a, t in succs:
-                k = t if keyfn is None else keyfn(t)
-                size = len(parents)
-                setdefault(k, ks)  # one hash of the state, whether it is new or not
-                if len(parents) == size:
+    interrupted = False
+    try:
+        while frontier and not stop:
+            at_depth_bound = max_depth is not None and depth >= max_depth
+            next_frontier: list[tuple[State, Hashable]] = []
+            append = next_frontier.append
+            setdefault = parents.setdefault
+            # Until a property fails, check all of them in one expression; the careful path takes over
+            # for a state where one fails or raises, and for good once any property is violated.
+            fast_invariants = [pred for _name, pred in invariants] if not violations else []
+            for s, ks in frontier:
+                if within is not None and not within(s):
+                    bounded_by = bounded_by or MODEL_BOUND
                     continue
-                append((t, k))
-                if fast_invariants:
-                    try:
-                        failed = not all(pred(t) for pred in fast_invariants)
-                    except Exception:
-                        failed = True
-                    if not failed:
-                        continue
-                if invariants:  # the careful path: names the property, reports one that raises
-                    check_invariants(t, k)
+                succs = expand(model, s)
+                for hook in expand_hooks:
+                    hook(s, succs, True)
+                expanded += 1
+                if expanded <= options.determinism_checks or expanded % 4096 == 0:
+                    _check_determinism(model, s, succs)
+                generated += len(succs)
+                if options.deadlock and not succs and DEADLOCK not in violations:
+                    record(DEADLOCK, "deadlock", trace_to(ks))
                     if stop:
                         break
-            if stop:
-                break
-            if max_states is not None and len(parents) >= max_states:
-                bounded_by = f"max states {max_states}"
-                stop = True
-                break
-            if expanded & 1023 == 0:
-                progress.update(distinct=len(parents), generated=generated, depth=depth, queue=len(next_frontier))
-        frontier = next_frontier
-        if frontier and not stop:
-            depth += 1
-    progress.close()
+                if steps:
+                    for a, t in succs:
+                        for name, pred in steps:
+                            if name in violations:
+                                continue
+                            ok = holds(name, pred, s, a, t)
+                            if not ok:
+                                record(name, "step", step_trace(ks, s, a, t, pred))
+                    if stop:
+                        break
+                if at_depth_bound:
+                    if bounded_by is None and any(key(t) not in parents for _, t in succs):
+                        bounded_by = f"max depth {max_depth}"
+                    continue
+                for _a, t in succs:
+                    k = t if keyfn is None else keyfn(t)
+                    size = len(parents)
+                    setdefault(k, ks)  # one hash of the state, whether it is new or not
+                    if len(parents) == size:
+                        continue
+                    if size == cap:  # the state one beyond --max-states: not explored, not counted
+                        del parents[k]
+                        bounded_by, stop = f"max states {max_states}", True
+                        break
+                    append((t, k))
+                    for hook in seen_hooks:
+                        hook(t)
+                    if fast_invariants:
+                        try:
+                            failed = not all(pred(t) is True for pred in fast_invariants)
+                        except Exception:
+                            failed = True
+                        if not failed:
+                            continue
+                    if invariants:  # the careful path: names the property, reports one that raises
+                        check_invariants(t, k)
+                        if stop:
+                            break
+                if stop:
+                    break
+                if expanded & 1023 == 0:
+                    progress.update(distinct=len(parents), generated=generated, depth=depth, queue=len(next_frontier))
+            frontier = next_frontier
+            if frontier and not stop:
+                depth += 1
+    except KeyboardInterrupt:  # Ctrl-C: report what was explored, never as complete
+        interrupted = True
+        bounded_by = "interrupted (Ctrl-C)"
+    finally:
+        progress.close()
 
     elapsed = time.perf_counter() - start
     distinct = len(parents)
@@ -279,10 +290,24 @@ def _bfs(
         "bfs", model, props, options.deadlock, options.symmetry, list(violations.values()),
         complete=bounded_by is None and not stop, stats=stats, bound_reason=bounded_by, preset=preset,
     )  # fmt: skip
-    if graph is not None:
-        # In discovery (BFS) order, as explore() gives it: unexpanded states have no edges.
-        result.graph = {k: graph.get(k, []) for k in parents}, {k for k in parents if k not in graph}
+    result.interrupted = interrupted
     return result
+
+
+class BfsEngine:
+    """The reference engine: exhaustive, shortest counterexamples, every bound."""
+
+    name: ClassVar[str] = "bfs"
+    bounds: ClassVar[frozenset[str]] = frozenset({"max_depth", "max_states", "symmetry", "deadlock", "keep_going"})
+    defaults: ClassVar[dict[str, Any]] = {"store": "states"}
+    observes: ClassVar[bool] = True
+    exhaustive: ClassVar[bool] = True
+
+    def run(self, task: Any) -> CheckResult:
+        b = task.bounds
+        options = BfsOptions(max_depth=b.max_depth, max_states=b.max_states, symmetry=b.symmetry,
+                             deadlock=b.deadlock, keep_going=b.keep_going, store=task.options["store"])  # fmt: skip
+        return bfs(task.model, task.props, options, task.progress, task.preset, task.observers)
 
 
 def search_result(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import z3
 
@@ -160,3 +160,18 @@ def _violations(
             f"{model.name}: the symbolic properties fail at step {len(states) - 1} but the explicit ones hold there"
         )
     return found
+
+
+class BmcEngine:
+    """z3 bounded model checking: symbolic, so it observes no states (no coverage)."""
+
+    name: ClassVar[str] = "bmc"
+    bounds: ClassVar[frozenset[str]] = frozenset()
+    defaults: ClassVar[dict[str, Any]] = {"depth": 10}
+    observes: ClassVar[bool] = False
+    exhaustive: ClassVar[bool] = False
+
+    def run(self, task: Any) -> CheckResult:
+        named = bool(task.runtime.get("named_properties"))
+        return bmc(task.model, task.props, BmcOptions(depth=task.options["depth"], named=named), task.progress,
+                   preset=task.preset)  # fmt: skip

@@ -15,20 +15,19 @@ import typer
 from typer.exceptions import Abort, TyperException
 
 from .bfs import BfsOptions
-from .bmc import BmcOptions
+from .engine import OPTIONS
 from .errors import UserError
-from .hypothesis_engine import HypothesisOptions
+from .explore_cli import explore
 from .itf import read_trace
 from .junit import Case, write_junit
 from .model import config_keys
+from .outputs import check_output_dir, check_output_file, write_atomically
 from .properties import model_properties
 from .registry import load_model_class, registered_models
 from .replay import replay
 from .result import CheckResult, Status
-from .runner import ENGINES, Check, write_traces
+from .runner import ENGINES, Check, trace_stem, vacuity_failures, write_traces
 from .show import render_text
-from .simulation import SimulationOptions
-from .spark import SparkOptions
 from .suite import load_suite, run_suite
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -48,7 +47,10 @@ def _parse_sets(pairs: list[str]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UserError(f"--set expects key=value, got {pair!r}")
-        values[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if key in values:
+            raise UserError(f"--set {key} given twice ({values[key]!r} and {value!r}); give it once")
+        values[key] = value
     return values
 
 
@@ -60,7 +62,8 @@ def _fmt_bytes(n: float) -> str:
     return f"{n:,.1f} TiB"
 
 
-def summary_text(result: CheckResult, command: str) -> str:
+def summary_text(result: CheckResult, command: str, vacuous: list[str] | None = None) -> str:
+    """The human summary; with ``vacuous`` (--fail-on-vacuity failed) the verdict says so instead of holding."""
     s = result.stats
     lines = [command]
     config = " ".join(f"{k}={v}" for k, v in result.config.items())
@@ -91,7 +94,13 @@ def summary_text(result: CheckResult, command: str) -> str:
         lines.append(f"  seed {result.seed} (rerun with --seed {result.seed})")
     for warning in result.warnings:
         lines.append(f"  warning: {warning}")
-    if result.status is Status.VIOLATED:
+    if result.interrupted:
+        verdict = "interrupted (Ctrl-C): the statistics above are of the part explored; not a proof"
+    elif vacuous:
+        verdict = (
+            f"vacuous (--fail-on-vacuity): {'; '.join(vacuous)}; no violation was found, which says nothing of those"
+        )
+    elif result.status is Status.VIOLATED:
         if result.complete:
             tail = ""
         elif result.bound_reason:
@@ -185,36 +194,39 @@ def check(
     properties: Annotated[list[str], typer.Option("--property", "-P", help="Check only these.")] = [],  # noqa: B006
     specs: Annotated[list[Path], typer.Option("--spec", help="A Python file of your own properties.")] = [],  # noqa: B006
     engine: Annotated[str, typer.Option(help=f"One of: {', '.join(ENGINES)}.")] = "bfs",
-    max_depth: Annotated[int | None, typer.Option(help="Bound: depth in states (init = 1).", min=1)] = None,
-    max_states: Annotated[int | None, typer.Option(help="Bound: distinct states.", min=1)] = None,
-    symmetry: Annotated[bool, typer.Option("--symmetry", help="Deduplicate symmetric states.")] = False,
-    deadlock: Annotated[bool, typer.Option("--deadlock", help="Report states without successors.")] = False,
-    keep_going: Annotated[
-        bool, typer.Option("--continue", help="Keep exploring after a violation; report all.")
-    ] = False,
-    store: Annotated[str, typer.Option(help="states (exact) or fingerprints (64-bit, less memory).")] = "states",
+    max_depth: Annotated[int | None, typer.Option(help=OPTIONS["max_depth"].help, min=1)] = None,
+    max_states: Annotated[int | None, typer.Option(help=OPTIONS["max_states"].help, min=1)] = None,
+    symmetry: Annotated[bool, typer.Option("--symmetry", help=OPTIONS["symmetry"].help)] = False,
+    deadlock: Annotated[bool, typer.Option("--deadlock", help=OPTIONS["deadlock"].help)] = False,
+    keep_going: Annotated[bool, typer.Option("--continue", help=OPTIONS["keep_going"].help)] = False,
+    store: Annotated[str | None, typer.Option(help="bfs: " + OPTIONS["store"].help)] = None,
     seed: Annotated[int | None, typer.Option(help="simulate, hypothesis: random seed.")] = None,
-    depth: Annotated[
-        int | None, typer.Option(help="simulate: steps per walk (100); bmc: steps to unroll (10).", min=1)
-    ] = None,
-    walks: Annotated[int, typer.Option(help="simulate: number of walks.", min=1)] = 1000,
-    examples: Annotated[int, typer.Option(help="hypothesis: runs to try.", min=1)] = HypothesisOptions.examples,
-    steps: Annotated[int, typer.Option(help="hypothesis: most steps per run.", min=1)] = 60,
+    depth: Annotated[int | None, typer.Option(help=OPTIONS["depth"].help, min=1)] = None,
+    walks: Annotated[int | None, typer.Option(help="simulate: number of walks (1000).", min=1)] = None,
+    examples: Annotated[int | None, typer.Option(help="hypothesis: runs to try (1000).", min=1)] = None,
+    steps: Annotated[int | None, typer.Option(help="hypothesis: most steps per run (60).", min=1)] = None,
     database: Annotated[Path | None, typer.Option(help="hypothesis: keep failing examples in DIR.")] = None,
     guide: Annotated[
-        bool, typer.Option(help="hypothesis: prefer states no run has reached; --no-guide: plain random runs.")
-    ] = True,
-    spark_master: Annotated[str, typer.Option(help="spark: local[*] or spark://HOST:7077.")] = "local[*]",
-    partitions: Annotated[int | None, typer.Option(help="spark: shards of the visited set.", min=1)] = None,
+        bool | None, typer.Option("--guide/--no-guide", help="hypothesis: " + OPTIONS["guide"].help)
+    ] = None,
+    spark_master: Annotated[str | None, typer.Option(help="spark: local[*] (default) or spark://HOST:7077.")] = None,
+    partitions: Annotated[int | None, typer.Option(help="spark: " + OPTIONS["partitions"].help, min=1)] = None,
     checkpoint: Annotated[Path | None, typer.Option(help="spark: keep each completed level in DIR.")] = None,
     resume: Annotated[Path | None, typer.Option(help="spark: continue the run checkpointed in DIR.")] = None,
-    driver_memory: Annotated[str, typer.Option(help="spark: the driver JVM's memory.")] = "2g",
+    driver_memory: Annotated[str | None, typer.Option(help="spark: the driver JVM's memory (2g).")] = None,
     spark_verbose: Annotated[bool, typer.Option("--spark-verbose", help="spark: Spark's logs and UI on.")] = False,
     out: Annotated[Path, typer.Option(help="Directory for counterexample traces.")] = Path("kmc-out"),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
     require_complete: Annotated[
         bool, typer.Option("--require-complete", help=f"Exit {EXIT_INCOMPLETE} if the run was bounded.")
+    ] = False,
+    coverage: Annotated[
+        bool, typer.Option("--coverage", help="Print every action's and property's coverage table.")
+    ] = False,
+    fail_on_vacuity: Annotated[
+        bool,
+        typer.Option("--fail-on-vacuity", help="Exit 1 if an action was never taken or a property never exercised."),
     ] = False,
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
     quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the trace.")] = False,
@@ -225,6 +237,15 @@ def check(
     """Check a model's properties; write each violation's trace as ITF."""
     from .progress import make_progress
 
+    given: dict[str, Any] = {
+        "max_depth": max_depth, "max_states": max_states, "symmetry": symmetry or None,
+        "deadlock": deadlock or None, "keep_going": keep_going or None, "store": store, "seed": seed,
+        "depth": depth, "walks": walks, "examples": examples, "steps": steps,
+        "database": str(database) if database is not None else None, "guide": guide, "master": spark_master,
+        "partitions": partitions, "checkpoint": str(checkpoint) if checkpoint is not None else None,
+        "resume": str(resume) if resume is not None else None, "driver_memory": driver_memory,
+        "spark_verbose": spark_verbose or None,
+    }  # fmt: skip
     job = Check(
         model_name=model,
         preset=preset,
@@ -232,35 +253,30 @@ def check(
         property_names=properties,
         spec_files=specs,
         engine_name=engine,
-        bfs_options=BfsOptions(
-            max_depth=max_depth,
-            max_states=max_states,
-            symmetry=symmetry,
-            deadlock=deadlock,
-            keep_going=keep_going,
-            store=store,
-        ),
-        bmc_options=BmcOptions(depth=depth or 10),
-        simulation_options=SimulationOptions(
-            seed=seed, depth=depth or 100, walks=walks, deadlock=deadlock, keep_going=keep_going
-        ),
-        hypothesis_options=HypothesisOptions(
-            seed=seed, examples=examples, steps=steps, database=str(database) if database else None, guided=guide
-        ),
-        spark_options=SparkOptions(
-            master=spark_master,
-            partitions=partitions,
-            checkpoint=str(resume or checkpoint) if (resume or checkpoint) else None,
-            resume=resume is not None,
-            driver_memory=driver_memory,
-            verbose=spark_verbose,
-        ),
+        settings={k: v for k, v in given.items() if v is not None},
     )
-    job.build()  # validate names and values before any work
-    result = job.run(make_progress(f"kmc {engine}", enabled=progress and not as_json))
+    engine_cls, _bounds, _options = job.plan()
+    if (coverage or fail_on_vacuity) and not engine_cls.observes:
+        flag = "--coverage" if coverage else "--fail-on-vacuity"
+        raise UserError(f"the {engine} engine observes no states: it does not take {flag}")
+    _model, props = job.build()  # validate names and values before any work
+    check_output_dir(out, "--out")
+    if junit is not None:
+        check_output_file(junit, "--junit", (".xml",))
+    if render is not None:
+        check_output_dir(render, "--render")
+    for note in props.notes:
+        print(f"kmc: warning: {note}", file=sys.stderr)
+    bar = make_progress(f"kmc {engine}", enabled=progress and not as_json)
+    try:
+        result = job.run(bar)
+    except KeyboardInterrupt:
+        bar.close()
+        raise InterruptedCheckError(None) from None
     write_traces(result, out)
     if render is not None:
         _render_check(result, render)
+    vacuous = fail_on_vacuity and vacuity_failures(result)
     if junit is not None:
         cases = [
             Case(
@@ -275,19 +291,55 @@ def check(
             )
             for prop in result.properties
         ]
+        if vacuous:
+            cases.append(Case(name="coverage", classname=f"kmc.{result.model}", seconds=0.0,
+                              failure="vacuous: " + "; ".join(vacuous)))  # fmt: skip
         write_junit(junit, f"kmc check {model}", cases)
+    if result.interrupted:
+        raise InterruptedCheckError(result)
     if as_json:
-        print(json.dumps(result.to_json(), indent=2))
+        doc = result.to_json()
+        if fail_on_vacuity:
+            doc["fail_on_vacuity"] = bool(vacuous)
+            if vacuous:
+                doc["verdict"] = "vacuous"
+        print(json.dumps(doc, indent=2))
     else:
         command = f"kmc check {model}" + (f" --preset {result.preset}" if result.preset else "") + f" ({engine})"
-        print(summary_text(result, command))
+        print(summary_text(result, command, vacuous))
+        if coverage and result.coverage is not None:
+            print(coverage_text(result.coverage))
         if result.violations and not quiet_trace:
             print()
             print(render_text(read_trace(result.violations[0].trace_file)))
-    if result.status is Status.VIOLATED:
+    if result.status is Status.VIOLATED or vacuous:
         raise typer.Exit(EXIT_VIOLATED)
     if require_complete and not result.complete:
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+class InterruptedCheckError(Exception):
+    """Ctrl-C during a check: the partial result (if the engine kept one) is printed, exit 130."""
+
+    def __init__(self, result: CheckResult | None) -> None:
+        super().__init__("interrupted")
+        self.result = result
+
+
+def coverage_text(coverage: dict[str, Any]) -> str:
+    """The coverage table: per action enabled/taken, per property evaluated/exercised."""
+    lines = ["  coverage:"]
+    actions = coverage.get("actions", {})
+    width = max([len(n) for n in [*actions, *coverage.get("properties", {})]] + [10])
+    lines.append(f"    {'action':<{width}} {'enabled in':>12} {'taken':>12}")
+    for name, (enabled, taken) in actions.items():
+        mark = "  <- never taken" if taken == 0 else ""
+        lines.append(f"    {name:<{width}} {enabled:>12,} {taken:>12,}{mark}")
+    lines.append(f"    {'property':<{width}} {'evaluated':>12} {'exercised':>12}")
+    for name, (evaluated, exercised) in coverage.get("properties", {}).items():
+        mark = "  <- never exercised" if exercised == 0 else ""
+        lines.append(f"    {name:<{width}} {evaluated:>12,} {exercised:>12,}{mark}")
+    return "\n".join(lines)
 
 
 def _render_check(result: CheckResult, directory: Path) -> None:
@@ -300,9 +352,8 @@ def _render_check(result: CheckResult, directory: Path) -> None:
         render_replayed(done, directory / Path(violation.trace_file).name.replace(".itf.json", ".svg"))
         replayed.append(done)
     title = f"kmc check {result.model}" + (f" --preset {result.preset}" if result.preset else "")
-    directory.mkdir(parents=True, exist_ok=True)
     report = html_report(title, replayed, stats=result.to_json(), config=result.config)
-    (directory / f"{result.preset or result.model}-report.html").write_text(report)
+    write_atomically(directory / f"{trace_stem(result)}-report.html", report)
 
 
 @app.command()
@@ -361,8 +412,9 @@ def render(
     output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf, .dot or .html.")],
 ) -> None:
     """Draw a trace as a message-sequence chart (or a self-contained HTML page)."""
-    from .render import render_replayed
+    from .render import FORMATS, render_replayed
 
+    check_output_file(output, "-o", tuple(f".{f}" for f in FORMATS))
     render_replayed(replay(read_trace(trace)), output)
     print(f"{trace} -> {output}")
 
@@ -381,6 +433,7 @@ def graph(
     from .graph import abstract_graph, graph_dot
     from .render import run_dot
 
+    check_output_file(output, "-o", (".svg", ".png", ".pdf", ".dot"))
     cls = load_model_class(model)
     instance = cls.build(preset, _parse_sets(sets))
     result = abstract_graph(instance, field, max_states)
@@ -390,8 +443,7 @@ def graph(
     fmt = output.suffix.lstrip(".").lower()
     if fmt not in ("svg", "png", "pdf", "dot"):
         raise UserError(f"cannot write a graph to {output.name}: use .svg, .png, .pdf or .dot")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_bytes(source.encode() if fmt == "dot" else run_dot(source, fmt))
+    write_atomically(output, source.encode() if fmt == "dot" else run_dot(source, fmt))
     edges = sum(d["count"] for _s, _t, d in result.edges(data=True))
     states = result.graph["states"]
     print(f"{result.number_of_nodes()} values of {field}, {edges:,} transitions from {states:,} states -> {output}")
@@ -511,6 +563,20 @@ def ci(
         raise typer.Exit(EXIT_VIOLATED)
 
 
+EXIT_INTERRUPTED = 130
+
+
+def _error(message: str, as_json: bool, code: int = EXIT_BAD_INPUT) -> int:
+    """One line on stderr; with --json also one JSON object on stdout, so a script always gets one."""
+    print(f"kmc: error: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"verdict": "error", "error": message, "exit_code": code}))
+    return code
+
+
+app.command("explore")(explore)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
@@ -518,32 +584,45 @@ def main(argv: list[str] | None = None) -> int:
         args.remove("--debug")
     if not args:
         args = ["--help"]
+    as_json = "--json" in args
     try:
         result = app(args=args, prog_name="kmc", standalone_mode=False)
         if isinstance(result, int) and result:
             return result
     except typer.Exit as exc:
         return exc.exit_code
+    except InterruptedCheckError as exc:
+        if exc.result is not None:
+            if as_json:
+                print(json.dumps({**exc.result.to_json(), "verdict": "interrupted"}, indent=2))
+            else:
+                print(summary_text(exc.result, f"kmc check {exc.result.model} ({exc.result.engine})"))
+        print("kmc: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("kmc: interrupted", file=sys.stderr)
+        if as_json:
+            print(json.dumps({"verdict": "interrupted"}))
+        return EXIT_INTERRUPTED
     except TyperException as exc:  # usage errors: unknown option, bad option value
         if debug:
             raise
-        print(f"kmc: error: {exc.format_message()}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _error(" ".join(exc.format_message().split()), as_json)
     except Abort:
-        print("kmc: aborted", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _error("aborted", as_json)
     except UserError as exc:
         if debug:
             raise
-        print(f"kmc: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _error(" ".join(str(exc).split("\n")), as_json)
+    except RecursionError as exc:
+        if debug:
+            raise
+        return _error(f"recursion too deep ({exc}); a state or property recurses without end", as_json)
     except Exception as exc:  # a bug: still one line unless --debug
         if debug:
             raise
-        print(
-            f"kmc: internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", file=sys.stderr
-        )
-        return EXIT_BAD_INPUT
+        text = " ".join(str(exc).split("\n"))
+        return _error(f"internal error: {type(exc).__name__}: {text} (rerun with --debug for the traceback)", as_json)
     return EXIT_HOLDS
 
 

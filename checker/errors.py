@@ -20,5 +20,19 @@ class PropertyError(UserError):
         super().__init__(f"property {prop_name} raised {type(exc).__name__}: {exc} -- in state {state!r}")
 
 
+class PropertyTypeError(UserError):
+    """A property returned something other than a bool: its verdict cannot be trusted."""
+
+    def __init__(self, prop_name: str, state: object, value: object) -> None:
+        self.prop_name = prop_name
+        self.value = value
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        super().__init__(
+            f"property {prop_name} returned {shown} of type {type(value).__name__}, not a bool "
+            f"(return True or False) -- in state {state!r}"
+        )
+
+
 class NondeterministicModelError(UserError):
     """A model's successors differ between two calls on the same state."""

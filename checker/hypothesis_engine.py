@@ -28,8 +28,9 @@ from __future__ import annotations
 import random
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, settings
@@ -47,6 +48,7 @@ from .bfs import DEADLOCK, bounds_check, expand, peak_rss
 from .errors import UserError
 from .fingerprint import fingerprint
 from .model import Action, Model, State
+from .observe import SearchObserver
 from .properties import PropertySet, holds
 from .result import CheckResult, Stats, Trace, Violation
 from .simulation import sampling_result
@@ -204,7 +206,12 @@ class PropertyViolationError(AssertionError):
 
 
 def machine_for(
-    model: Model, props: PropertySet, deadlock: bool = False, guided: bool = True, steps_per_run: int = 60
+    model: Model,
+    props: PropertySet,
+    deadlock: bool = False,
+    guided: bool = True,
+    steps_per_run: int = 60,
+    observers: Sequence[SearchObserver] = (),
 ) -> type[RuleBasedStateMachine]:
     """A RuleBasedStateMachine class for the model; each instance records the trace it walked and
     takes at most ``steps_per_run`` steps of the model."""
@@ -249,6 +256,8 @@ def machine_for(
                 if guided:
                     explored.successors[state] = succs
             self.succs = succs
+            for observer in observers:
+                observer.expanded(state, succs, False)
             if guided:
                 self.reached.add(state)
                 self.fresh = [(a, t) for a, t in succs if self._new(t)]
@@ -334,6 +343,8 @@ def machine_for(
             self.taken += 1
             type(self).steps_taken += 1
             type(self).longest = max(type(self).longest, len(self.trace))
+            for observer in observers:
+                observer.taken(before, action, nxt)
             for name, pred in steps:
                 ok = holds(name, pred, before, action, nxt)
                 if not ok:
@@ -342,6 +353,8 @@ def machine_for(
             self._arrive(nxt)
 
         def _check(self, state: State) -> None:
+            for observer in observers:
+                observer.state(state)
             for name, pred in invariants:
                 ok = holds(name, pred, state)
                 if not ok:
@@ -418,9 +431,10 @@ def hypothesis_check(
     props: PropertySet,
     options: HypothesisOptions = HypothesisOptions(),
     preset: str | None = None,
+    observers: Sequence[SearchObserver] = (),
 ) -> CheckResult:
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
-    machine = machine_for(model, props, options.deadlock, options.guided, options.steps)
+    machine = machine_for(model, props, options.deadlock, options.guided, options.steps, observers)
     start = time.perf_counter()
     violation = None
     rounds = [options.examples] if not options.guided else [ROUND] * (options.examples // ROUND)
@@ -456,3 +470,22 @@ def hypothesis_check(
         bound_reason=f"{options.examples} Hypothesis examples of at most {options.steps} steps",
         seed=seed, preset=preset,
     )  # fmt: skip
+
+
+class HypothesisEngine:
+    """Hypothesis drives the model's actions and shrinks a failure: never complete."""
+
+    name: ClassVar[str] = "hypothesis"
+    bounds: ClassVar[frozenset[str]] = frozenset({"deadlock"})
+    defaults: ClassVar[dict[str, Any]] = {
+        "seed": None, "examples": HypothesisOptions.examples, "steps": HypothesisOptions.steps,
+        "database": None, "guide": True,
+    }  # fmt: skip
+    observes: ClassVar[bool] = True
+    exhaustive: ClassVar[bool] = False
+
+    def run(self, task: Any) -> CheckResult:
+        o = task.options
+        options = HypothesisOptions(seed=o["seed"], examples=o["examples"], steps=o["steps"], database=o["database"],
+                                    deadlock=task.bounds.deadlock, guided=o["guide"])  # fmt: skip
+        return hypothesis_check(task.model, task.props, options, task.preset, task.observers)

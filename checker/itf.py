@@ -128,8 +128,9 @@ def trace_to_itf(
 
 
 def write_trace(path: Path, document: Mapping[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n")
+    from .outputs import write_atomically
+
+    write_atomically(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
     return path
 
 

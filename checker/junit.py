@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+
+from .outputs import write_atomically
 
 
 @dataclass
@@ -36,5 +39,6 @@ def write_junit(path: str | Path, suite_name: str, cases: list[Case]) -> None:
             ET.SubElement(element, "system-out").text = case.output
     tree = ET.ElementTree(suite)
     ET.indent(tree)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    buffer = io.BytesIO()
+    tree.write(buffer, encoding="utf-8", xml_declaration=True)
+    write_atomically(Path(path), buffer.getvalue())

@@ -313,16 +313,14 @@ def find_lasso(sg: StateGraph, start_states: Sequence[Hashable], avoid: Callable
     return Lasso(states=states, actions=actions, loop=loop_index)
 
 
-def describe_fairness(fairness: Sequence[Fairness]) -> str:
-    return ", ".join(str(f) for f in fairness) or "none"
-
-
 @dataclass
 class LivenessOutcome:
     violations: list[Violation]
     warnings: list[str]
     states: int
     complete: bool
+    counts: dict[str, list[int]] = field(default_factory=dict)
+    """Per property: [states evaluated, states where it was exercised (goal reached, trigger held)]."""
 
 
 def check_liveness(
@@ -355,6 +353,7 @@ def check_liveness(
             "a behaviour that leaves them is not considered, so a 'holds' is unsound"
         )
     violations: list[Violation] = []
+    counts: dict[str, list[int]] = {}
     for prop in props.liveness:
         goal = prop.bind(model)
         reached = [holds(prop.name, goal, states[i]) for i in range(len(states))]
@@ -362,14 +361,16 @@ def check_liveness(
             if all(reached[i] for i in sg.inits):
                 warnings.append(f"{prop.name} is trivially true: it holds in every initial state")
             lasso = find_lasso(sg, sg.inits, reached.__getitem__, fairness)
+            counts[prop.name] = [len(states), sum(reached)]
         else:
             trigger = prop.bind_trigger(model)
             triggered = [i for i in graph if holds(prop.name, trigger, states[i])]
             if not triggered:
                 warnings.append(f"{prop.name} is trivially true: its trigger holds in no reachable state")
+            counts[prop.name] = [len(graph), len(triggered)]
             starts = [i for i in triggered if not reached[i]]
             lasso = find_lasso(sg, starts, reached.__getitem__, fairness) if starts else None
         if lasso is not None:
             lasso.states = [states[i] for i in lasso.states]
             violations.append(Violation(property=prop.name, kind="liveness", trace=lasso.trace()))
-    return LivenessOutcome(violations, warnings, len(graph), complete)
+    return LivenessOutcome(violations, warnings, len(graph), complete, counts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -188,6 +188,14 @@ class Model:
     def successors(self, state: State) -> Iterable[tuple[Action, State]]:
         raise NotImplementedError
 
+    actions: ClassVar[tuple[str, ...]] = ()
+    """Optionally every action name the model can take, so coverage reports one never even enabled.
+    Without it, the module's ``ACTION_ARGS`` table or the ``Action("Name", ...)`` literals are used."""
+
+    def inactive_actions(self) -> tuple[str, ...]:
+        """Actions this config turns off (a variant flag): coverage does not call them vacuous."""
+        return ()
+
     symmetry: ClassVar[Callable[[Any, State], State] | None] = None
     """Optionally a method returning a canonical representative of the state's symmetry class."""
 
@@ -207,11 +215,6 @@ class Model:
         return None
 
     # -- helpers the engines use ---------------------------------------------------------------
-    def successors_by_action(self, state: State, action: Action) -> Iterator[State]:
-        for candidate, nxt in self.successors(state):
-            if candidate == action:
-                yield nxt
-
     @classmethod
     def build(cls, preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> Model:
         """The model for a preset plus ``key=value`` overrides, with every value checked."""
@@ -239,6 +242,3 @@ class Model:
         if dataclasses.is_dataclass(self.config):
             return dataclasses.asdict(self.config)
         return {}
-
-    def describe_state(self, state: State) -> str:
-        return repr(state)

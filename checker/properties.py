@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import xxhash
 
-from .errors import PropertyError, UserError
+from .errors import PropertyError, PropertyTypeError, UserError
 
 Kind = Literal["invariant", "step", "eventually", "leads_to"]
 _MARK = "__kmc_property__"
@@ -39,10 +39,18 @@ class Property:
     source: str = ""
     trigger: Callable[..., Any] | None = None
     """For leads_to: the condition after which the property's function must eventually hold."""
+    guard: Callable[..., Any] | None = None
+    """For an invariant, ``guard(state)``; for a step property, ``trigger(state, action, next)``: when
+    the property says something non-trivial. Coverage counts how often it held; never is vacuity."""
 
     def bind(self, model: Any) -> Callable[..., Any]:
         """The predicate with the model bound in, as the engines call it."""
         return _bind(self.fn, model) if self.wants_model else self.fn
+
+    def bind_guard(self, model: Any) -> Callable[..., Any]:
+        """The guard (or a step property's trigger), with the model bound in if it takes one."""
+        assert self.guard is not None
+        return _bind(self.guard, model) if "model" in inspect.signature(self.guard).parameters else self.guard
 
     def bind_trigger(self, model: Any) -> Callable[..., Any]:
         """For leads_to: the trigger, with the model bound in if it takes a ``model`` parameter."""
@@ -55,11 +63,15 @@ def _bind(fn: Callable[..., Any], model: Any) -> Callable[..., Any]:
 
 
 def holds(name: str, pred: Callable[..., Any], *args: Any) -> bool:
-    """Evaluate a property; one that raises is reported as such (name, state, exception), never as a verdict."""
+    """Evaluate a property. Only True and False are verdicts: a property that raises, or returns
+    anything else ("yes", None, 1), is an error naming it, never a silent pass."""
     try:
-        return bool(pred(*args))
+        verdict = pred(*args)
     except Exception as exc:
         raise PropertyError(name, args[0] if len(args) == 1 else args, exc) from exc
+    if verdict is True or verdict is False:
+        return verdict
+    raise PropertyTypeError(name, args[0] if len(args) == 1 else args, verdict)
 
 
 SYMMETRY_WARNING = (
@@ -69,7 +81,11 @@ SYMMETRY_WARNING = (
 
 
 def _register(
-    kind: Kind, fn: Callable[..., Any] | None, name: str | None, trigger: Callable[..., Any] | None = None
+    kind: Kind,
+    fn: Callable[..., Any] | None,
+    name: str | None,
+    trigger: Callable[..., Any] | None = None,
+    guard: Callable[..., Any] | None = None,
 ) -> Any:
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
         params = inspect.signature(func).parameters
@@ -87,6 +103,7 @@ def _register(
             wants_model=wants_model,
             source=getattr(func, "__module__", ""),
             trigger=trigger,
+            guard=guard,
         )
         setattr(func, _MARK, prop)
         return func
@@ -96,14 +113,20 @@ def _register(
     return decorate
 
 
-def invariant(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
-    """Mark ``fn(state) -> bool`` as an invariant: it must hold in every reachable state."""
-    return _register("invariant", fn, name)
+def invariant(
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, guard: Callable[..., Any] | None = None
+) -> Any:
+    """Mark ``fn(state) -> bool`` as an invariant: it must hold in every reachable state. ``guard(state)``
+    says when it is non-trivial (an implication's premise): coverage reports a guard that never held."""
+    return _register("invariant", fn, name, guard=guard)
 
 
-def step(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
-    """Mark ``fn(state, action, next_state) -> bool`` as a property of every transition."""
-    return _register("step", fn, name)
+def step(
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, trigger: Callable[..., Any] | None = None
+) -> Any:
+    """Mark ``fn(state, action, next_state) -> bool`` as a property of every transition. ``trigger``
+    (same arguments) says which steps it is about: coverage reports one that never occurred."""
+    return _register("step", fn, name, guard=trigger)
 
 
 def eventually(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
@@ -182,6 +205,8 @@ class PropertySet:
     liveness: list[Property] = field(default_factory=list)
     fairness: list[Any] = field(default_factory=list)
     """Fairness constraints (kmc.checker.liveness.WF / SF) from the model and the spec files."""
+    notes: list[str] = field(default_factory=list)
+    """What the user should know about the selection, e.g. a spec file redefining a built-in property."""
 
     @classmethod
     def of(cls, props: Iterable[Property], fairness: Iterable[Any] = ()) -> PropertySet:
@@ -203,8 +228,9 @@ class PropertySet:
 
 
 def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), names: Sequence[str] = ()) -> PropertySet:
-    """The model's own properties plus those of spec files, narrowed to ``names`` if given."""
-    available = model_properties(model_cls)
+    """The model's own properties plus those of spec files, narrowed to ``names`` if given. A spec
+    file's property of the same name as an earlier one replaces it, and the set's notes say so."""
+    available = [(prop, f"model {model_cls.name}") for prop in model_properties(model_cls)]
     fairness = list(getattr(model_cls, "fairness", ()))
     for module_name in getattr(model_cls, "spec_modules", ()):
         fairness.extend(getattr(importlib.import_module(module_name), "FAIRNESS", ()))
@@ -217,16 +243,24 @@ def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), na
                 f"spec file {spec_file} defines no properties: decorate functions with "
                 "@invariant, @step, @eventually or @leads_to from kmc.checker"
             )
-        available.extend(user_props)
+        available.extend((prop, f"spec file {spec_file}") for prop in user_props)
     by_name: dict[str, Property] = {}
-    for prop in available:
-        by_name[prop.name] = prop  # a spec file may redefine a built-in property
+    origin: dict[str, str] = {}
+    redefined: dict[str, str] = {}
+    for prop, where in available:
+        if prop.name in by_name and by_name[prop.name].fn is not prop.fn:
+            redefined[prop.name] = f"{where} redefines the property {prop.name} of {origin[prop.name]}"
+        by_name[prop.name] = prop
+        origin[prop.name] = where
     if not names:
-        return PropertySet.of(by_name.values(), fairness)
-    chosen = []
-    for name in names:
-        if name not in by_name:
-            known = ", ".join(by_name) or "(none)"
-            raise UserError(f"unknown property {name!r} for model {model_cls.name}; properties: {known}")
-        chosen.append(by_name[name])
-    return PropertySet.of(chosen, fairness)
+        selected = PropertySet.of(by_name.values(), fairness)
+    else:
+        chosen = []
+        for name in names:
+            if name not in by_name:
+                known = ", ".join(by_name) or "(none)"
+                raise UserError(f"unknown property {name!r} for model {model_cls.name}; properties: {known}")
+            chosen.append(by_name[name])
+        selected = PropertySet.of(chosen, fairness)
+    selected.notes = [note for name, note in redefined.items() if name in selected.names()]
+    return selected

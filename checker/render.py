@@ -17,6 +17,7 @@ from .drawing import Arrow, Drawing, Table, mark_changes
 from .errors import UserError
 from .itf import format_action, format_value, state_vars
 from .model import Model
+from .outputs import write_atomically
 from .replay import Replayed
 from .result import Trace
 from .show import changes
@@ -170,8 +171,8 @@ def render_replayed(done: Replayed, out: Path, stats: dict[str, Any] | None = No
     if fmt == "html":
         from .report import html_report
 
-        out.write_text(html_report(title=trace_title(done.meta), traces=[done], stats=stats))
+        write_atomically(out, html_report(title=trace_title(done.meta), traces=[done], stats=stats))
         return out
     source = msc_dot(done.model, done.trace, trace_title(done.meta))
-    out.write_bytes(source.encode() if fmt == "dot" else run_dot(source, fmt))
+    write_atomically(out, source.encode() if fmt == "dot" else run_dot(source, fmt))
     return out

@@ -37,7 +37,11 @@ def _first_difference(expected: Mapping[str, Any], actual: Mapping[str, Any]) ->
 
 def model_for_trace(doc: Mapping[str, Any]) -> Model:
     meta = doc["#meta"]
+    if not isinstance(meta.get("model"), str):
+        raise UserError("malformed trace: '#meta'.model is missing")
     cls = load_model_class(meta.get("model_ref") or meta["model"])
+    if meta.get("model_ref") and cls.name and cls.name != meta["model"]:
+        raise UserError(f"malformed trace: '#meta' names model {meta['model']}, but its model_ref is {cls.name}")
     config = meta.get("config") or {}
     if not isinstance(config, dict):
         raise UserError("malformed trace: '#meta'.config must be an object")
@@ -81,6 +85,25 @@ def replay(doc: Mapping[str, Any]) -> Replayed:
     return Replayed(model=model, trace=Trace(states=states, actions=actions, loop=loop), meta=dict(doc["#meta"]))
 
 
+def _confirm_lasso(done: Replayed, prop: Any) -> str:
+    """A liveness counterexample is a lasso (replay checked its loop step) on which the goal never holds
+    after the trigger (for eventually: never at all). Fairness is the search's to judge, not this."""
+    trace = done.trace
+    if trace.loop is None:
+        raise UserError(f"the trace of {prop.name} has no loop: a liveness counterexample is a lasso")
+    goal = prop.bind(done.model)
+    reached = [holds(prop.name, goal, state) for state in trace.states]
+    if prop.kind == "eventually":
+        start = 0
+    else:
+        trigger = prop.bind_trigger(done.model)
+        starts = [i for i, state in enumerate(trace.states) if holds(prop.name, trigger, state)]
+        start = starts[0] if starts else len(trace.states)
+    if start < len(trace.states) and not any(reached[min(start, trace.loop) :]):
+        return prop.name
+    raise UserError(f"the lasso no longer shows {prop.name} violated (its goal is reached on the loop)")
+
+
 def confirm_violation(done: Replayed, spec_files: tuple[str, ...] = ()) -> str:
     """The property a replayed safety counterexample violates, checked again on the model: it must
     hold up to the last state (or step) and fail there. Raise UserError otherwise."""
@@ -95,8 +118,10 @@ def confirm_violation(done: Replayed, spec_files: tuple[str, ...] = ()) -> str:
     elif props.steps:
         pred = props.steps[0].bind(done.model)
         verdicts = [True] + [holds(name, pred, states[i - 1], actions[i], states[i]) for i in range(1, len(states))]
+    elif props.liveness:
+        return _confirm_lasso(done, props.liveness[0])
     else:
-        raise UserError(f"{name} is not a safety property: only invariant and step counterexamples can be confirmed")
+        raise UserError(f"{name} is not a property of {done.model.name}")
     if all(verdicts[:-1]) and not verdicts[-1]:
         return name
     where = "nowhere" if all(verdicts) else f"first at state {verdicts.index(False)} of {len(states)}"

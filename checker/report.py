@@ -14,6 +14,8 @@ from .replay import Replayed
 from .show import changes
 
 CSS = """
+tr.vacuous td { background: #fde8e8; }
+ul.vacuity { color: #a11; }
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1d2733;max-width:1400px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px} h3{font-size:15px;margin:16px 0 6px}
 table{border-collapse:collapse;font-size:13px;margin:4px 0 10px}
@@ -126,6 +128,26 @@ def _trace_section(index: int, done: Replayed) -> str:
     )
 
 
+def _coverage_html(coverage: dict[str, Any], vacuity: list[str]) -> str:
+    """The coverage tables; a row whose action was never taken or property never exercised is marked."""
+
+    def rows(section: dict[str, list[int]], bad: int) -> str:
+        return "".join(
+            f"<tr{' class=vacuous' if counts[bad] == 0 else ''}><td>{_esc(name)}</td>"
+            f"<td>{counts[0]:,}</td><td>{counts[1]:,}</td></tr>"
+            for name, counts in section.items()
+        )
+
+    out = ["<h2>coverage</h2>"]
+    if vacuity:
+        out.append("<ul class='vacuity'>" + "".join(f"<li>{_esc(v)}</li>" for v in vacuity) + "</ul>")
+    out.append("<table class='coverage'><tr><th>action</th><th>enabled in</th><th>taken</th></tr>"
+               f"{rows(coverage.get('actions', {}), 1)}</table>")  # fmt: skip
+    out.append("<table class='coverage'><tr><th>property</th><th>evaluated</th><th>exercised</th></tr>"
+               f"{rows(coverage.get('properties', {}), 1)}</table>")  # fmt: skip
+    return "".join(out)
+
+
 def html_report(
     title: str,
     traces: list[Replayed],
@@ -150,6 +172,8 @@ def html_report(
         parts.append("<h2>statistics</h2>" + _kv_table(shown))
     if config:
         parts.append("<h2>configuration</h2>" + _kv_table(config))
+    if stats and stats.get("coverage"):
+        parts.append(_coverage_html(stats["coverage"], stats.get("vacuity", [])))
     if traces:
         parts.append("<h2>traces</h2><ul>" + "".join(
             f'<li><a href="#trace-{i}">{_esc(t.meta.get("property", "trace"))}: {len(t.trace)} states</a></li>'

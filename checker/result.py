@@ -82,8 +82,12 @@ class CheckResult:
     error: str | None = None
     model_ref: str | None = None
     """How the model was named when it is not a registered one (module:Class or file.py:Class)."""
-    graph: Any = field(default=None, repr=False, compare=False)
-    """The explored graph and its unexpanded states, when the search kept them (for liveness)."""
+    interrupted: bool = False
+    """Stopped by Ctrl-C: the statistics are those of the part explored."""
+    coverage: dict[str, Any] | None = None
+    """Per action [enabled, taken], per property [evaluated, exercised] (kmc.checker.observe.Coverage)."""
+    vacuity: list[str] = field(default_factory=list)
+    """Actions never taken and properties never exercised, one line each."""
 
     @property
     def verdict(self) -> str:
@@ -129,5 +133,10 @@ class CheckResult:
             out["seed"] = self.seed
         if self.error:
             out["error"] = self.error
+        if self.interrupted:
+            out["interrupted"] = True
+        if self.coverage is not None:
+            out["coverage"] = self.coverage
+            out["vacuity"] = self.vacuity
         out.update(stats.extra)
         return out

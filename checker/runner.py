@@ -5,101 +5,109 @@ result = Check("replication", preset="kip-320").engine("bfs").run()
 
 from __future__ import annotations
 
-import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bfs import BfsOptions, bfs
-from .bmc import BmcOptions, bmc
+import xxhash
+
+from .engine import EngineTask, SearchBounds, settings_from, split_settings
+from .engines import ENGINES, engine_class  # noqa: F401 - the CLI lists them
 from .errors import UserError
-from .hypothesis_engine import HypothesisOptions, hypothesis_check
 from .itf import trace_to_itf, write_trace
 from .liveness import check_liveness
 from .model import Model
+from .observe import Coverage, GraphRecorder, SearchObserver, declared_actions, vacuity
 from .progress import Progress
 from .properties import PropertySet, select_properties
 from .registry import load_model_class
 from .result import CheckResult, Status
-from .simulation import SimulationOptions, simulate
-from .spark import SparkOptions, spark_bfs
-
-ENGINES = ("bfs", "simulate", "spark", "hypothesis", "bmc")
 
 
 @dataclass
 class Check:
+    """A check by names: model, preset, config overrides, properties, spec files, engine and its
+    settings (names of kmc.checker.engine.OPTIONS: bounds such as max_states, engine options such
+    as walks). ``run`` validates everything before any work, then runs the engine."""
+
     model_name: str
     preset: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
     property_names: Sequence[str] = ()
     spec_files: Sequence[str | Path] = ()
     engine_name: str = "bfs"
-    bfs_options: BfsOptions = field(default_factory=BfsOptions)
-    simulation_options: SimulationOptions = field(default_factory=SimulationOptions)
-    hypothesis_options: HypothesisOptions = field(default_factory=HypothesisOptions)
-    bmc_options: BmcOptions = field(default_factory=BmcOptions)
-    spark_options: SparkOptions | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
     spark_context: Any = None
     """An existing SparkContext to run on (tests share one); by default each run starts its own."""
+    runtime: Mapping[str, Any] = field(default_factory=dict)
+    """Engine resources that are not user settings (tests: a Spark save interval)."""
 
     def engine(self, name: str) -> Check:
         self.engine_name = name
         return self
 
+    def with_settings(self, **settings: Any) -> Check:
+        self.settings = {**self.settings, **settings}
+        return self
+
+    def plan(self) -> tuple[Any, SearchBounds, dict[str, Any]]:
+        """The engine class, the bounds and the engine's options; an error for a setting it does not take."""
+        engine = engine_class(self.engine_name)
+        return (engine, *split_settings(engine, settings_from(self.settings, "")))
+
     def build(self) -> tuple[Model, PropertySet]:
+        self.plan()
         cls = load_model_class(self.model_name)
         model = cls.build(self.preset, self.overrides)
         props = select_properties(cls, self.spec_files, self.property_names)
         return model, props
 
-    def run(self, progress: Progress | None = None) -> CheckResult:
-        if self.engine_name not in ENGINES:
-            raise UserError(f"unknown engine {self.engine_name!r}; engines: {', '.join(ENGINES)}")
+    def run(self, progress: Progress | None = None, observers: Sequence[SearchObserver] = ()) -> CheckResult:
+        engine, bounds, options = self.plan()
         model, props = self.build()
         preset = self.preset if self.preset is not None else type(model).default_preset
-        if self.engine_name == "simulate":
-            result = simulate(model, props, self.simulation_options, progress, preset=preset)
-        elif self.engine_name == "bmc":
-            opts = dataclasses.replace(self.bmc_options, named=bool(self.property_names))
-            result = bmc(model, props, opts, progress, preset=preset)
-        elif self.engine_name == "hypothesis":
-            opts = dataclasses.replace(self.hypothesis_options, deadlock=self.bfs_options.deadlock)
-            result = hypothesis_check(model, props, opts, preset=preset)
-        elif self.engine_name == "spark":
-            bfs_opts = self.bfs_options
-            spark_opts = self.spark_options or SparkOptions()
-            spark_opts = dataclasses.replace(
-                spark_opts,
-                max_depth=bfs_opts.max_depth,
-                max_states=bfs_opts.max_states,
-                symmetry=bfs_opts.symmetry,
-                deadlock=bfs_opts.deadlock,
-                keep_going=bfs_opts.keep_going,
-            )
-            result = spark_bfs(
-                model,
-                props,
-                model_ref=model_reference(self.model_name),
-                spec_files=tuple(str(s) for s in self.spec_files),
-                options=spark_opts,
-                progress=progress,
-                preset=preset,
-                sc=self.spark_context,
-            )
-        else:
-            opts = self.bfs_options
-            if props.liveness and opts.store == "states" and not opts.symmetry and opts.max_depth is None:
-                opts = dataclasses.replace(opts, keep_graph=True)  # the liveness check reuses the graph
-            result = bfs(model, props, opts, progress, preset=preset)
+        coverage = Coverage(model, props) if engine.observes else None
+        recorder = None
+        if (props.liveness and engine.name == "bfs" and options.get("store") == "states" and not bounds.symmetry
+                and bounds.max_depth is None):  # fmt: skip
+            recorder = GraphRecorder()  # the liveness check reuses the explored graph
+        watching = [o for o in (coverage, recorder, *observers) if o is not None]
+        task = EngineTask(
+            model=model, props=props, bounds=bounds, options=options, observers=watching, progress=progress,
+            preset=preset, model_ref=model_reference(self.model_name),
+            spec_files=tuple(str(s) for s in self.spec_files),
+            runtime={"spark_context": self.spark_context, "named_properties": bool(self.property_names),
+                     **self.runtime},
+        )  # fmt: skip
+        result = engine().run(task)
+        result.warnings[:0] = props.notes
         if props.liveness:
-            self._check_liveness(model, props, result)
+            self._check_liveness(model, props, result, bounds, recorder, coverage)
+        if coverage is not None:
+            report = coverage.report()
+            result.coverage = report.to_json()
+            _inactive = declared_actions(model)[1]
+            result.vacuity = vacuity(report, _inactive, judge_liveness=engine.name == "bfs")
+            if not declared_actions(model)[0]:
+                result.warnings.append(
+                    f"model {model.name} declares no action names: an action never enabled cannot be reported"
+                )
+            result.warnings.extend(result.vacuity)
         if self.model_name != model.name:
             result.model_ref = model_reference(self.model_name)
         return result
 
-    def _check_liveness(self, model: Model, props: PropertySet, result: CheckResult) -> None:
+    def _check_liveness(
+        self,
+        model: Model,
+        props: PropertySet,
+        result: CheckResult,
+        bounds: SearchBounds,
+        recorder: GraphRecorder | None,
+        coverage: Coverage | None,
+    ) -> None:
         """Liveness is checked on the explored state graph, after the safety search."""
         if self.engine_name != "bfs":
             result.warnings.append(
@@ -107,22 +115,32 @@ class Check:
                 f"only; the {self.engine_name} engine ignored them"
             )
             return
-        if result.violations and not self.bfs_options.keep_going:
+        if result.violations and not bounds.keep_going:
             return  # stopped at a safety violation, as for any other property
-        opts = self.bfs_options
-        if opts.max_depth is not None:
+        if bounds.max_depth is not None:
             result.warnings.append("liveness is checked on the whole state graph: --max-depth does not apply to it")
-        outcome = check_liveness(model, props, opts.max_states, explored=result.graph)
-        result.graph = None
+        explored = recorder.explored() if recorder is not None else None
+        outcome = check_liveness(model, props, bounds.max_states, explored=explored)
+        if coverage is not None:
+            for name, (evaluated, exercised) in outcome.counts.items():
+                coverage.liveness_counts(name, evaluated, exercised)
         result.warnings.extend(outcome.warnings)
         result.violations.extend(outcome.violations)
         if outcome.violations:
             result.status = Status.VIOLATED
-            result.complete = result.complete and opts.keep_going
+            result.complete = result.complete and bounds.keep_going
         elif not outcome.complete:
             if result.status != Status.VIOLATED:  # a safety violation found with --continue stands
                 result.status = Status.HOLDS_BOUNDED
             result.complete = False
+
+
+def vacuity_failures(result: CheckResult, allowed: Sequence[str] = ()) -> list[str]:
+    """What --fail-on-vacuity fails on: a run that found a violation stopped early (and exits 1
+    anyway), so only a run without one is judged. ``allowed``: names declared vacuous on purpose."""
+    if result.violations:
+        return []
+    return [line for line in result.vacuity if line.split(" ")[1] not in allowed]
 
 
 def model_reference(name: str) -> str:
@@ -133,9 +151,27 @@ def model_reference(name: str) -> str:
     return name
 
 
-def trace_filename(result: CheckResult, prop: str) -> str:
+def config_hash(model_name: str, config: Mapping[str, Any]) -> str:
+    """A short, stable hash of a model's config: two configs never share a trace file name."""
+    text = json.dumps([model_name, config], sort_keys=True, default=str)
+    return xxhash.xxh3_64_hexdigest(text.encode())[:8]
+
+
+def trace_stem(result: CheckResult) -> str:
+    """The preset's name when the config is exactly the preset's, else the preset plus a config hash."""
     stem = result.preset or result.model
-    return f"{stem}-{prop}.itf.json"
+    try:
+        cls = load_model_class(result.model_ref or result.model)
+        own = json.loads(json.dumps(cls.build(result.preset).config_dict(), default=str))
+    except UserError:
+        own = None
+    if own != json.loads(json.dumps(result.config, default=str)):
+        stem += "-" + config_hash(result.model, result.config)
+    return stem
+
+
+def trace_filename(result: CheckResult, prop: str) -> str:
+    return f"{trace_stem(result)}-{prop}.itf.json"
 
 
 def write_traces(result: CheckResult, out_dir: str | Path) -> list[Path]:

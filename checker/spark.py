@@ -20,23 +20,29 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import hashlib
+import hmac
+import io
 import json
 import os
 import pickle
+import re
 import shutil
+import socket
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .bfs import DEADLOCK, MODEL_BOUND, bounds_check, expand, peak_rss, search_result
 from .errors import UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Model, State
+from .observe import Coverage, CoverageReport, SearchObserver
 from .path import trace_from_keys
 from .progress import NoProgress, Progress
 from .properties import PropertySet, holds, select_properties
@@ -48,7 +54,7 @@ logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
 logger.gateway.level = error
-rootLogger.level = error
+rootLogger.level = off
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -95,15 +101,19 @@ class Job:
     deadlock: bool
     partitions: int
     workdir: str
+    key: bytes = field(default=b"", repr=False)
+    """The user's checkpoint key: every file of the work directory carries an HMAC made with it."""
 
     def signature(self) -> dict[str, Any]:
         sig = asdict(self)
         sig.pop("workdir")
+        sig.pop("key")
         return sig
 
 
 # -- executor side ------------------------------------------------------------------------------
 _BUILT: dict[str, tuple[Model, list[tuple[str, Any]], list[tuple[str, Any]], Any]] = {}
+_PROPS: dict[str, PropertySet] = {}
 
 
 def _build(job: Job) -> tuple[Model, list[tuple[str, Any]], list[tuple[str, Any]], Any]:
@@ -121,7 +131,14 @@ def _build(job: Job) -> tuple[Model, list[tuple[str, Any]], list[tuple[str, Any]
         else:
             keyfn = fingerprint
         _BUILT[key] = (model, invariants, steps, keyfn)
+        _PROPS[key] = props
     return _BUILT[key]
+
+
+def _coverage(job: Job) -> Coverage:
+    """A fresh coverage counter for one level of this task's work (summed by every task)."""
+    model = _build(job)[0]
+    return Coverage(model, _PROPS[json.dumps(job.signature(), sort_keys=True, default=str)])
 
 
 def _frontier_path(workdir: str, partition: int, level: int) -> Path:
@@ -186,37 +203,78 @@ def _await(paths: list[Path]) -> None:
         delay = min(2 * delay, 0.02)
 
 
-def _write_states(path: Path, fps: list[int], states: list[State]) -> None:
+def checkpoint_key() -> bytes:
+    """The user's key for checkpoint files, kept beside their config ($XDG_CONFIG_HOME/kmc, else
+    ~/.config/kmc) and made on first use, readable by the user only. A checkpoint is unpickled only
+    after its HMAC under this key checks out: a file written by anyone else is never loaded."""
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "kmc"
+    path = base / "checkpoint.key"
+    try:
+        if not path.exists():
+            base.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(os.urandom(32).hex().encode())
+        key = bytes.fromhex(path.read_text().strip())
+    except FileExistsError:
+        key = bytes.fromhex(path.read_text().strip())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"spark: cannot read or create the checkpoint key {path} ({exc})") from None
+    if len(key) < 16:
+        raise UserError(f"spark: the checkpoint key {path} is too short; delete it to make a new one")
+    return key
+
+
+MAC_BYTES = 32
+
+
+def _sealed(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).digest() + payload
+
+
+def _opened(key: bytes, path: Path) -> bytes:
+    """The file's payload, once its HMAC proves this user's kmc wrote it; a UserError otherwise."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"spark: {path} is missing (damaged work directory)") from None
+    mac, payload = data[:MAC_BYTES], data[MAC_BYTES:]
+    if len(data) < MAC_BYTES or not hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest()):
+        raise UserError(
+            f"spark: {path} is damaged or was not written by your kmc (its authentication code does not "
+            "match your checkpoint key): refusing to load it; start the check again without --resume"
+        )
+    return payload
+
+
+def _write_states(path: Path, fps: list[int], states: list[State], key: bytes) -> None:
     # One pickle per file: parts the states share are written once.
     import numpy as np
 
     piece = (np.array(fps, dtype=np.uint64), _interned(states))
-    _write_atomically(path, lambda fh: pickle.dump(piece, fh, protocol=pickle.HIGHEST_PROTOCOL))
+    payload = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
+    _write_atomically(path, lambda fh: fh.write(_sealed(key, payload)))
 
 
-def _read_states(path: Path) -> tuple[list[int], list[State]]:
-    try:
-        with open(path, "rb") as fh:
-            fps, states = pickle.load(fh)
-    except FileNotFoundError:
-        raise UserError(f"spark: {path} is missing (damaged work directory)") from None
+def _read_states(path: Path, key: bytes) -> tuple[list[int], list[State]]:
+    fps, states = pickle.loads(_opened(key, path))  # authenticated above: this user's own file
     return fps.tolist(), states
 
 
-def _read_visited(workdir: str, partition: int, level: int) -> tuple[Any, Any]:
+def _read_visited(workdir: str, partition: int, level: int, key: bytes) -> tuple[Any, Any]:
     import numpy as np
 
     path = _visited_path(workdir, partition, level)
-    if not path.exists():
-        raise UserError(f"spark: {path} is missing (damaged work directory)")
-    with np.load(path) as data:
+    with np.load(io.BytesIO(_opened(key, path)), allow_pickle=False) as data:
         return data["fps"], data["parents"]
 
 
-def _write_visited(workdir: str, partition: int, level: int, fps: Any, parents: Any) -> None:
+def _write_visited(workdir: str, partition: int, level: int, fps: Any, parents: Any, key: bytes) -> None:
     import numpy as np
 
-    _write_atomically(_visited_path(workdir, partition, level), lambda fh: np.savez(fh, fps=fps, parents=parents))
+    buffer = io.BytesIO()
+    np.savez(buffer, fps=fps, parents=parents)
+    _write_atomically(_visited_path(workdir, partition, level), lambda fh: fh.write(_sealed(key, buffer.getvalue())))
 
 
 RESCALE = "rescale"
@@ -335,12 +393,17 @@ class _Searcher:
             expanded = self._step(self._expand_all, level, held)
             due = options.save_every_level or time.monotonic() - last_save >= options.save_interval_s
             deduped = self._step(self._dedupe_all, level, probe, due)
-            prog.generated += sum(r["generated"] for r in expanded)
+            level_generated = sum(r["generated"] for r in expanded)
+            level_coverage = CoverageReport()
+            for reply in expanded:
+                level_coverage.merge(reply.get("coverage", {}))
             if any(r["cut"] for r in expanded) and prog.bound_reason is None:
                 prog.bound_reason = MODEL_BOUND
             prog.violations.extend(_first_per_property(v for r in expanded for v in r["violations"]))
             new = sum(r["new"] for r in deduped)
             if probe:
+                # Kept apart: a run resumed from here expands this level again, and must not count it twice.
+                prog.probe_generated, prog.probe_coverage = level_generated, level_coverage.to_json()
                 if not new:
                     prog.done = True
                 elif at_state_bound:
@@ -348,6 +411,11 @@ class _Searcher:
                 else:
                     prog.bound_reason = f"max depth {options.max_depth}"
                 break
+            prog.generated += level_generated
+            total = CoverageReport()
+            total.merge(prog.coverage)
+            total.merge(level_coverage.to_json())
+            prog.coverage = total.to_json()
             prog.distinct += new
             prog.levels.append(new)
             prog.level = level + 1
@@ -390,12 +458,12 @@ class _Searcher:
     def _load(self, level: int) -> None:
         _build(self.job)  # imports the model's module, whose classes the pickled states name
         for p in self.mine:
-            self.frontier[p] = _read_states(_frontier_path(self.job.workdir, p, level))
-            self.visited[p] = _read_visited(self.job.workdir, p, level)
+            self.frontier[p] = _read_states(_frontier_path(self.job.workdir, p, level), self.job.key)
+            self.visited[p] = _read_visited(self.job.workdir, p, level, self.job.key)
 
     def _save_shards(self, level: int) -> None:
         for p in self.mine:
-            _write_visited(self.job.workdir, p, level, *self.visited[p])
+            _write_visited(self.job.workdir, p, level, *self.visited[p], self.job.key)
 
     def _save_level(self, prog: _Progress, previous: int) -> None:
         """Save every partition's frontier and shard; then task 0 points meta.json at them."""
@@ -403,7 +471,7 @@ class _Searcher:
         def save() -> None:
             self._save_shards(prog.level)
             for p in self.mine:
-                _write_states(_frontier_path(self.job.workdir, p, prog.level), *self.frontier[p])
+                _write_states(_frontier_path(self.job.workdir, p, prog.level), *self.frontier[p], self.job.key)
 
         self._step(save)
         if self.task == 0:
@@ -415,10 +483,11 @@ class _Searcher:
                         path.unlink()
 
     def _expand_all(self, level: int, held: dict[int, Held]) -> dict[str, Any]:
-        summary: dict[str, Any] = {"generated": 0, "cut": 0, "violations": []}
+        summary: dict[str, Any] = {"generated": 0, "cut": 0, "violations": [], "coverage_counter": _coverage(self.job)}
         for p in self.mine:
             held[p] = self._expand(level, p, summary)
         summary["violations"] = _first_per_property(summary["violations"])
+        summary["coverage"] = summary.pop("coverage_counter").counts()
         return summary
 
     def _expand(self, level: int, partition: int, summary: dict[str, Any]) -> Held:
@@ -427,11 +496,13 @@ class _Searcher:
         job = self.job
         model, invariants, steps, keyfn = _build(job)
         within = bounds_check(model)
+        coverage = summary["coverage_counter"]
         fps, states = self.frontier[partition]
         violations = summary["violations"]
         parent_of: dict[int, int] = {}  # per new fingerprint, its least parent here
         state_of: dict[int, State] = {}
         for fp, state in zip(fps, states, strict=True):
+            coverage.state(state)
             for name, pred in invariants:
                 if not holds(name, pred, state):
                     violations.append((name, "invariant", fp, None))
@@ -439,6 +510,7 @@ class _Searcher:
                 summary["cut"] += 1
                 continue
             succs = expand(model, state)
+            coverage.expanded(state, succs, True)
             summary["generated"] += len(succs)
             if job.deadlock and not succs:
                 violations.append((DEADLOCK, "deadlock", fp, None))
@@ -527,14 +599,14 @@ class _Searcher:
         for source, target, count in moves:
             if source in self.mine:
                 fps, states = self.frontier[source]
-                _write_states(self._path("moved", level, source, target), fps[-count:], states[-count:])
+                _write_states(self._path("moved", level, source, target), fps[-count:], states[-count:], self.job.key)
                 del fps[-count:], states[-count:]
 
     def _receive(self, level: int, moves: list[tuple[int, int, int]]) -> None:
         for source, target, _count in moves:
             if target in self.mine:
                 path = self._path("moved", level, source, target)
-                fps, states = _read_states(path)
+                fps, states = _read_states(path, self.job.key)
                 path.unlink()
                 self.frontier[target][0].extend(fps)
                 self.frontier[target][1].extend(states)
@@ -656,15 +728,28 @@ class _Progress:
     violations: list[list[Any]] = field(default_factory=list)
     done: bool = False
     bound_reason: str | None = None
+    coverage: dict[str, Any] = field(default_factory=dict)
+    """Coverage counts of the levels expanded so far (a resumed run continues them)."""
+    probe_generated: int = 0
+    probe_coverage: dict[str, Any] = field(default_factory=dict)
+    """What expanding the level at a bound found: counted in this run's result only."""
 
 
-CHECKPOINT_FORMAT = 3
+CHECKPOINT_FORMAT = 4
 """Bumped whenever the files of a level change shape; a checkpoint of another format is refused."""
 
 
+def _meta_mac(key: bytes, doc: dict[str, Any]) -> str:
+    body = json.dumps({k: v for k, v in doc.items() if k != "mac"}, sort_keys=True, default=str)
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+
+
 def _save_meta(workdir: str, job: Job, prog: _Progress) -> None:
-    doc = {"format": CHECKPOINT_FORMAT, "job": job.signature(), "progress": asdict(prog)}
-    _write_atomically(Path(workdir) / "meta.json", lambda fh: fh.write(json.dumps(doc, indent=1, default=str).encode()))
+    doc: dict[str, Any] = json.loads(
+        json.dumps({"format": CHECKPOINT_FORMAT, "job": job.signature(), "progress": asdict(prog)}, default=str)
+    )
+    doc["mac"] = _meta_mac(job.key, doc)
+    _write_atomically(Path(workdir) / "meta.json", lambda fh: fh.write(json.dumps(doc, indent=1).encode()))
 
 
 def _load_meta(workdir: str, job: Job) -> _Progress:
@@ -681,16 +766,46 @@ def _load_meta(workdir: str, job: Job) -> _Progress:
             f"(format {doc.get('format', 1) if isinstance(doc, dict) else '?'}, this one reads {CHECKPOINT_FORMAT}); "
             "start the check again without --resume"
         )
+    if not isinstance(doc.get("mac"), str) or not hmac.compare_digest(doc["mac"], _meta_mac(job.key, doc)):
+        raise UserError(
+            f"--resume {workdir}: meta.json is damaged or was not written by your kmc (its authentication code "
+            "does not match your checkpoint key); start the check again without --resume"
+        )
+    if not isinstance(doc.get("job"), dict) or not isinstance(doc.get("progress"), dict):
+        raise UserError(f"--resume {workdir}: meta.json is malformed")
     if doc["job"] != json.loads(json.dumps(job.signature(), default=str)):
         raise UserError(
             f"--resume {workdir}: the checkpoint is of a different check "
             f"({doc['job']['model_ref']} {doc['job']['config']}); rerun with the same model, config, "
             "properties, symmetry, deadlock and partitions"
         )
-    return _Progress(**doc["progress"])
+    try:
+        return _Progress(**doc["progress"])
+    except TypeError as exc:
+        raise UserError(f"--resume {workdir}: meta.json is malformed ({exc})") from None
 
 
-def _parent_lookup(workdir: str, partitions: int, level: int) -> Any:
+def _check_resumable(workdir: str) -> None:
+    """A checkpoint directory whose meta.json exists, parses and carries this user's HMAC."""
+    path = Path(workdir) / "meta.json"
+    if not Path(workdir).is_dir():
+        raise UserError(f"--resume {workdir}: no such directory")
+    if not path.is_file():
+        raise UserError(f"--resume {workdir}: no checkpoint there (meta.json is missing)")
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--resume {workdir}: meta.json is unreadable ({' '.join(str(exc).split())})") from None
+    if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
+        return  # _load_meta names the format
+    if not isinstance(doc.get("mac"), str) or not hmac.compare_digest(doc["mac"], _meta_mac(checkpoint_key(), doc)):
+        raise UserError(
+            f"--resume {workdir}: meta.json is damaged or was not written by your kmc (its authentication code "
+            "does not match your checkpoint key); start the check again without --resume"
+        )
+
+
+def _parent_lookup(workdir: str, partitions: int, level: int, key: bytes) -> Any:
     import numpy as np
 
     shards: dict[int, tuple[Any, Any]] = {}
@@ -698,7 +813,7 @@ def _parent_lookup(workdir: str, partitions: int, level: int) -> Any:
     def parent(fp: int) -> int | None:
         p = fp % partitions
         if p not in shards:
-            shards[p] = _read_visited(workdir, p, level)
+            shards[p] = _read_visited(workdir, p, level, key)
         fps, parents = shards[p]
         i = int(np.searchsorted(fps, np.uint64(fp)))
         if i >= len(fps) or int(fps[i]) != fp:
@@ -719,6 +834,7 @@ def spark_bfs(
     progress: Progress | None = None,
     preset: str | None = None,
     sc: Any = None,
+    observers: Sequence[SearchObserver] = (),
 ) -> CheckResult:
     progress = progress or NoProgress()
     start = time.perf_counter()
@@ -726,7 +842,10 @@ def spark_bfs(
         raise UserError(f"model {model.name} defines no symmetry(); run without --symmetry")
     own_context = sc is None
     if own_context:
-        sc = spark_context(options.master, options.driver_memory, options.verbose)
+        try:
+            sc = spark_context(options.master, options.driver_memory, options.verbose)
+        except Exception as exc:  # the JVM refused the master or the settings: one line, not its stack
+            raise UserError(f"spark could not start on {options.master}: {_failure(exc)}") from None
     try:
         partitions = options.partitions or max(2, sc.defaultParallelism)
         temporary = options.checkpoint is None
@@ -741,9 +860,14 @@ def spark_bfs(
             deadlock=options.deadlock,
             partitions=partitions,
             workdir=str(Path(workdir).resolve()),
+            key=os.urandom(32) if temporary else checkpoint_key(),
         )
         try:
             result = _search(sc, model, props, job, options, progress, resume=options.resume)
+            observed = result.stats.extra.pop("coverage", {})
+            for observer in observers:  # what the executors observed reaches the driver's coverage
+                if isinstance(observer, Coverage):
+                    observer.carried.merge(observed)
         finally:
             if temporary:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -777,8 +901,8 @@ def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
         states_p.append(state)
     for p, (fps_p, states_p) in frontier.items():
         fps = np.array(sorted(fps_p), dtype=np.uint64)
-        _write_visited(job.workdir, p, 1, fps, fps)  # an initial state is its own parent
-        _write_states(_frontier_path(job.workdir, p, 1), fps_p, states_p)
+        _write_visited(job.workdir, p, 1, fps, fps, job.key)  # an initial state is its own parent
+        _write_states(_frontier_path(job.workdir, p, 1), fps_p, states_p, job.key)
     prog.distinct = len(seen)
     prog.levels = [len(seen)]
     return prog
@@ -810,12 +934,14 @@ def _slots(sc: Any) -> int:
         return int(sc.defaultParallelism)
 
 
-def _wait_for_slots(sc: Any, wanted: int, timeout: float = 120.0, settle: float = 1.0) -> int:
+def _wait_for_slots(sc: Any, wanted: int, timeout: float = 25.0, settle: float = 1.0) -> int:
     """The slots to run on. A cluster's executors register after the context starts, one by one:
     wait for the first, then until there are ``wanted`` or none has come for ``settle`` seconds.
     (One that comes later still gets work: the search rescales onto it.)"""
     deadline = time.monotonic() + timeout
     while (slots := _slots(sc)) < 1:
+        if sc._jsc is None or sc._jsc.sc().isStopped():
+            raise UserError(f"spark: the context on {sc.master} stopped (the master refused the application)")
         if time.monotonic() > deadline:
             raise UserError(f"spark: no executor registered within {timeout:.0f} s; is the cluster up?")
         time.sleep(0.2)
@@ -931,7 +1057,11 @@ def _search(
 ) -> CheckResult:
     _model, _inv, _steps, keyfn = _build(job)
     if resume:
-        _load_meta(job.workdir, job)  # refuse a checkpoint of another check before starting Spark's job
+        # Refuse a checkpoint of another check before starting Spark's job. The resumed run reports
+        # its own bounds: how the earlier run ended (a bound it hit, its probe of the level beyond) goes.
+        prog = _load_meta(job.workdir, job)
+        prog.done, prog.bound_reason, prog.probe_generated, prog.probe_coverage = False, None, 0, {}
+        _save_meta(job.workdir, job, prog)
     else:
         _save_meta(job.workdir, job, _initial_level(model, job, keyfn))
     outcome, restarts = _run_search(sc, job, options, progress)
@@ -949,7 +1079,7 @@ def _search(
 def _result(
     model: Model, props: PropertySet, job: Job, options: SparkOptions, prog: _Progress, keyfn: Any
 ) -> CheckResult:
-    parent_of = _parent_lookup(job.workdir, job.partitions, prog.level)
+    parent_of = _parent_lookup(job.workdir, job.partitions, prog.level, job.key)
 
     def trace_to(fp: int) -> Trace:
         chain = [fp]
@@ -976,15 +1106,78 @@ def _result(
     stopped_early = bool(found) and not options.keep_going and not prog.done
     complete = prog.done and prog.bound_reason is None and not stopped_early
     depth = len([n for n in prog.levels if n])
+    generated = prog.generated + prog.probe_generated
+    coverage = CoverageReport()
+    coverage.merge(prog.coverage)
+    coverage.merge(prog.probe_coverage)
     stats = Stats(
         distinct_states=prog.distinct,
-        generated_states=prog.generated,
+        generated_states=generated,
         depth=depth,
         storage="fingerprints",
-        collision_probability=collision_probability(prog.distinct, prog.generated),
-        extra={"partitions": job.partitions, "states_per_level": prog.levels},
+        collision_probability=collision_probability(prog.distinct, generated),
+        extra={"partitions": job.partitions, "states_per_level": prog.levels, "coverage": coverage.to_json()},
     )
     return search_result(
         "spark", model, props, options.deadlock, options.symmetry, list(found.values()),
         complete=complete, stats=stats, bound_reason=prog.bound_reason, preset=None,
     )  # fmt: skip
+
+
+_LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,\s*[0-9]+)?\])?")
+_MEMORY = re.compile(r"[1-9][0-9]*[kmgtKMGT]?")
+MASTER_CONNECT_TIMEOUT_S = 5.0
+
+
+def check_master(master: str, driver_memory: str) -> None:
+    """Refuse a master Spark cannot use before a JVM starts: a malformed one at once, a standalone
+    master nobody answers at within seconds -- one line each, never a Java stack or a hang."""
+    if not _MEMORY.fullmatch(driver_memory):
+        raise UserError(f"bad --driver-memory {driver_memory!r}: use a size such as 512m or 2g")
+    if _LOCAL_MASTER.fullmatch(master) or master == "yarn" or master.startswith(("k8s://", "mesos://")):
+        return
+    if not master.startswith("spark://"):
+        raise UserError(f"bad --spark-master {master!r}: use local[*], local[N] or spark://HOST:PORT")
+    for address in master.removeprefix("spark://").split(","):
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UserError(f"bad --spark-master {master!r}: {address!r} is not HOST:PORT")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_CONNECT_TIMEOUT_S):
+                return  # one master that answers is enough (the others are standbys)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+    raise UserError(f"cannot reach the Spark master {master} ({reason}); is the cluster up?")
+
+
+class SparkEngine:
+    """The BFS across Spark executors: the same states, counts and verdicts as bfs."""
+
+    name: ClassVar[str] = "spark"
+    bounds: ClassVar[frozenset[str]] = frozenset({"max_depth", "max_states", "symmetry", "deadlock", "keep_going"})
+    defaults: ClassVar[dict[str, Any]] = {
+        "master": "local[*]", "partitions": None, "checkpoint": None, "resume": None, "driver_memory": "2g",
+        "spark_verbose": False,
+    }  # fmt: skip
+    observes: ClassVar[bool] = True
+    exhaustive: ClassVar[bool] = True
+
+    def run(self, task: Any) -> CheckResult:
+        o, b = task.options, task.bounds
+        if o["checkpoint"] and o["resume"] and Path(o["checkpoint"]).resolve() != Path(o["resume"]).resolve():
+            raise UserError("--checkpoint and --resume name different directories: give the one to continue")
+        if o["resume"] is not None:
+            _check_resumable(o["resume"])  # before a JVM starts: a missing or foreign checkpoint is one line
+        if task.runtime.get("spark_context") is None:
+            check_master(o["master"], o["driver_memory"])
+        options = SparkOptions(
+            master=o["master"], partitions=o["partitions"], checkpoint=o["resume"] or o["checkpoint"],
+            resume=o["resume"] is not None, driver_memory=o["driver_memory"], verbose=o["spark_verbose"],
+            max_depth=b.max_depth, max_states=b.max_states, symmetry=b.symmetry, deadlock=b.deadlock,
+            keep_going=b.keep_going, save_interval_s=task.runtime.get("save_interval_s", 60.0),
+        )  # fmt: skip
+        return spark_bfs(
+            task.model, task.props, model_ref=task.model_ref, spec_files=task.spec_files, options=options,
+            progress=task.progress, preset=task.preset, sc=task.runtime.get("spark_context"),
+            observers=task.observers,
+        )  # fmt: skip

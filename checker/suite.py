@@ -29,6 +29,7 @@ violate its property exactly at its last state, with ``expect_trace_length`` sta
 
 from __future__ import annotations
 
+import json
 import time
 import tomllib
 from collections.abc import Callable
@@ -38,47 +39,29 @@ from typing import Any
 
 from .bfs import BfsOptions
 from .conformance import ConformJob, conform_table, write_mismatch_traces
+from .engine import BY_TOML, settings_from
 from .errors import UserError
-from .hypothesis_engine import HypothesisOptions
 from .itf import read_trace
 from .junit import Case
 from .replay import confirm_violation, replay
 from .result import CheckResult
-from .runner import ENGINES, Check, write_traces
-from .simulation import SimulationOptions
+from .runner import ENGINES, Check, vacuity_failures, write_traces
 
 EXPECTATIONS = ("holds", "holds-complete", "violated")
 CONFORM_EXPECTATIONS = ("conforms", "mismatch")
-_KEYS = {
-    "name",
-    "model",
-    "preset",
-    "set",
-    "properties",
-    "spec",
-    "engine",
-    "max_depth",
-    "max_states",
-    "symmetry",
-    "deadlock",
-    "continue",
-    "store",
-    "seed",
-    "depth",
-    "walks",
-    "expect",
-    "expect_property",
-    "expect_trace_length",
-    "expect_distinct_states",
-    "replay",
-    "search",
-    "conform",
-    "oracles",
-    "expect_comparisons",
+_ENTRY_KEYS = {
+    *("name", "model", "preset", "set", "properties", "spec", "engine", "expect", "expect_property"),
+    *("expect_trace_length", "expect_distinct_states", "replay", "search", "conform", "oracles"),
+    *("expect_comparisons", "fail_on_vacuity", "expect_vacuous"),
 }
+_KEYS = _ENTRY_KEYS | set(BY_TOML)
+"""Every key an entry may have: its own, and every engine setting (kmc.checker.engine.OPTIONS)."""
+_CONFORM_SETTINGS = {"max_depth", "max_states", "store"}
 _CHECK_ONLY_KEYS = {
-    *("properties", "spec", "engine", "symmetry", "deadlock", "continue", "seed", "depth", "walks", "replay")
+    *("properties", "spec", "engine", "replay", "fail_on_vacuity", "expect_vacuous"),
+    *(set(BY_TOML) - _CONFORM_SETTINGS),
 }
+_SUITE_KEYS = {"check", "fail_on_vacuity"}
 
 
 @dataclass
@@ -93,6 +76,9 @@ class Entry:
     search: bool = True
     conform: ConformJob | None = None
     expect_comparisons: int | None = None
+    fail_on_vacuity: bool = False
+    expect_vacuous: list[str] = field(default_factory=list)
+    """Actions and properties this entry's config leaves vacuous on purpose (a variant turns them off)."""
 
 
 @dataclass
@@ -129,80 +115,108 @@ def load_suite(path: str | Path) -> list[Entry]:
         raise UserError(f"suite file not found: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"malformed suite {path}: {exc}") from None
+    unknown_top = set(data) - _SUITE_KEYS
+    if unknown_top:
+        raise UserError(f"malformed suite {path}: unknown top-level key(s) {', '.join(sorted(unknown_top))}")
+    vacuity_default = _typed(data, "fail_on_vacuity", bool, str(path)) or False
     raw_entries = data.get("check")
     if not isinstance(raw_entries, list) or not raw_entries:
         raise UserError(f"malformed suite {path}: it needs at least one [[check]] table")
     base = path.parent
     entries = []
+    names: set[str] = set()
     for index, raw in enumerate(raw_entries):
         where = f"{path} check #{index + 1}"
-        unknown = set(raw) - _KEYS
-        if unknown:
-            raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-        model = _typed(raw, "model", str, where)
-        expect = _typed(raw, "expect", str, where)
-        if not model:
-            raise UserError(f"{where}: 'model' is required")
-        if _typed(raw, "conform", bool, where):
-            entries.append(_conform_entry(raw, model, expect, where))
-            continue
-        for key in ("oracles", "expect_comparisons"):
-            if key in raw:
-                raise UserError(f"{where}: '{key}' goes with 'conform = true'")
-        if expect not in EXPECTATIONS:
-            raise UserError(f"{where}: 'expect' must be one of {', '.join(EXPECTATIONS)}")
-        engine = _typed(raw, "engine", str, where) or "bfs"
-        if engine not in ENGINES:
-            raise UserError(f"{where}: unknown engine {engine!r}")
-        props = _typed(raw, "properties", list, where) or []
-        specs = [str(base / s) for s in (_typed(raw, "spec", list, where) or [])]
-        expect_property = _typed(raw, "expect_property", (str, list), where) or []
-        if isinstance(expect_property, str):
-            expect_property = [expect_property]
-        check = Check(
-            model_name=model,
-            preset=_typed(raw, "preset", str, where),
-            overrides=_typed(raw, "set", dict, where) or {},
-            property_names=props,
-            spec_files=specs,
-            engine_name=engine,
-            bfs_options=BfsOptions(
-                max_depth=_typed(raw, "max_depth", int, where),
-                max_states=_typed(raw, "max_states", int, where),
-                symmetry=bool(_typed(raw, "symmetry", bool, where)),
-                deadlock=bool(_typed(raw, "deadlock", bool, where)),
-                keep_going=bool(_typed(raw, "continue", bool, where)),
-                store=_typed(raw, "store", str, where) or "states",
-            ),
-            hypothesis_options=HypothesisOptions(
-                seed=_typed(raw, "seed", int, where),
-                examples=_typed(raw, "examples", int, where) or HypothesisOptions.examples,
-                steps=_typed(raw, "steps", int, where) or 60,
-            ),
-            simulation_options=SimulationOptions(
-                seed=_typed(raw, "seed", int, where),
-                depth=_typed(raw, "depth", int, where) or 100,
-                walks=_typed(raw, "walks", int, where) or 1000,
-            ),
-        )
-        replay_path = _typed(raw, "replay", str, where)
-        search = _typed(raw, "search", bool, where)
-        if search is False and (not replay_path or expect != "violated"):
-            raise UserError(f"{where}: 'search = false' needs a 'replay' trace and expect = \"violated\"")
-        name = _typed(raw, "name", str, where) or f"{model} {check.preset or ''} {expect}".strip()
-        entries.append(
-            Entry(
-                name=name,
-                check=check,
-                expect=expect,
-                expect_property=list(expect_property),
-                expect_trace_length=_typed(raw, "expect_trace_length", int, where),
-                expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
-                replay=base / replay_path if replay_path else None,
-                search=search is not False,
-            )
-        )
+        if not isinstance(raw, dict):
+            raise UserError(f"{where}: an entry must be a table")
+        entry = _entry(raw, base, where, vacuity_default)
+        if entry.name in names:
+            raise UserError(f"{where}: another entry is already named {entry.name!r}")
+        names.add(entry.name)
+        entries.append(entry)
     return entries
+
+
+def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -> Entry:
+    """One [[check]] table as an Entry, every key checked."""
+    unknown = set(raw) - _KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    model = _typed(raw, "model", str, where)
+    expect = _typed(raw, "expect", str, where)
+    if not model:
+        raise UserError(f"{where}: 'model' is required")
+    if _typed(raw, "conform", bool, where):
+        return _conform_entry(raw, model, expect, where)
+    for key in ("oracles", "expect_comparisons"):
+        if key in raw:
+            raise UserError(f"{where}: '{key}' goes with 'conform = true'")
+    if expect not in EXPECTATIONS:
+        raise UserError(f"{where}: 'expect' must be one of {', '.join(EXPECTATIONS)}")
+    engine = _typed(raw, "engine", str, where) or "bfs"
+    if engine not in ENGINES:
+        raise UserError(f"{where}: unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+    props = _strings(raw, "properties", where)
+    specs = [str(base / s) for s in _strings(raw, "spec", where)]
+    expect_property = _typed(raw, "expect_property", (str, list), where) or []
+    if isinstance(expect_property, str):
+        expect_property = [expect_property]
+    elif not all(isinstance(p, str) for p in expect_property):
+        raise UserError(f"{where}: 'expect_property' must be a string or a list of strings")
+    settings = settings_from({k: v for k, v in raw.items() if k in BY_TOML}, where, toml=True)
+    for key in ("database", "checkpoint", "resume"):
+        if key in settings:
+            settings[key] = str(base / settings[key])
+    overrides = _typed(raw, "set", dict, where) or {}
+    check = Check(model_name=model, preset=_typed(raw, "preset", str, where), overrides=overrides,
+                  property_names=props, spec_files=specs, engine_name=engine, settings=settings)  # fmt: skip
+    engine_cls, _bounds, _options = _planned(check, where)
+    explicit_vacuity = _typed(raw, "fail_on_vacuity", bool, where)
+    if explicit_vacuity and not engine_cls.observes:
+        raise UserError(f"{where}: the {engine} engine observes no states: it does not take fail_on_vacuity")
+    fail_on_vacuity = explicit_vacuity if explicit_vacuity is not None else vacuity_default and engine_cls.observes
+    replay_path = _typed(raw, "replay", str, where)
+    search = _typed(raw, "search", bool, where)
+    if replay_path and expect != "violated":
+        raise UserError(f"{where}: a 'replay' trace is a counterexample: it needs expect = \"violated\"")
+    if search is False and not replay_path:
+        raise UserError(f"{where}: 'search = false' needs a 'replay' trace and expect = \"violated\"")
+    if replay_path and not (base / replay_path).is_file():
+        raise UserError(f"{where}: replay trace not found: {base / replay_path}")
+    for key in ("expect_trace_length", "expect_distinct_states"):
+        value = _typed(raw, key, int, where)
+        if value is not None and value < 1:
+            raise UserError(f"{where}: '{key}' must be a positive integer")
+    return Entry(
+        name=_typed(raw, "name", str, where) or f"{model} {check.preset or ''} {expect}".strip(),
+        check=check,
+        expect=expect,
+        expect_property=list(expect_property),
+        expect_trace_length=_typed(raw, "expect_trace_length", int, where),
+        expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
+        replay=base / replay_path if replay_path else None,
+        search=search is not False,
+        fail_on_vacuity=bool(fail_on_vacuity),
+        expect_vacuous=_strings(raw, "expect_vacuous", where),
+    )
+
+
+def _strings(raw: dict[str, Any], key: str, where: str) -> list[str]:
+    value = _typed(raw, key, list, where) or []
+    if not all(isinstance(v, str) and v for v in value):
+        raise UserError(f"{where}: '{key}' must be a list of non-empty strings")
+    return list(value)
+
+
+def _planned(check: Check, where: str) -> Any:
+    """The entry's engine plan, with its model, preset, config and properties checked: a typo in a
+    suite is bad input (exit 2) before anything runs, not a failed entry after the others ran."""
+    try:
+        plan = check.plan()
+        check.build()
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    return plan
 
 
 def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: str) -> Entry:
@@ -217,11 +231,7 @@ def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: s
         preset=_typed(raw, "preset", str, where),
         overrides=_typed(raw, "set", dict, where) or {},
         oracle_names=tuple(str(o) for o in oracles),
-        bfs_options=BfsOptions(
-            max_depth=_typed(raw, "max_depth", int, where),
-            max_states=_typed(raw, "max_states", int, where),
-            store=_typed(raw, "store", str, where) or "states",
-        ),
+        bfs_options=BfsOptions(**_conform_settings(raw, where)),
     )
     return Entry(
         name=_typed(raw, "name", str, where) or f"{model} {job.preset or ''} {expect}".strip(),
@@ -231,6 +241,12 @@ def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: s
         conform=job,
         expect_comparisons=_typed(raw, "expect_comparisons", int, where),
     )
+
+
+def _conform_settings(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The BFS bounds a conformance entry takes, checked like every other entry's settings."""
+    settings = settings_from({k: v for k, v in raw.items() if k in _CONFORM_SETTINGS}, where, toml=True)
+    return {"store": "states", **settings}
 
 
 def _judge_conform(entry: Entry, out_dir: str | Path | None) -> tuple[bool, str, CheckResult | None]:
@@ -243,7 +259,7 @@ def _judge_conform(entry: Entry, out_dir: str | Path | None) -> tuple[bool, str,
     else:
         outcome = entry.conform.run()
         if out_dir is not None:
-            write_mismatch_traces(outcome, Path(out_dir) / outcome.check.model, None)
+            write_mismatch_traces(outcome, Path(out_dir) / outcome.check.model)
         distinct, complete, result = outcome.check.stats.distinct_states, outcome.check.complete, outcome.check
         tallies = outcome.tallies
     mismatches = sum(t.mismatches for t in tallies)
@@ -294,22 +310,55 @@ def _judge(entry: Entry, result: CheckResult) -> list[str]:
     return problems
 
 
-def _judge_stored(entry: Entry) -> tuple[bool, str]:
-    """A ``search = false`` entry: the stored trace replays on the entry's model and config and still
-    ends in a violation of the expected property, at the expected length."""
+def _judge_replay(entry: Entry) -> tuple[list[str], str]:
+    """The entry's stored trace replays on the entry's own model, preset and config, was recorded for
+    one of the entry's properties, has the expected length, and violates its property exactly at its
+    last state. Checked for every entry with a ``replay``, whether or not it also searches."""
     assert entry.replay is not None
-    model, _props = entry.check.build()
-    done = replay(read_trace(entry.replay))
-    if done.model.name != model.name or done.model.config_dict() != model.config_dict():
-        return False, f"{entry.replay.name} was recorded on another model or config than the entry's"
-    prop = confirm_violation(done, tuple(str(s) for s in entry.check.spec_files))
+    model, props = entry.check.build()
+    doc = read_trace(entry.replay)
+    meta = doc["#meta"]
+    name = entry.replay.name
     problems = []
+    if meta.get("model") != model.name:
+        return [f"{name} was recorded on model {meta.get('model')}, the entry checks {model.name}"], ""
+    preset = entry.check.preset if entry.check.preset is not None else type(model).default_preset
+    if meta.get("preset") != preset:
+        problems.append(f"{name} was recorded on preset {meta.get('preset')}, the entry checks {preset}")
+    done = replay(doc)
+    recorded = json.loads(json.dumps(done.model.config_dict(), default=str))
+    if recorded != json.loads(json.dumps(model.config_dict(), default=str)):
+        differ = sorted(k for k in model.config_dict() if recorded.get(k) != model.config_dict()[k])
+        problems.append(
+            f"{name} was recorded on another config than the entry's ({', '.join(differ) or 'keys'} differ)"
+        )
+        return problems, ""
+    recorded_prop = meta.get("property")
+    if recorded_prop not in props.names():
+        problems.append(f"{name} is a trace of {recorded_prop}, which the entry does not check")
+        return problems, ""
+    prop = confirm_violation(done, tuple(str(s) for s in entry.check.spec_files))
     if entry.expect_property and prop not in entry.expect_property:
         problems.append(f"expected {' or '.join(entry.expect_property)} to be violated, the trace violates {prop}")
     if entry.expect_trace_length is not None and len(done.trace) != entry.expect_trace_length:
         problems.append(f"expected a trace of {entry.expect_trace_length} states, the stored one has {len(done.trace)}")
-    summary = f"violated: {prop} at state {len(done.trace)} of the stored trace (replayed, not searched)"
-    return not problems, "; ".join(problems) or summary
+    return problems, f"{prop} at state {len(done.trace)} of the stored trace"
+
+
+def _judge_vacuity(entry: Entry, result: CheckResult) -> list[str]:
+    """With fail_on_vacuity: every action taken and every property exercised, except those the
+    entry declares vacuous -- and those must really be (a stale declaration hides nothing)."""
+    if not entry.fail_on_vacuity or result.violations:
+        return []
+    problems = [f"vacuous: {line}" for line in vacuity_failures(result, entry.expect_vacuous)]
+    vacuous_names = {line.split(" ")[1] for line in result.vacuity}
+    known = {*(result.coverage or {}).get("actions", {}), *(result.coverage or {}).get("properties", {})}
+    for name in entry.expect_vacuous:
+        if name not in known:
+            problems.append(f"expect_vacuous names {name}, which is no action or property of this check")
+        elif name not in vacuous_names:
+            problems.append(f"expect_vacuous names {name}, but it was taken or exercised")
+    return problems
 
 
 def run_suite(
@@ -326,16 +375,20 @@ def run_suite(
                 result = entry.check.run()
                 if out_dir is not None:
                     write_traces(result, Path(out_dir) / result.model)
+                problems = _judge(entry, result) + _judge_vacuity(entry, result)
                 if entry.replay is not None:
-                    replay(read_trace(entry.replay))
-                problems = _judge(entry, result)
+                    problems += _judge_replay(entry)[0]
                 summary = (
                     f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
                     + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
-                )
+                    + (", every action taken and property exercised" if entry.fail_on_vacuity and not problems
+                       and not result.violations else "")
+                )  # fmt: skip
                 ok, message = not problems, "; ".join(problems) or summary
             else:
-                ok, message = _judge_stored(entry)
+                problems, where = _judge_replay(entry)
+                ok = not problems
+                message = "; ".join(problems) or f"violated: {where} (replayed, not searched)"
             outcome = Outcome(entry, ok, message, time.perf_counter() - start, result)
         except UserError as exc:
             outcome = Outcome(entry, False, f"error: {exc}", time.perf_counter() - start, result)

@@ -20,11 +20,10 @@ from typing import Any
 
 import hypothesis
 
-from .bfs import BfsOptions
 from .hypothesis_engine import HypothesisOptions, machine_for, machine_settings
 from .registry import load_model_class
 from .result import CheckResult
-from .runner import Check, write_traces
+from .runner import Check, vacuity_failures, write_traces
 
 
 def hypothesis_test(
@@ -56,12 +55,13 @@ def _run(
     overrides: Mapping[str, Any] | None,
     properties: Sequence[str],
     engine: str,
-    options: BfsOptions,
+    settings: Mapping[str, Any],
     out: str | Path | None,
 ) -> CheckResult:
+    """Settings are named as in kmc.checker.engine.OPTIONS (max_states, seed, walks, ...), as in a suite."""
     load_model_class(model)
     result = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
-                   engine_name=engine, bfs_options=options).run()  # fmt: skip
+                   engine_name=engine, settings=settings).run()  # fmt: skip
     write_traces(result, Path(out) if out is not None else Path("kmc-out"))
     return result
 
@@ -74,16 +74,21 @@ def assert_holds(
     engine: str = "bfs",
     complete: bool = True,
     out: str | Path | None = None,
-    **bfs: Any,
+    fail_on_vacuity: bool = False,
+    **settings: Any,
 ) -> CheckResult:
-    """Fail, naming the property and the trace file, unless every property holds (completely, by default)."""
-    result = _run(model, preset, overrides, properties, engine, BfsOptions(**bfs), out)
+    """Fail, naming the property and the trace file, unless every property holds (completely, by
+    default; and, with ``fail_on_vacuity``, with every action taken and every property exercised)."""
+    result = _run(model, preset, overrides, properties, engine, settings, out)
     if result.violations:
         v = result.violations[0]
         raise AssertionError(f"{model} {preset or ''}: {v.property} violated, trace of {v.trace_length} states: "
                              f"{v.trace_file} (kmc show {v.trace_file})")  # fmt: skip
     if complete and not result.complete:
         raise AssertionError(f"{model} {preset or ''}: holds only within bounds ({result.bound_reason})")
+    vacuous = vacuity_failures(result) if fail_on_vacuity else []
+    if vacuous:
+        raise AssertionError(f"{model} {preset or ''}: vacuous: {'; '.join(vacuous)}")
     return result
 
 
@@ -95,10 +100,10 @@ def assert_violates(
     engine: str = "bfs",
     trace_length: int | None = None,
     out: str | Path | None = None,
-    **bfs: Any,
+    **settings: Any,
 ) -> CheckResult:
     """Fail unless ``prop`` is violated (with a shortest trace of ``trace_length`` states, if given)."""
-    result = _run(model, preset, overrides, [prop], engine, BfsOptions(**bfs), out)
+    result = _run(model, preset, overrides, [prop], engine, settings, out)
     violation = result.violation(prop)
     if violation is None:
         scope = "every reachable state" if result.complete else f"a bounded search ({result.bound_reason})"

@@ -492,6 +492,10 @@ class ReplicationModel(Model):
                 )
             )
 
+    def inactive_actions(self) -> tuple[str, ...]:
+        """FollowerTruncate is the first KIP-320 draft's (truncation = on_fetch) only."""
+        return () if self.config.truncation == "on_fetch" else ("FollowerTruncate",)
+
     def symbolic(self) -> Any:
         from kmc.models.replication_z3 import ReplicationEncoding
 

@@ -113,7 +113,7 @@ BAD_INPUT = [
     (("check", "replication", "--set", "replicas"), "--set expects key=value"),
     (("check", "replication", "--engine", "quantum"), "unknown engine 'quantum'"),
     (("check", "replication", "--no-such-flag"), "No such option"),
-    (("check", "replication", "--store", "tape"), "unknown store 'tape'"),
+    (("check", "replication", "--store", "tape"), "store must be one of states, fingerprints, got 'tape'"),
     (("replay", "/nonexistent/trace.itf.json"), "trace file not found"),
 ]
 

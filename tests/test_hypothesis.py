@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check
-from kmc.checker.hypothesis_engine import HypothesisOptions
 from kmc.checker.result import Status
 from kmc.checker.testing import assert_holds, assert_violates, hypothesis_test
 
 
 def run(preset: str, seed: int, prop: str = "StrongIsr", **kwargs: int):
     return Check("replication", preset=preset, property_names=[prop], engine_name="hypothesis",
-                 hypothesis_options=HypothesisOptions(seed=seed, **kwargs)).run()  # fmt: skip
+                 settings={"seed": seed, **kwargs}).run()  # fmt: skip
 
 
 def test_finds_and_shrinks_the_truncate_to_hw_bug(kmc, tmp_path: Path) -> None:
@@ -87,7 +86,7 @@ def test_guided_runs_find_the_kip_101_bug_that_random_walks_miss() -> None:
     assert guided.status is Status.VIOLATED
     assert 12 <= guided.violations[0].trace_length <= 12 + 2
     assert guided.stats.extra["guided"] is True
-    unguided = run("kip-101", seed=1, guided=False)
+    unguided = run("kip-101", seed=1, guide=False)
     assert unguided.status is Status.HOLDS_BOUNDED
     assert unguided.stats.distinct_states < guided.stats.distinct_states
 

@@ -91,10 +91,9 @@ def test_trivially_true_and_bounded_verdicts_are_flagged(tmp_path: Path) -> None
     assert result.status is Status.HOLDS_COMPLETE
     assert any("Started is trivially true" in w for w in result.warnings)
     assert any("Never is trivially true" in w for w in result.warnings)
-    from kmc.checker import BfsOptions
 
     bounded = Check(MUTEX, property_names=["SomeoneEnters"], spec_files=[spec],
-                    bfs_options=BfsOptions(max_states=4)).run()  # fmt: skip
+                    settings={"max_states": 4}).run()  # fmt: skip
     assert not bounded.complete
     assert any("a bound cut the graph" in w for w in bounded.warnings)
 

@@ -15,10 +15,10 @@ import pytest
 from conftest import ROOT, TESTS
 from hypothesis import given
 from hypothesis import strategies as st
-from kmc.checker import BfsOptions, Check
+from kmc.checker import Check
 from kmc.checker.errors import UserError
 from kmc.checker.result import CheckResult, Status
-from kmc.checker.spark import SparkOptions, spark_context
+from kmc.checker.spark import spark_context
 
 pytestmark = pytest.mark.spark
 
@@ -31,15 +31,13 @@ def sc():
 
 
 def run_both(sc, model: str, preset: str | None = None, overrides: dict | None = None, **bfs_kwargs) -> tuple:
-    opts = BfsOptions(**bfs_kwargs)
-    reference = Check(model, preset=preset, overrides=overrides or {}, bfs_options=opts).run()
+    reference = Check(model, preset=preset, overrides=overrides or {}, settings=bfs_kwargs).run()
     spark = Check(
         model,
         preset=preset,
         overrides=overrides or {},
         engine_name="spark",
-        bfs_options=opts,
-        spark_options=SparkOptions(partitions=3),
+        settings={**bfs_kwargs, "partitions": 3},
         spark_context=sc,
     ).run()
     return reference, spark
@@ -53,6 +51,7 @@ def assert_same(reference: CheckResult, spark: CheckResult) -> None:
         assert spark.stats.distinct_states == reference.stats.distinct_states
         assert spark.stats.generated_states == reference.stats.generated_states
         assert spark.stats.depth == reference.stats.depth
+        assert spark.coverage == reference.coverage  # the executors' counts reach the driver
     found = {v.property: v.trace_length for v in spark.violations}
     if reference.complete or not reference.violations:
         assert found == {v.property: v.trace_length for v in reference.violations}
@@ -109,7 +108,8 @@ def test_model_bounds_make_spark_bounded_too(sc) -> None:
     """The group model's within_bounds cuts the slow-member state space: both engines say bounded."""
     checks = {
         engine: Check("group", preset="slow-member", property_names=["CommitFencedByGeneration"],
-                      engine_name=engine, spark_options=SparkOptions(partitions=3), spark_context=sc).run()
+                      engine_name=engine, settings={"partitions": 3} if engine == "spark" else {},
+                      spark_context=sc).run()
         for engine in ("bfs", "spark")
     }  # fmt: skip
     reference, spark = checks["bfs"], checks["spark"]
@@ -168,7 +168,7 @@ def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
         preset="kip-320",
         overrides={"max_leader_epoch": 4},
         engine_name="spark",
-        spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True),
+        settings={"partitions": 3, "resume": str(checkpoint)},
         spark_context=sc,
     ).run()
     assert resumed.status is Status.HOLDS_COMPLETE
@@ -180,22 +180,22 @@ def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
 def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
     Check(
-        "replication", preset="kip-320", engine_name="spark", bfs_options=BfsOptions(max_depth=3),
-        spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint)), spark_context=sc,
+        "replication", preset="kip-320", engine_name="spark",
+        settings={"max_depth": 3, "partitions": 3, "checkpoint": str(checkpoint)}, spark_context=sc,
     ).run()  # fmt: skip
     with pytest.raises(UserError, match="checkpoint is of a different check"):
         Check(
             "replication", preset="kip-101", engine_name="spark",
-            spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True), spark_context=sc,
+            settings={"partitions": 3, "resume": str(checkpoint)}, spark_context=sc,
         ).run()  # fmt: skip
     meta = checkpoint / "meta.json"
     older = json.loads(meta.read_text())
     del older["format"]  # as the first format wrote it
     meta.write_text(json.dumps(older))
-    with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 3\)"):
+    with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 4\)"):
         Check(
             "replication", preset="kip-320", engine_name="spark",
-            spark_options=SparkOptions(partitions=3, checkpoint=str(checkpoint), resume=True), spark_context=sc,
+            settings={"partitions": 3, "resume": str(checkpoint)}, spark_context=sc,
         ).run()  # fmt: skip
 
 
@@ -205,10 +205,53 @@ def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> No
     with pytest.raises(UserError, match=r"property Oops raised KeyError: 0 -- in state Grid\(x=0, y=0\)"):
         Check(
             f"{TOY}:CounterGrid", spec_files=[spec], property_names=["Oops"], engine_name="spark",
-            spark_options=SparkOptions(partitions=3), spark_context=sc,
+            settings={"partitions": 3}, spark_context=sc,
         ).run()  # fmt: skip
     with pytest.raises(UserError, match=r"raised KeyError in successors\(\).*in state 2"):
-        Check(f"{TOY}:Crashy", engine_name="spark", spark_options=SparkOptions(partitions=3), spark_context=sc).run()
+        Check(f"{TOY}:Crashy", engine_name="spark", settings={"partitions": 3}, spark_context=sc).run()
+
+
+def test_a_resumed_run_reports_its_own_bounds_and_the_uninterrupted_counts(sc, tmp_path: Path) -> None:
+    """A run stopped by --max-depth, resumed without it, ends exactly as one run without a bound."""
+    checkpoint = tmp_path / "ckpt"
+    whole = Check("replication", preset="kip-320", engine_name="spark", settings={"partitions": 3},
+                  spark_context=sc).run()  # fmt: skip
+    first = Check("replication", preset="kip-320", engine_name="spark", spark_context=sc,
+                  settings={"max_depth": 6, "partitions": 3, "checkpoint": str(checkpoint)}).run()  # fmt: skip
+    assert first.bound_reason == "max depth 6" and not first.complete
+    resumed = Check("replication", preset="kip-320", engine_name="spark", spark_context=sc,
+                    settings={"partitions": 3, "resume": str(checkpoint)}).run()  # fmt: skip
+    assert resumed.complete and resumed.bound_reason is None and resumed.status is Status.HOLDS_COMPLETE
+    for stat in ("distinct_states", "generated_states", "depth"):
+        assert getattr(resumed.stats, stat) == getattr(whole.stats, stat), stat
+    assert resumed.coverage == whole.coverage
+    assert resumed.stats.distinct_states == 5973
+
+
+def test_a_damaged_or_foreign_checkpoint_is_never_unpickled(sc, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    settings = {"max_depth": 3, "partitions": 3, "checkpoint": str(checkpoint)}
+    Check("replication", preset="kip-320", engine_name="spark", settings=settings, spark_context=sc).run()
+    frontier = sorted(checkpoint.glob("frontier-*.pkl"))[0]
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    import pickle
+
+    frontier.write_bytes(b"\0" * 32 + pickle.dumps(Payload()))  # a crafted file without the user's key
+    resume = {"partitions": 3, "resume": str(checkpoint)}
+    with pytest.raises(UserError, match="damaged or was not written by your kmc"):
+        Check("replication", preset="kip-320", engine_name="spark", settings=resume, spark_context=sc).run()
+    assert not marker.exists()
+    meta = checkpoint / "meta.json"
+    doc = json.loads(meta.read_text())
+    doc["progress"]["distinct"] += 1  # a tampered count
+    meta.write_text(json.dumps(doc))
+    with pytest.raises(UserError, match=r"meta\.json is damaged or was not written by your kmc"):
+        Check("replication", preset="kip-320", engine_name="spark", settings=resume, spark_context=sc).run()
 
 
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=8))

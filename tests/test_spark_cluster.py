@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kmc.checker import Check
 from kmc.checker.result import Status
-from kmc.checker.spark import SparkOptions, spark_context
+from kmc.checker.spark import spark_context
 from kmc.checker.spark_cluster import LocalCluster
 
 pytestmark = pytest.mark.spark
@@ -44,14 +44,15 @@ def test_cluster_matches_bfs(sc) -> None:
 class _Background:
     """A kip-320 check on the cluster, run in a thread so a test can act on the cluster meanwhile."""
 
-    def __init__(self, sc, max_leader_epoch: int, options: SparkOptions, progress=None) -> None:
+    def __init__(self, sc, max_leader_epoch: int, settings: dict, progress=None, runtime=None) -> None:
         self.outcome: dict[str, object] = {}
         check = Check(
             "replication",
             preset="kip-320",
             overrides={"max_leader_epoch": max_leader_epoch},  # long enough to act in the middle
             engine_name="spark",
-            spark_options=options,
+            settings=settings,
+            runtime=runtime or {},
             spark_context=sc,
         )
         self.thread = threading.Thread(target=self._run, args=(check, progress))
@@ -74,7 +75,7 @@ class _Background:
 
 def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: LocalCluster, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
-    worker = _Background(sc, 4, SparkOptions(partitions=4, checkpoint=str(checkpoint)))
+    worker = _Background(sc, 4, {"partitions": 4, "checkpoint": str(checkpoint)})
     meta = checkpoint / "meta.json"
     deadline = time.time() + 300
     killed_at = None
@@ -100,7 +101,7 @@ def test_a_worker_joining_mid_run_gets_work(sc, cluster: LocalCluster, tmp_path:
         time.sleep(0.2)
     assert _slots(sc) == 1
     checkpoint = tmp_path / "ckpt"
-    search = _Background(sc, 5, SparkOptions(partitions=2, checkpoint=str(checkpoint)))
+    search = _Background(sc, 5, {"partitions": 2, "checkpoint": str(checkpoint)})
     meta = checkpoint / "meta.json"
     while search.is_alive() and not (meta.exists() and json.loads(meta.read_text())["progress"]["level"] >= 5):
         time.sleep(0.1)
@@ -129,7 +130,7 @@ class _Depth:
 def test_without_a_checkpoint_a_lost_worker_resumes_from_a_saved_level(sc, cluster: LocalCluster, capsys) -> None:
     """No --checkpoint: the levels the engine saves on its own (here every one) are what it resumes from."""
     seen = _Depth()
-    search = _Background(sc, 4, SparkOptions(partitions=4, save_interval_s=0.0), progress=seen)
+    search = _Background(sc, 4, {"partitions": 4}, progress=seen, runtime={"save_interval_s": 0.0})
     while search.is_alive() and seen.depth < 5:
         time.sleep(0.05)
     killed_at = seen.depth

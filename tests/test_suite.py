@@ -108,7 +108,7 @@ def test_suite_judges_a_stored_trace_without_searching(kmc, toy: str, tmp_path: 
     assert code == 1 and "expected a trace of 4 states, the stored one has 5" in out
     suite.write_text(STORED.format(toy=toy, preset="correct", length=5))
     code, out, _ = kmc("ci", suite)
-    assert code == 1 and "was recorded on another model or config than the entry's" in out
+    assert code == 1 and "was recorded on another config than the entry's (commit_rule differ)" in out
 
 
 def test_malformed_suites_are_bad_input(kmc, tmp_path: Path) -> None:

@@ -1,0 +1,26 @@
+"""README's model/preset table is `kmc list`'s: a model or preset added, renamed or removed fails here."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from kmc.checker.cli import main
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_table() -> dict[str, list[str]]:
+    rows = {}
+    for line in README.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = re.findall(r"`([^`]+)`", cells[2])
+    return rows
+
+
+def test_readme_table_equals_kmc_list(capsys) -> None:
+    assert main(["list", "--json"]) == 0
+    listed = {entry["model"]: list(entry["presets"]) for entry in json.loads(capsys.readouterr().out)}
+    assert readme_table() == listed
