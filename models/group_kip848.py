@@ -12,10 +12,13 @@ must give up, and a partition is given only once its previous owner has released
 ``GroupMetadataManager.consumerGroupHeartbeat``.)
 
 Requests are messages: each consumer has at most one heartbeat in flight and handles its
-response in a later step; revoking and assigning partitions on the client are separate steps,
-as the application's rebalance callbacks run between heartbeats. Like the consumer's heartbeat
+response in a later step. The client reconciles as ``AbstractMembershipManager`` does: a
+reconciliation starts from the latest assignment received and runs to that assignment even when a
+newer one arrives meanwhile (the newer one is reconciled next); revoking and assigning are separate
+steps, as the application's rebalance callbacks run between heartbeats. Like the consumer's heartbeat
 state, a heartbeat lists the owned partitions only when joining and once after each completed
-reconciliation, and leaves the field null otherwise (the coordinator then assumes nothing was revoked).
+reconciliation (the partitions of that reconciliation, not those being taken), and leaves the field
+null otherwise (the coordinator then assumes nothing was revoked).
 """
 
 from __future__ import annotations
@@ -102,6 +105,11 @@ class Consumer(NamedTuple):
     reconciled: frozenset[int] | None = None
     """The partitions of the last reconciliation the consumer completed and has not reported yet (None:
     nothing to report): like the consumer's local assignment, sent once in the next heartbeat."""
+    reconciling: frozenset[int] | None = None
+    """The assignment of the reconciliation in progress (None: none): fixed when it starts."""
+    synced: bool = True
+    """Whether the assignment in hand (the one being reconciled, else the last completed) is the latest
+    received; an assignment that differs from the previous one received makes it False."""
 
 
 class Kip848State(NamedTuple):
@@ -130,8 +138,8 @@ class Kip848Config:
     )
     revoke_only_owned: bool = param(
         True,
-        "KAFKA-16249 (Kafka 3.8): partitions the heartbeat does not list as owned are dropped without waiting "
-        "for their revocation; before, every revocation waited for the member",
+        "KAFKA-16615 (Kafka 3.8): partitions the heartbeat does not list as owned are dropped without waiting "
+        "for their revocation; before (KAFKA-16249's builder), every revocation waited for the member",
     )
     release_own_pending_revocation: bool = param(
         True,
@@ -152,14 +160,21 @@ class Kip848Config:
 
 PRESETS = {
     "kip-848": Preset.of(
-        "the KIP-848 protocol as in Kafka 4.2 and later (4.3.1 is the pinned release)",
-        {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+        "the KIP-848 protocol as in Kafka 4.2 and later (4.3.1 is the pinned release); a heartbeat that reports "
+        "an older completed reconciliation lets the coordinator give away a partition the consumer is taking",
+        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
     ),
     "kafka-4.0": Preset.of(
         "Kafka 4.0 and 4.1: before KAFKA-19449 and KAFKA-19974",
-        {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
         release_own_pending_revocation=False,
         bump_epoch_after_revocation=True,
+    ),
+    "pre-kafka-16615": Preset.of(
+        "today's protocol with KAFKA-16249's rule that every revocation waits for the member (never released: "
+        "KAFKA-16615 dropped unlisted partitions before 3.8.0); holds with one fault, not with two",
+        {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+        revoke_only_owned=False,
     ),
     "no-release-wait": Preset.of(
         "the coordinator assigns a partition before its previous owner has revoked it",
@@ -190,6 +205,7 @@ ACTION_ARGS = {
     "ReceiveHeartbeat": ("consumer", "error"),
     "RevokePartitions": ("consumer",),
     "AssignPartitions": ("consumer",),
+    "StartReconciliation": ("consumer",),
     "Subscribe": ("consumer",),
     "Unsubscribe": ("consumer",),
     "ConsumerCrash": ("consumer",),
@@ -212,6 +228,7 @@ class Kip848Model(Model):
         WF("ReceiveHeartbeat", each=True),
         WF("RevokePartitions", each=True),
         WF("AssignPartitions", each=True),
+        WF("StartReconciliation", each=True),
         WF("Subscribe", each=True),
         WF("SessionTimeout", each=True),
         WF("RebalanceTimeout", each=True),
@@ -270,22 +287,23 @@ class Kip848Model(Model):
             out.append((self._act("HandleHeartbeat", c, error), nxt))
         if me.response is not None:
             out.append((self._act("ReceiveHeartbeat", c, me.response.error), self._receive(s, c, me)))
-        revoke = me.owned - me.assignment
-        if revoke:
-            out.append(
-                (self._act("RevokePartitions", c), _set(s, c, _reconciling(me, me._replace(owned=me.owned - revoke))))
-            )
-        elif me.assignment - me.owned:
-            out.append(
-                (self._act("AssignPartitions", c), _set(s, c, _reconciling(me, me._replace(owned=me.assignment))))
-            )
+        target = me.reconciling
+        if me.phase == RUNNING and target is None and not me.synced:
+            out.append((self._act("StartReconciliation", c), _set(s, c, _start_reconciliation(me))))
+        if target is not None:
+            # onPartitionsRevoked, then onPartitionsAssigned, towards the assignment the reconciliation started from
+            if me.owned - target:
+                out.append((self._act("RevokePartitions", c), _set(s, c, _reconciled(me, me.owned & target))))
+            elif target - me.owned:
+                out.append((self._act("AssignPartitions", c), _set(s, c, _reconciled(me, target))))
         if me.owned and me.phase == RUNNING:
             out.append(self._offset_commit(s, c, me))
         if s.faults < self.config.max_faults:
             crashed = Consumer(STOPPED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
             out.append((self._act("ConsumerCrash", c), _set(s, c, crashed)._replace(faults=s.faults + 1)))
             if me.phase == RUNNING and me.memberId:
-                leaving = me._replace(phase=LEAVING, owned=frozenset(), assignment=frozenset())
+                leaving = me._replace(phase=LEAVING, owned=frozenset(), assignment=frozenset(), reconciling=None,
+                                      synced=True)  # fmt: skip
                 out.append((self._act("Unsubscribe", c), _set(s, c, leaving)._replace(faults=s.faults + 1)))
 
     # -- the coordinator: ConsumerGroupHeartbeat ---------------------------------------------------
@@ -400,8 +418,11 @@ class Kip848Model(Model):
             return _set(s, c, Consumer(UNSUBSCRIBED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None))
         if response.error != NONE:  # fenced: lose everything, rejoin as a new member
             return _set(s, c, Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, None))
-        return _set(s, c, _reconciling(me, me._replace(memberId=response.memberId, memberEpoch=response.memberEpoch,
-                                                       assignment=response.assignment)))  # fmt: skip
+        # a new target when it differs from the last one received (the first one after joining always does);
+        # a reconciliation in progress carries on towards the one it started from
+        changed = me.memberEpoch == JOIN_EPOCH or response.assignment != me.assignment
+        me = me._replace(memberId=response.memberId, memberEpoch=response.memberEpoch, assignment=response.assignment)
+        return _set(s, c, me._replace(synced=False) if changed else me)
 
     def _offset_commit(self, s: Kip848State, c: int, me: Consumer) -> Step:
         """OffsetCommit v9+: carries the member epoch, which must be the member's current one."""
@@ -463,13 +484,20 @@ def _set(s: Kip848State, c: int, consumer: Consumer) -> Kip848State:
     return s._replace(consumers=(*s.consumers[:c], consumer, *s.consumers[c + 1 :]))
 
 
-def _reconciling(before: Consumer, after: Consumer) -> Consumer:
-    """The consumer after a step of its reconciliation: when the step completes it (what it owns is now
-    the assignment it last received, and was not before), the result is due in the next heartbeat."""
-    done = after.owned == after.assignment and (
-        before.owned != before.assignment or before.assignment != after.assignment
-    )
-    return after._replace(reconciled=after.owned) if done else after
+def _start_reconciliation(me: Consumer) -> Consumer:
+    """``maybeReconcile``: the latest assignment becomes the one reconciled. When it holds the partitions the
+    consumer already owns, there is nothing to revoke or assign: it is acknowledged at once (reported in
+    the next heartbeat)."""
+    if me.assignment == me.owned:
+        return me._replace(synced=True, reconciled=me.owned)
+    return me._replace(synced=True, reconciling=me.assignment)
+
+
+def _reconciled(me: Consumer, owned: frozenset[int]) -> Consumer:
+    """The consumer after a rebalance callback: once it owns the assignment its reconciliation started from,
+    the reconciliation is complete and its partitions are due in the next heartbeat."""
+    me = me._replace(owned=owned)
+    return me._replace(reconciling=None, reconciled=owned) if owned == me.reconciling else me
 
 
 def _respond(s: Kip848State, c: int, response: HeartbeatResponse) -> Kip848State:
@@ -541,9 +569,10 @@ class Kip848Drawing(Drawing):
         )  # fmt: skip
         consumers = Table(
             "consumers",
-            ["", "phase", "memberId", "epoch", "owned", "assignment", "in flight"],
+            ["", "phase", "memberId", "epoch", "owned", "assignment", "reconciling", "in flight"],
             [[self.consumers[c], me.phase, me.memberId or "-", str(me.memberEpoch), describe(me.owned),
-              describe(me.assignment), "Heartbeat" if me.request else ("response" if me.response else "-")]
+              describe(me.assignment), "-" if me.reconciling is None else describe(me.reconciling),
+              "Heartbeat" if me.request else ("response" if me.response else "-")]
              for c, me in enumerate(state.consumers)],
         )  # fmt: skip
         return [group, members, consumers]

@@ -157,7 +157,7 @@ class CurrentAssignmentOracle(Oracle):
         older = [
             name
             for name, flag, fixed in (
-                ("KAFKA-16249 (3.8)", config.revoke_only_owned, True),
+                ("KAFKA-16615 (3.8)", config.revoke_only_owned, True),
                 ("KAFKA-19449 (4.2)", config.release_own_pending_revocation, True),
                 ("KAFKA-19974 (4.2)", config.bump_epoch_after_revocation, False),
             )

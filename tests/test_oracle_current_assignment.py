@@ -11,6 +11,7 @@ from kmc.checker.conformance import conform
 from kmc.models.group_kip848 import (
     FREE,
     JOIN_EPOCH,
+    NONE,
     RUNNING,
     STABLE,
     UNRELEASED_PARTITIONS,
@@ -18,6 +19,7 @@ from kmc.models.group_kip848 import (
     Consumer,
     Coordinator,
     GroupMember,
+    HeartbeatResponse,
     Kip848Model,
     Kip848State,
 )
@@ -74,27 +76,62 @@ def test_leaving_unrevoked_partitions_keeps_the_epoch() -> None:
     assert older.memberEpoch == 3
 
 
+def _step(model: Kip848Model, state: Kip848State, name: str) -> Kip848State:
+    return next(t for a, t in model.successors(state) if a.name == name)
+
+
 def test_the_heartbeat_reports_owned_partitions_once_per_completed_reconciliation() -> None:
     """As the consumer's heartbeat state does: owned partitions when joining and in the first heartbeat
     after a reconciliation completed; null otherwise (not the set it happens to own mid-reconciliation)."""
     model = Kip848Model.build()
     coord = Coordinator(1, 1, (("c0-0", frozenset({0, 1})),), (GroupMember("c0-0", 1, 0, STABLE, frozenset({0, 1}),
                         frozenset(), 0),), (1, 1))  # fmt: skip
-    me = Consumer(RUNNING, "c0-0", 1, frozenset(), frozenset({0, 1}), None, None)
+    me = Consumer(RUNNING, "c0-0", 1, frozenset(), frozenset({0, 1}), None, None, synced=False)
     s = Kip848State(coord, (me,), 0)
-
-    def step(state: Kip848State, name: str) -> Kip848State:
-        return next(t for a, t in model.successors(state) if a.name == name)
-
-    sent = step(s, "SendHeartbeat")
+    sent = _step(model, s, "SendHeartbeat")
     assert sent.consumers[0].request.ownedPartitions is None  # type: ignore[union-attr]
-    assigned = step(s, "AssignPartitions")
-    assert assigned.consumers[0].reconciled == {0, 1}
-    reported = step(assigned, "SendHeartbeat").consumers[0]
+    started = _step(model, s, "StartReconciliation")
+    assert started.consumers[0].reconciling == {0, 1} and started.consumers[0].reconciled is None
+    assigned = _step(model, started, "AssignPartitions")
+    assert assigned.consumers[0].reconciled == {0, 1} and assigned.consumers[0].reconciling is None
+    reported = _step(model, assigned, "SendHeartbeat").consumers[0]
     assert reported.request.ownedPartitions == {0, 1} and reported.reconciled is None  # type: ignore[union-attr]
     joining = Kip848State(Coordinator(0, 0, (), (), (FREE, FREE)), (Consumer(RUNNING, "", JOIN_EPOCH, frozenset(),
                           frozenset(), None, None),), 0)  # fmt: skip
-    assert step(joining, "SendHeartbeat").consumers[0].request.ownedPartitions == frozenset()  # type: ignore[union-attr]
+    assert _step(model, joining, "SendHeartbeat").consumers[0].request.ownedPartitions == frozenset()  # type: ignore[union-attr]
+
+
+def test_a_joining_member_acknowledges_an_empty_assignment() -> None:
+    """The first assignment after joining is always new to the consumer (its target was none): an empty one
+    is reconciled at once and reported in the next heartbeat, as the consumer's empty reconciliation is."""
+    model = Kip848Model.build()
+    me = Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, HeartbeatResponse(NONE, "c0-0", 2,
+                  frozenset()))  # fmt: skip
+    s = Kip848State(Coordinator(2, 2, (), (), (1, 1)), (me,), 0)
+    received = _step(model, s, "ReceiveHeartbeat")
+    assert received.consumers[0].synced is False
+    acked = _step(model, received, "StartReconciliation").consumers[0]
+    assert acked.reconciled == frozenset() and acked.reconciling is None and acked.synced
+
+
+def test_a_reconciliation_overtaken_by_a_newer_assignment_runs_to_its_own() -> None:
+    """``AbstractMembershipManager``: a reconciliation in progress is not discarded when a newer assignment
+    arrives; it completes (and its partitions are reported), then the newer one is reconciled."""
+    model = Kip848Model.build()
+    me = Consumer(RUNNING, "c0-0", 1, frozenset(), frozenset({0, 1}), None, HeartbeatResponse(NONE, "c0-0", 2,
+                  frozenset({0})), reconciling=frozenset({0, 1}))  # fmt: skip
+    s = Kip848State(Coordinator(2, 2, (), (), (2, FREE)), (me,), 0)
+    received = _step(model, s, "ReceiveHeartbeat").consumers[0]
+    assert (received.assignment, received.reconciling, received.synced) == ({0}, {0, 1}, False)
+    done = _step(model, _set_consumer(s, received), "AssignPartitions").consumers[0]
+    assert (done.owned, done.reconciled, done.reconciling) == ({0, 1}, {0, 1}, None)
+    again = _step(model, _set_consumer(s, done), "StartReconciliation").consumers[0]
+    revoked = _step(model, _set_consumer(s, again), "RevokePartitions").consumers[0]
+    assert (revoked.owned, revoked.reconciled, revoked.reconciling) == ({0}, {0}, None)
+
+
+def _set_consumer(s: Kip848State, me: Consumer) -> Kip848State:
+    return s._replace(consumers=(me,))
 
 
 # -- against Kafka ------------------------------------------------------------------------------------
@@ -103,10 +140,10 @@ def test_the_kip_848_model_conforms_to_current_assignment_builder() -> None:
     model = Kip848Model.build()
     result = conform(model, [_oracle(model)], BfsOptions())
     [tally] = result.tallies
-    assert result.check.stats.distinct_states == 12153
-    assert (tally.steps, tally.comparisons, tally.mismatches) == (9632, 48112, 0)
+    assert result.check.stats.distinct_states == 49665
+    assert (tally.steps, tally.comparisons, tally.mismatches) == (44970, 229890, 0)
     assert set(tally.by_question) == QUESTIONS
-    assert dict(tally.by_action) == {"HandleHeartbeat": 7942, "SessionTimeout": 1546, "RebalanceTimeout": 144}
+    assert dict(tally.by_action) == {"HandleHeartbeat": 37654, "SessionTimeout": 6396, "RebalanceTimeout": 920}
 
 
 @needs_kafka
@@ -116,6 +153,7 @@ def test_the_kip_848_model_conforms_to_current_assignment_builder() -> None:
         ("pre-kafka-16147", {}, "early-2024"),
         ("kip-848", {"partition_epoch_bookkeeping": False}, "KAFKA-16147"),
         ("kafka-4.0", {}, "KAFKA-19449 (4.2), KAFKA-19974 (4.2)"),
+        ("pre-kafka-16615", {}, "KAFKA-16615 (3.8)"),
         ("no-release-wait", {}, "what-if"),
     ],
 )
