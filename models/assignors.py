@@ -4,28 +4,31 @@
 (``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``) on the subscriptions the group
 leader receives in JoinGroup, and returns member id -> list of (topic, partition). The rules are
 those of ``RangeAssignor``, ``RoundRobinAssignor``, ``AbstractStickyAssignor`` and
-``CooperativeStickyAssignor`` in ``clients/.../consumer/`` (kafka-protocols.md §2):
+``CooperativeStickyAssignor`` in ``clients/.../consumer/`` (kafka-protocols.md §2), re-implemented
+step for step so that the ``assignors`` oracle finds no difference from Kafka's classes:
 
-* members are ordered static first (by ``group.instance.id``), then dynamic (by member id);
-* the sticky assignors first sanitise the owned partitions the members report: only members of
-  the highest generation keep theirs, partitions of topics the member no longer subscribes to are
-  dropped, and
-  a partition claimed twice in that generation is taken from both (KAFKA-12984, KAFKA-14639);
+* range and round robin order members static first (by ``group.instance.id``), then dynamic (by
+  member id);
+* the sticky assignors start from the owned partitions the members report, read in Java hash
+  order of the member ids: a later claimant of a higher generation takes a partition over, two
+  of the same generation both lose it (KAFKA-12984, KAFKA-14639), an older generation keeps an
+  owned partition nobody else claims;
+* equal subscriptions use the quota builder, different ones the general builder with its
+  balancing moves, its memory of earlier moves, and the revert when balance did not improve;
 * the cooperative-sticky assignor then withholds every partition that would move from one
   member to another in the same round, so the old owner revokes it first (KIP-429).
 
-Where Kafka iterates a hash map, these functions use the member order above, so the result is
-deterministic. The sticky assignor's general builder (members with different subscriptions) is
-simplified: owned partitions are kept, the rest go to the least-loaded eligible member, and then
-single moves from a member to an eligible one with at least two fewer partitions are made until
-none is possible — which gives the balance the javadoc promises, without Kafka's search for the
-fewest moves.
+Where Kafka's result depends on the order it walks a ``HashMap`` or ``HashSet`` (member ids, the
+partitions moved between two members), :class:`JavaHashSet` reproduces that order from Java's
+``String.hashCode``/``TopicPartition.hashCode`` and its table sizes. Racks are not modelled (no
+member reports one, so Kafka's rack-aware paths do not run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 TopicPartition = tuple[str, int]
@@ -41,6 +44,14 @@ NO_GENERATION = -1
 
 class AssignorStateError(RuntimeError):
     """The assignor's own consistency check failed (Kafka's ``IllegalStateException``)."""
+
+    java_exception = "IllegalStateException"
+
+
+class AssignorNullPointerError(AssignorStateError):
+    """Where Kafka's general sticky builder looks up a member it set aside (``NullPointerException``)."""
+
+    java_exception = "NullPointerException"
 
 
 @dataclass(frozen=True)
@@ -78,8 +89,10 @@ def assign(
     """Run the assignor ``strategy`` and return member id -> sorted list of (topic, partition).
 
     ``sanitise=False`` is the sticky assignors before KAFKA-12984 and KAFKA-14639: every member
-    keeps the partitions it claims, whatever its generation and whoever else claims them."""
-    group = sorted((_member(m) for m in members), key=Member.sort_key)
+    keeps the partitions it claims, whatever its generation and whoever else claims them (not
+    compared with Kafka: 4.3.1 always sanitises)."""
+    given = [_member(m) for m in members]  # the sticky assignors walk the ids in hash order of this order
+    group = sorted(given, key=Member.sort_key)
     ids = [m.memberId for m in group]
     if len(set(ids)) != len(ids):
         raise ValueError(f"member ids must be distinct: {ids}")
@@ -91,9 +104,9 @@ def assign(
     elif strategy == "roundrobin":
         result = _roundrobin(group, partitions_per_topic)
     elif strategy == "sticky":
-        result = _sticky(group, partitions_per_topic, sanitise)
+        result = _sticky(given, partitions_per_topic, sanitise)[0]
     elif strategy == "cooperative-sticky":
-        result = _cooperative_sticky(group, partitions_per_topic, sanitise)
+        result = _cooperative_sticky(given, partitions_per_topic, sanitise)
     else:
         raise ValueError(f"unknown assignor {strategy!r}; assignors: {', '.join(STRATEGIES)}")
     return {member_id: sorted(parts) for member_id, parts in result.items()}
@@ -147,156 +160,499 @@ def _roundrobin(group: Sequence[Member], partitions_per_topic: Mapping[str, int]
     return result
 
 
-# -- StickyAssignor -------------------------------------------------------------------------------
+# -- Java hash order -------------------------------------------------------------------------------
+# Kafka's sticky assignors walk java.util.HashMap/HashSet in places where the walk decides the result
+# (which member keeps its owned partitions first, which of two claimants of a partition wins, which
+# earlier move is undone first). A HashMap walks its buckets in index order, a bucket in insertion
+# order; the bucket is the key's hashCode, spread (h ^ h >>> 16), masked by the table size, and the
+# table (16 buckets to start) doubles when it holds more than 3/4 of its size. These helpers
+# reproduce that order for the keys the assignors use: member ids (String.hashCode) and
+# (topic, partition) pairs (TopicPartition.hashCode = 31 * (31 + partition) + topic.hashCode).
+@lru_cache(maxsize=65536)
+def java_string_hash(text: str) -> int:
+    """``String.hashCode`` as an unsigned 32-bit value (UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+@lru_cache(maxsize=65536)
+def _topic_partition_hash(tp: TopicPartition) -> int:
+    return (31 * (31 + tp[1]) + java_string_hash(tp[0])) & 0xFFFFFFFF
+
+
+def _hash_of(key: Any) -> int:
+    h = java_string_hash(key) if isinstance(key, str) else _topic_partition_hash(key)
+    return h ^ (h >> 16)
+
+
+class JavaHashSet:
+    """The key order of a ``java.util.HashSet``/``HashMap`` created with the default capacity, as keys
+    are added and removed. (A bucket of 9 keys, which Java turns into a tree once the table has 64
+    buckets, does not occur at the sizes checked; it raises rather than guess.)"""
+
+    __slots__ = ("_buckets", "_size")
+
+    def __init__(self, keys: Iterable[Any] = ()) -> None:
+        self._buckets: list[list[tuple[int, Any]]] = [[] for _ in range(16)]
+        self._size = 0
+        for key in keys:
+            self.add(key)
+
+    def __contains__(self, key: Any) -> bool:
+        h = _hash_of(key)
+        return any(k == key for _, k in self._buckets[h & (len(self._buckets) - 1)])
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, key: Any) -> None:
+        h = _hash_of(key)
+        bucket = self._buckets[h & (len(self._buckets) - 1)]
+        if any(k == key for _, k in bucket):
+            return
+        bucket.append((h, key))
+        self._size += 1
+        if len(bucket) > 8:  # Java makes a tree of the bucket, or first doubles a table under 64
+            if len(self._buckets) >= 64:
+                raise NotImplementedError("a HashMap bucket of 9 keys (a tree bin) is not reproduced")
+            self._resize()
+        if self._size > len(self._buckets) * 3 // 4:
+            self._resize()
+
+    def remove(self, key: Any) -> None:
+        h = _hash_of(key)
+        bucket = self._buckets[h & (len(self._buckets) - 1)]
+        for i, (_, k) in enumerate(bucket):
+            if k == key:
+                del bucket[i]
+                self._size -= 1
+                return
+
+    def _resize(self) -> None:
+        size = len(self._buckets) * 2
+        buckets: list[list[tuple[int, Any]]] = [[] for _ in range(size)]
+        for bucket in self._buckets:
+            for h, k in bucket:
+                buckets[h & (size - 1)].append((h, k))
+        self._buckets = buckets
+
+    def __iter__(self) -> Iterator[Any]:
+        for bucket in self._buckets:
+            for _, k in bucket:
+                yield k
+
+
+def hash_order(keys: Iterable[Any]) -> tuple[Any, ...]:
+    """The order a default ``HashMap`` walks these keys, put in this order."""
+    return _hash_order(tuple(keys))
+
+
+@lru_cache(maxsize=65536)
+def _hash_order(keys: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(JavaHashSet(keys))
+
+
+# -- AbstractStickyAssignor -----------------------------------------------------------------------
+def _assignable_topics(group: Sequence[Member], partitions_per_topic: Mapping[str, int]) -> dict[str, int]:
+    """The topics the assignor sees: subscribed by someone and with at least one partition."""
+    subscribed = {t for m in group for t in m.topics}
+    return {t: n for t, n in partitions_per_topic.items() if t in subscribed and n > 0}
+
+
 def sanitise_owned(
     group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
 ) -> _Sanitised:
-    """Owned partitions the sticky assignors may keep: those of members of the highest generation,
-    of topics the member still subscribes to and that exist, claimed by exactly one such member."""
-    if not sanitise:
-        claimed = {
-            m.memberId: [
-                (t, p) for t, p in m.ownedPartitions if t in m.topics and 0 <= p < partitions_per_topic.get(t, 0)
-            ]
-            for m in group
-        }
-        return _Sanitised(owned=claimed)
-    generations = [m.generation for m in group if m.ownedPartitions or m.generation != NO_GENERATION]
-    newest = max(generations, default=NO_GENERATION)
-    owners: dict[TopicPartition, list[str]] = {}
-    for m in group:
-        if m.generation != newest:
-            continue
-        for topic, p in m.ownedPartitions:
-            if topic in m.topics and 0 <= p < partitions_per_topic.get(topic, 0):
-                owners.setdefault((topic, p), []).append(m.memberId)
-    sanitised = _Sanitised(owned={m.memberId: [] for m in group})
-    for tp, claimants in sorted(owners.items()):
-        if len(set(claimants)) == 1:
-            sanitised.owned[claimants[0]].append(tp)
-        else:
-            sanitised.claimed_twice.add(tp)
-    return sanitised
+    """The owned partitions the sticky assignors start from (``allSubscriptionsEqual``).
 
-
-def _sticky(group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True) -> Assignment:
-    sanitised = sanitise_owned(group, partitions_per_topic, sanitise)
-    if len({frozenset(m.topics) for m in group}) <= 1:
-        return _constrained(group, partitions_per_topic, sanitised)
-    return _general(group, partitions_per_topic, sanitised)
-
-
-def _constrained(group: Sequence[Member], partitions_per_topic: Mapping[str, int], owned: _Sanitised) -> Assignment:
-    """All members subscribe to the same topics: quotas minQuota = P // C and maxQuota = ceil(P / C),
-    with exactly P % C members at maxQuota. Members keep owned partitions up to their quota."""
-    topics = sorted(set(group[0].topics)) if group else []
-    all_parts = [tp for t in topics for tp in _partitions(t, partitions_per_topic)]
-    count = len(group)
-    min_quota, over = divmod(len(all_parts), count)
-    max_quota = min_quota + (1 if over else 0)
-    result: Assignment = {m.memberId: [] for m in group}
-    at_max = 0
-    under_min: list[str] = []
-    exactly_min: list[str] = []
-    for m in group:
-        mine = sorted(owned.owned[m.memberId], key=lambda tp: (tp[1], tp[0]))
-        if len(mine) < min_quota:
-            result[m.memberId] = mine
-            under_min.append(m.memberId)
-        elif len(mine) >= max_quota and at_max < over:
-            result[m.memberId] = mine[:max_quota]
-            at_max += 1
-            if at_max == over:
-                exactly_min.clear()
-        else:
-            result[m.memberId] = mine[:min_quota]
-            if at_max < over:
-                exactly_min.append(m.memberId)
-    under_min.sort()
-    exactly_min.sort()
-    taken = {tp for parts in result.values() for tp in parts}
-    # Deal the rest round-robin to the members below minQuota; once none is left, to the members
-    # at minQuota in turn, until P % C members are at maxQuota.
-    turn = 0
-    for tp in (tp for tp in all_parts if tp not in taken):
-        if under_min:
-            turn %= len(under_min)
-            member_id = under_min[turn]
-        elif exactly_min:
-            member_id = exactly_min.pop(0)
-        else:  # only without sanitising: a partition kept by two members throws the quotas off
-            raise AssignorStateError(f"No more unfilled consumers to be assigned ({tp} left over)")
-        result[member_id].append(tp)
-        if len(result[member_id]) == min_quota and member_id in under_min:
-            under_min.remove(member_id)
-            exactly_min.append(member_id)
-        else:
-            turn += 1
-            if len(result[member_id]) == max_quota:
-                at_max += 1
+    Members are read in Java hash order of their ids; a partition of a topic the assignor sees is
+    kept by its first claimant unless a later one reports a higher generation (it takes it over) or
+    the same generation (neither keeps it: KAFKA-12984, KAFKA-14639). An older generation's claim
+    nobody else makes is kept. ``sanitise=False``: every claim is kept, whoever else makes it."""
+    topics = _assignable_topics(group, partitions_per_topic)
+    by_id = {m.memberId: m for m in group}
+    order = hash_order(by_id)
+    owned: dict[str, list[TopicPartition]] = {m: [] for m in order}
+    result = _Sanitised(owned=owned)
+    owner: dict[TopicPartition, str] = {}
+    for member_id in order:
+        member = by_id[member_id]
+        for tp in member.ownedPartitions:
+            if tp[0] not in topics:
+                continue
+            other = owner.get(tp)
+            if other is None or not sanitise:
+                owned[member_id].append(tp)
+                owner[tp] = member_id
+            elif member.generation == by_id[other].generation:
+                result.claimed_twice.add(tp)
+                if tp in owned[other]:
+                    owned[other].remove(tp)
+                owner[tp] = member_id
+            elif member.generation > by_id[other].generation:
+                owned[member_id].append(tp)
+                if tp in owned[other]:
+                    owned[other].remove(tp)
+                owner[tp] = member_id
     return result
 
 
-def _general(group: Sequence[Member], partitions_per_topic: Mapping[str, int], owned: _Sanitised) -> Assignment:
-    """Members subscribe to different topics: keep owned partitions, give each other partition to
-    the least-loaded member subscribed to its topic, then move single partitions from a member to
-    an eligible one with at least two fewer until no such move exists."""
-    order = {m.memberId: i for i, m in enumerate(group)}
-    topics_of = {m.memberId: set(m.topics) for m in group}
-    result: Assignment = {m.memberId: list(owned.owned[m.memberId]) for m in group}
-    taken = {tp for parts in result.values() for tp in parts}
-    topics = sorted({t for m in group for t in m.topics})
-    for topic in topics:
-        for tp in _partitions(topic, partitions_per_topic):
-            if tp in taken:
+def _sticky(
+    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
+) -> tuple[Assignment, dict[TopicPartition, str] | None]:
+    """The sticky assignment, and the partitions it hands from one member to another (None when the
+    general builder ran: the cooperative assignor then works them out from the owned partitions)."""
+    topics = _assignable_topics(group, partitions_per_topic)
+    sanitised = sanitise_owned(group, partitions_per_topic, sanitise)
+    first = set(group[0].topics) if group else set()
+    if all(set(m.topics) == first for m in group):
+        return _Constrained(topics, sanitised).build()
+    return _General(group, topics, sanitised).build(), None
+
+
+def _unassigned(all_partitions: Sequence[TopicPartition], assigned: Sequence[TopicPartition], key: Any) -> list:
+    """``getUnassignedPartitions``: one walk over the sorted partitions and the sorted assigned ones."""
+    if not assigned:
+        return list(all_partitions)
+    taken = iter(sorted(assigned, key=key))
+    target = next(taken)
+    exhausted = False
+    out = []
+    for tp in all_partitions:
+        if exhausted or tp != target:
+            out.append(tp)
+        else:
+            target = next(taken, None)
+            exhausted = target is None
+    return out
+
+
+class _Constrained:
+    """Every member subscribes to the same topics: quotas minQuota = P // C and maxQuota = ceil(P / C),
+    P % C members at maxQuota. Owned partitions are kept up to the quota, in the hash order of the
+    members; the rest are dealt round robin to the members below minQuota (by member id), then one
+    each to members at minQuota until P % C members are at maxQuota."""
+
+    def __init__(self, topics: Mapping[str, int], sanitised: _Sanitised) -> None:
+        self.topics = topics
+        self.owned = sanitised.owned
+        self.claimed_twice = sanitised.claimed_twice
+        total = sum(topics.values())
+        count = len(self.owned)
+        self.min_quota, self.expected_over = divmod(total, count)
+        self.max_quota = self.min_quota + (1 if self.expected_over else 0)
+        self.current_over = 0
+        self.assignment: Assignment = {m: [] for m in self.owned}
+        self.maybe_revoked: dict[TopicPartition, str] = {}
+        self.transferring: dict[TopicPartition, str] = {}
+
+    def build(self) -> tuple[Assignment, dict[TopicPartition, str]]:
+        under: list[str] = []
+        exactly: list[str] = []
+        assigned: list[TopicPartition] = []
+        for member_id, claimed in self.owned.items():  # hash order
+            mine = sorted(claimed, key=lambda tp: (tp[1], tp[0]))
+            mine = [tp for tp in mine if tp not in self.claimed_twice]
+            if len(mine) < self.min_quota:
+                keep = mine
+                under.append(member_id)
+            elif len(mine) >= self.max_quota and self.current_over < self.expected_over:
+                self.current_over += 1
+                if self.current_over == self.expected_over:
+                    exactly.clear()
+                keep = mine[: self.max_quota]
+            else:
+                keep = mine[: self.min_quota]
+                if self.current_over < self.expected_over:
+                    exactly.append(member_id)
+            for tp in mine[len(keep) :]:
+                self.maybe_revoked[tp] = member_id
+            self.assignment[member_id].extend(keep)
+            assigned.extend(keep)
+        everything = [(t, p) for t in sorted(self.topics) for p in range(self.topics[t])]
+        unassigned = _unassigned(everything, assigned, key=lambda tp: tp)
+        under.sort()
+        exactly.sort()
+        self._round_robin(unassigned, under, exactly)
+        self._verify(under)
+        return self.assignment, self.transferring
+
+    def _round_robin(self, unassigned: list[TopicPartition], under: list[str], exactly: list[str]) -> None:
+        position = 0  # a cursor over ``under`` that survives removals, like a list iterator
+        last = -1
+        for tp in unassigned:
+            if position < len(under):
+                member_id, last = under[position], position
+                position += 1
+            elif not under and not exactly:
+                raise AssignorStateError("No more unfilled consumers to be assigned.")
+            elif not under:
+                member_id = exactly.pop(0)
+            else:
+                position, last = 1, 0
+                member_id = under[0]
+            count = self._give(tp, member_id)
+            if count == self.min_quota:
+                del under[last]
+                position -= 1
+                exactly.append(member_id)
+            elif count == self.max_quota:
+                self.current_over += 1
+
+    def _give(self, tp: TopicPartition, member_id: str) -> int:
+        self.assignment[member_id].append(tp)
+        revoked_from = self.maybe_revoked.get(tp)
+        if (revoked_from is not None and revoked_from != member_id) or tp in self.claimed_twice:
+            self.transferring[tp] = member_id
+        return len(self.assignment[member_id])
+
+    def _verify(self, under: list[str]) -> None:
+        if not under:
+            return
+        if self.current_over != self.expected_over:
+            raise AssignorStateError(
+                "We haven't reached the expected number of members with more than the minQuota partitions, "
+                "but no more partitions to be assigned"
+            )
+        for member_id in under:
+            if len(self.assignment[member_id]) != self.min_quota:
+                raise AssignorStateError(
+                    f"Consumer: [{member_id}] doesn't reach minQuota partitions, and no more partitions to be assigned"
+                )
+
+
+class _Movements:
+    """``PartitionMovements``: where each partition moved from and to during this assignment, so a
+    move that would undo an earlier one of the same topic moves that earlier partition back."""
+
+    def __init__(self) -> None:
+        self.by_topic: dict[str, dict[tuple[str, str], JavaHashSet]] = {}
+        self.moves: dict[TopicPartition, tuple[str, str]] = {}
+
+    def _forget(self, tp: TopicPartition) -> tuple[str, str]:
+        pair = self.moves.pop(tp)
+        of_topic = self.by_topic[tp[0]]
+        of_topic[pair].remove(tp)
+        if not len(of_topic[pair]):
+            del of_topic[pair]
+        if not of_topic:
+            del self.by_topic[tp[0]]
+        return pair
+
+    def _record(self, tp: TopicPartition, pair: tuple[str, str]) -> None:
+        self.moves[tp] = pair
+        self.by_topic.setdefault(tp[0], {}).setdefault(pair, JavaHashSet()).add(tp)
+
+    def move(self, tp: TopicPartition, old: str, new: str) -> None:
+        if tp in self.moves:
+            source, _ = self._forget(tp)
+            if source != new:
+                self._record(tp, (source, new))
+        else:
+            self._record(tp, (old, new))
+
+    def partition_to_move(self, tp: TopicPartition, old: str, new: str) -> TopicPartition:
+        of_topic = self.by_topic.get(tp[0])
+        if of_topic is None:
+            return tp
+        if tp in self.moves:
+            old = self.moves[tp][0]
+        back = of_topic.get((new, old))
+        return tp if back is None else next(iter(back))
+
+
+class _General:
+    """Members subscribe to different topics (``GeneralAssignmentBuilder``): keep the owned partitions
+    of subscribed topics, give each other partition to the least-loaded eligible member, then move
+    partitions (topics with the fewest potential members first) from a member to one with at least
+    two fewer until the assignment is balanced, and keep the result only if it is more balanced.
+    A partition an older generation owned goes back to that member when it is two behind."""
+
+    def __init__(self, group: Sequence[Member], topics: Mapping[str, int], sanitised: _Sanitised) -> None:
+        self.group = {m.memberId: m for m in group}
+        self.topics = topics
+        self.total = sum(topics.values())
+        self.current: Assignment = sanitised.owned  # hash order of the member ids
+        self.consumers_of: dict[str, list[str]] = {t: [] for t in topics}
+        self.topics_of: dict[str, list[str]] = {}
+        for member_id in self.current:
+            mine = [t for t in self.group[member_id].topics if t in topics]
+            self.topics_of[member_id] = mine
+            for t in mine:
+                self.consumers_of[t].append(member_id)
+        self.owner: dict[TopicPartition, str] = {}
+        for member_id, parts in self.current.items():
+            for tp in parts:
+                self.owner[tp] = member_id
+        order = sorted(topics, key=lambda t: (len(self.consumers_of[t]), t))
+        self.all_partitions = [(t, p) for t in order for p in range(topics[t])]
+        self.in_tree: set[str] = set()
+        self.movements = _Movements()
+        self.revocation_required = False
+
+    def _by_load(self) -> list[str]:
+        """``sortedCurrentSubscriptions``: members by (number of partitions, member id)."""
+        return sorted(self.in_tree, key=lambda m: (len(self.current[m]), m))
+
+    def build(self) -> Assignment:
+        previous = self._previous_owners()
+        assigned: list[TopicPartition] = []
+        for member_id, parts in self.current.items():
+            subscribed = self.group[member_id].topics
+            for tp in list(parts):
+                if tp[0] not in subscribed:
+                    parts.remove(tp)
+                    self.revocation_required = True
+                else:
+                    assigned.append(tp)
+        rank = {t: len(c) for t, c in self.consumers_of.items()}
+        unassigned = _unassigned(self.all_partitions, assigned, key=lambda tp: (rank[tp[0]], tp[0], tp[1]))
+        self.in_tree = set(self.current)
+        self._balance(previous, unassigned)
+        return self.current
+
+    def _previous_owners(self) -> dict[TopicPartition, tuple[str, int]]:
+        """``prepopulateCurrentAssignments``: for each partition a member of a generation below the
+        newest reports, the member of the highest such generation (the first in hash order on a tie)."""
+        newest = max((m.generation for m in self.group.values()), default=NO_GENERATION)
+        previous: dict[TopicPartition, tuple[str, int]] = {}
+        for member_id in self.current:
+            member = self.group[member_id]
+            if member.generation < newest:
+                for tp in member.ownedPartitions:
+                    if tp not in previous or member.generation > previous[tp][1]:
+                        previous[tp] = (member_id, member.generation)
+        return previous
+
+    def _max_size(self, member_id: str) -> int:
+        mine = self.topics_of[member_id]
+        if len(mine) == len(self.topics):
+            return self.total
+        return sum(self.topics[t] for t in mine)
+
+    def _balanced(self) -> bool:
+        by_load = self._by_load()
+        if len(self.current[by_load[0]]) >= len(self.current[by_load[-1]]) - 1:
+            return True
+        holder = {tp: m for m, parts in self.current.items() for tp in parts}
+        for member_id in by_load:
+            mine = self.current[member_id]
+            if len(mine) == self._max_size(member_id):
                 continue
-            eligible = [m for m in result if topic in topics_of[m]]
-            target = min(eligible, key=lambda m: (len(result[m]), order[m]))
-            result[target].append(tp)
-    previously = {tp: m for m, parts in owned.owned.items() for tp in parts}
-    while True:
-        move = _balancing_move(result, topics_of, previously, order)
-        if move is None:
-            return result
-        source, target, tp = move
-        result[source].remove(tp)
-        result[target].append(tp)
+            for t in self.topics_of[member_id]:
+                for p in range(self.topics[t]):
+                    if (t, p) not in mine:
+                        other = holder.get((t, p))
+                        if other is None:
+                            raise AssignorNullPointerError(f"{(t, p)} has no owner among the members that may move")
+                        if len(mine) + 1 < len(self.current[other]):
+                            return False
+        return True
 
+    @staticmethod
+    def _score(assignment: Assignment) -> int:
+        sizes = [len(parts) for parts in assignment.values()]
+        return sum(abs(a - b) for i, a in enumerate(sizes) for b in sizes[i + 1 :])
 
-def _balancing_move(
-    result: Assignment,
-    topics_of: Mapping[str, set[str]],
-    previously: Mapping[TopicPartition, str],
-    order: Mapping[str, int],
-) -> tuple[str, str, TopicPartition] | None:
-    """The first move, from the most loaded member, that strictly improves balance; partitions the
-    member did not own before move first (stickiness)."""
-    for source in sorted(result, key=lambda m: (-len(result[m]), order[m])):
-        candidates = sorted(result[source], key=lambda tp: (previously.get(tp) == source, tp))
-        for tp in candidates:
-            for target in sorted(result, key=lambda m: (len(result[m]), order[m])):
-                if len(result[source]) - len(result[target]) < 2:
+    def _movable_member(self, member_id: str) -> bool:
+        mine = self.current[member_id]
+        if len(mine) < self._max_size(member_id):
+            return True
+        return any(len(self.consumers_of[tp[0]]) >= 2 for tp in mine)
+
+    def _balance(self, previous: dict[TopicPartition, tuple[str, int]], unassigned: list[TopicPartition]) -> None:
+        initializing = not self.current[self._by_load()[-1]]
+        for tp in unassigned:
+            for member_id in self._by_load():
+                if tp[0] in self.topics_of[member_id]:
+                    self.current[member_id].append(tp)
+                    self.owner[tp] = member_id
                     break
-                if tp[0] in topics_of[target]:
-                    return source, target, tp
-    return None
+        fixed_topics = {t for t, c in self.consumers_of.items() if len(c) < 2}
+        self.all_partitions = [tp for tp in self.all_partitions if tp[0] not in fixed_topics]
+        unassigned = [tp for tp in unassigned if tp[0] not in fixed_topics]
+        fixed: Assignment = {}
+        for member_id in list(self.topics_of):
+            if not self._movable_member(member_id):
+                self.in_tree.discard(member_id)
+                fixed[member_id] = self.current.pop(member_id)
+        before = {m: list(parts) for m, parts in self.current.items()}
+        before_owner = dict(self.owner)
+        if not self.revocation_required:
+            self._reassign_all(unassigned, previous)
+        moved = self._reassign_all(self.all_partitions, previous)
+        if not initializing and moved and self._score(self.current) >= self._score(before):
+            self.current.clear()
+            self.current.update(before)
+            self.owner = before_owner
+        for member_id, parts in fixed.items():
+            self.current[member_id] = parts
+            self.in_tree.add(member_id)
+
+    def _reassign_all(self, partitions: list[TopicPartition], previous: dict[TopicPartition, tuple[str, int]]) -> bool:
+        moved = False
+        modified = True
+        while modified:
+            modified = False
+            for tp in partitions:
+                if self._balanced():
+                    break
+                holder = self.owner[tp]
+                earlier = previous.get(tp)
+                if earlier is not None:
+                    if earlier[0] not in self.current:
+                        raise AssignorNullPointerError(f"{tp}'s previous owner {earlier[0]} may not move")
+                    if len(self.current[holder]) > len(self.current[earlier[0]]) + 1:
+                        self._move(tp, earlier[0])
+                        moved = modified = True
+                        continue
+                for other in self.consumers_of[tp[0]]:
+                    if len(self.current[holder]) > len(self.current[other]) + 1:
+                        target = next(m for m in self._by_load() if tp[0] in self.topics_of[m])
+                        self._move(tp, target)
+                        moved = modified = True
+                        break
+        return moved
+
+    def _move(self, tp: TopicPartition, new: str) -> None:
+        tp = self.movements.partition_to_move(tp, self.owner[tp], new)
+        old = self.owner[tp]
+        self.movements.move(tp, old, new)
+        self.current[old].remove(tp)
+        self.current[new].append(tp)
+        self.owner[tp] = new
 
 
 # -- CooperativeStickyAssignor --------------------------------------------------------------------
 def _cooperative_sticky(
     group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
 ) -> Assignment:
-    """The sticky assignment minus the partitions that change owner this round (KIP-429), and minus
-    those claimed by two members, which both revoke first."""
-    result = _sticky(group, partitions_per_topic, sanitise)
-    sanitised = sanitise_owned(group, partitions_per_topic, sanitise)
-    previous_owner = {tp: m for m, parts in sanitised.owned.items() for tp in parts}
+    """The sticky assignment minus the partitions that change owner this round (KIP-429). With equal
+    subscriptions those are the ones the sticky builder handed to a member other than the one that
+    kept them (and those claimed twice); otherwise, those one member reports owning and the
+    assignment gives to another."""
+    result, transferring = _sticky(group, partitions_per_topic, sanitise)
+    if transferring is None:
+        transferring = _transferring_ownership(group, result)
+    for tp, member_id in transferring.items():
+        if tp in result[member_id]:
+            result[member_id].remove(tp)
+    return result
 
-    def keeps(member_id: str, tp: TopicPartition) -> bool:
-        # a partition two members claimed in the same generation counts as transferring as well
-        return tp not in sanitised.claimed_twice and previous_owner.get(tp, member_id) == member_id
 
-    return {member_id: [tp for tp in parts if keeps(member_id, tp)] for member_id, parts in result.items()}
+def _transferring_ownership(group: Sequence[Member], result: Assignment) -> dict[TopicPartition, str]:
+    added: dict[TopicPartition, str] = {}
+    revoked: set[TopicPartition] = set()
+    for m in group:
+        mine = result.get(m.memberId, [])
+        owned = set(m.ownedPartitions)
+        for tp in mine:
+            if tp not in owned:
+                added[tp] = m.memberId
+        revoked |= owned - set(mine)
+    return {tp: m for tp, m in added.items() if tp in revoked}
 
 
 def pairwise_disjoint(partition_sets: Iterable[Iterable[Any]]) -> bool:

@@ -4,13 +4,14 @@ Hypothesis beyond: the guarantees each one documents, and RangeAssignor's global
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kmc.models.assignors import (
     STRATEGIES,
+    AssignorNullPointerError,
     AssignorStateError,
     Member,
     TopicPartition,
@@ -18,35 +19,7 @@ from kmc.models.assignors import (
     sanitise_owned,
     transferring,
 )
-
-SUBSCRIPTIONS = (("t0",), ("t1",), ("t0", "t1"))
-LAYOUTS = [(a, b) for a in range(1, 5) for b in range(0, 5 - a)]
-"""(partitions of t0, partitions of t1), at most 4 in all; t1 has none when b == 0."""
-
-
-def _layout(a: int, b: int) -> dict[str, int]:
-    return {"t0": a, "t1": b} if b else {"t0": a}
-
-
-def every_input() -> Iterator[tuple[list[Member], dict[str, int]]]:
-    """1-3 members with every subscription, every exclusive ownership of the partitions, every
-    member static or dynamic, and the first member either current or one generation behind."""
-    for a, b in LAYOUTS:
-        layout = _layout(a, b)
-        parts = [(t, p) for t, n in layout.items() for p in range(n)]
-        for count in (1, 2, 3):
-            for subs in itertools.product(SUBSCRIPTIONS, repeat=count):
-                for owners in itertools.product(range(count + 1), repeat=len(parts)):
-                    for stale_first, static_first in itertools.product((False, True), repeat=2):
-                        if count == 1 and stale_first:
-                            continue
-                        members = []
-                        for i in range(count):
-                            owned = tuple(tp for tp, o in zip(parts, owners, strict=True) if o == i)
-                            generation = 4 if (i == 0 and stale_first) else 5
-                            instance = "z-static" if (i == 0 and static_first) else None
-                            members.append(Member(f"m{i}", subs[i], owned, generation, instance))
-                        yield members, layout
+from kmc.oracles.assignors import EXHAUSTIVE_INPUTS, LAYOUTS, every_input
 
 
 def _subscribed_partitions(members: Sequence[Member], layout: dict[str, int]) -> set[TopicPartition]:
@@ -61,7 +34,9 @@ def check_common(strategy: str, members: Sequence[Member], layout: dict[str, int
     topics = {m.memberId: set(m.topics) for m in members}
     for member_id, parts in result.items():
         for topic, p in parts:
-            assert topic in topics[member_id] and 0 <= p < layout.get(topic, 0)
+            assert 0 <= p < layout.get(topic, 0)
+            if topic not in topics[member_id]:
+                assert given_back(strategy, members, member_id, (topic, p)), f"{strategy}: {member_id} got {topic}"
     missing = _subscribed_partitions(members, layout) - set(flat)
     if strategy == "cooperative-sticky":
         sticky = assign("sticky", members, layout)
@@ -69,6 +44,25 @@ def check_common(strategy: str, members: Sequence[Member], layout: dict[str, int
         assert missing == withheld
     else:
         assert not missing, f"{strategy}: unassigned {missing}"
+
+
+def given_back(strategy: str, members: Sequence[Member], member_id: str, tp: TopicPartition) -> bool:
+    """Kafka's general sticky builder may hand a partition back to the member that reported it in
+    an older generation, even when that member no longer subscribes to its topic (reproduced from
+    ``AbstractStickyAssignor``: ``performReassignments`` moves it to the previous owner unchecked)."""
+    newest = max(m.generation for m in members)
+    member = next(m for m in members if m.memberId == member_id)
+    return strategy in ("sticky", "cooperative-sticky") and tp in member.ownedPartitions and member.generation < newest
+
+
+def set_aside_previous_owner(members: Sequence[Member], layout: dict[str, int]) -> bool:
+    """Where Kafka's general sticky builder throws NullPointerException: a member it sets aside (no
+    subscribed topic it could share: here, none with partitions) reported owning, a generation behind,
+    a partition the others share, and ``performReassignments`` looks that member up."""
+    newest = max(m.generation for m in members)
+    return any(
+        m.generation < newest and m.ownedPartitions and not any(layout.get(t, 0) for t in m.topics) for m in members
+    )
 
 
 def check_range(members: Sequence[Member], layout: dict[str, int], result: dict) -> None:
@@ -134,13 +128,19 @@ def check(strategy: str, members: Sequence[Member], layout: dict[str, int]) -> d
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_every_small_input(strategy: str) -> None:
-    inputs = 0
+    inputs = failed = 0
     for members, layout in every_input():
-        check(strategy, members, layout)
+        try:
+            check(strategy, members, layout)
+        except AssignorNullPointerError:
+            assert set_aside_previous_owner(members, layout)
+            failed += 1
         inputs += 1
+    # Kafka's general sticky builder throws NullPointerException on these (found by the assignors oracle)
+    assert failed == (16 if strategy in ("sticky", "cooperative-sticky") else 0)
     # per layout of P partitions and c members: 3^c subscriptions, (c + 1)^P ownerships, 2 or 4 variants
     assert inputs == sum(3**c * (c + 1) ** (a + b) * (2 if c == 1 else 4) for a, b in LAYOUTS for c in (1, 2, 3))
-    assert inputs == 151_140
+    assert inputs == EXHAUSTIVE_INPUTS == 151_140
 
 
 def test_javadoc_examples() -> None:
@@ -173,7 +173,8 @@ def test_static_members_sort_first() -> None:
 
 
 def test_sanitising_owned_partitions() -> None:
-    """The highest generation wins; a partition claimed twice in it is taken from both."""
+    """A newer generation takes a partition over; two claims of one generation both lose it; an
+    older generation's claim nobody else makes is kept (as in ``allSubscriptionsEqual``)."""
     members = [
         Member("a", ("t",), (("t", 0), ("t", 1)), 7),
         Member("b", ("t",), (("t", 1),), 7),
@@ -181,7 +182,7 @@ def test_sanitising_owned_partitions() -> None:
         Member("d", ("t",), (("u", 0),), 7),
     ]
     sanitised = sanitise_owned(members, {"t": 3, "u": 1})
-    assert sanitised.owned == {"a": [("t", 0)], "b": [], "c": [], "d": []}
+    assert sanitised.owned == {"a": [("t", 0)], "b": [], "c": [("t", 2)], "d": []}
     assert sanitised.claimed_twice == {("t", 1)}
 
 
@@ -240,7 +241,10 @@ def groups(draw: st.DrawFn) -> tuple[list[Member], dict[str, int]]:
 @given(group=groups())
 def test_beyond_exhaustive_bounds(strategy: str, group: tuple[list[Member], dict[str, int]]) -> None:
     members, layout = group
-    check(strategy, members, layout)
+    try:
+        check(strategy, members, layout)
+    except AssignorNullPointerError:
+        assert strategy in ("sticky", "cooperative-sticky") and set_aside_previous_owner(members, layout)
 
 
 def test_without_sanitising_claims_the_sticky_assignors_break() -> None:
