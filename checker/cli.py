@@ -333,7 +333,8 @@ def coverage_text(coverage: dict[str, Any]) -> str:
     width = max([len(n) for n in [*actions, *coverage.get("properties", {})]] + [10])
     lines.append(f"    {'action':<{width}} {'enabled in':>12} {'taken':>12}")
     for name, (enabled, taken) in actions.items():
-        mark = "  <- never taken" if taken == 0 else ""
+        off = name in coverage.get("inactive", ())
+        mark = "  (off in this config)" if taken == 0 and off else "  <- never taken" if taken == 0 else ""
         lines.append(f"    {name:<{width}} {enabled:>12,} {taken:>12,}{mark}")
     lines.append(f"    {'property':<{width}} {'evaluated':>12} {'exercised':>12}")
     for name, (evaluated, exercised) in coverage.get("properties", {}).items():

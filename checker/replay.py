@@ -94,12 +94,12 @@ def _confirm_lasso(done: Replayed, prop: Any) -> str:
     goal = prop.bind(done.model)
     reached = [holds(prop.name, goal, state) for state in trace.states]
     if prop.kind == "eventually":
-        start = 0
+        starts = [0]
     else:
         trigger = prop.bind_trigger(done.model)
         starts = [i for i, state in enumerate(trace.states) if holds(prop.name, trigger, state)]
-        start = starts[0] if starts else len(trace.states)
-    if start < len(trace.states) and not any(reached[min(start, trace.loop) :]):
+    # Some trigger after which the goal never holds again: the rest of the path, and the whole loop.
+    if any(not any(reached[min(start, trace.loop) :]) for start in starts):
         return prop.name
     raise UserError(f"the lasso no longer shows {prop.name} violated (its goal is reached on the loop)")
 

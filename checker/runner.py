@@ -87,9 +87,9 @@ class Check:
             self._check_liveness(model, props, result, bounds, recorder, coverage)
         if coverage is not None:
             report = coverage.report()
-            result.coverage = report.to_json()
-            _inactive = declared_actions(model)[1]
-            result.vacuity = vacuity(report, _inactive, judge_liveness=engine.name == "bfs")
+            inactive = declared_actions(model)[1]
+            result.coverage = {**report.to_json(), "inactive": list(inactive)}
+            result.vacuity = vacuity(report, inactive, judge_liveness=engine.name == "bfs")
             if not declared_actions(model)[0]:
                 result.warnings.append(
                     f"model {model.name} declares no action names: an action never enabled cannot be reported"

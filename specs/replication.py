@@ -24,13 +24,23 @@ def _presumed_leaders_replicated(s: ReplicationState, true_isr: frozenset[int] |
     return True
 
 
-@invariant
+def _some_leader_has_a_high_watermark(s: ReplicationState) -> bool:
+    """The guard of the ISR properties: they say something once a presumed leader has committed a record."""
+    return any(st.leader == r and st.hw > 0 for r, st in enumerate(s.replicaState))
+
+
+def _two_replicas_have_high_watermarks(s: ReplicationState) -> bool:
+    """LogMatching's guard: it compares two logs only below two non-zero high watermarks."""
+    return sum(1 for st in s.replicaState if st.hw > 0) >= 2
+
+
+@invariant(guard=_some_leader_has_a_high_watermark)
 def WeakIsr(s: ReplicationState) -> bool:
     """Every presumed leader's own ISR holds exactly its log up to its high watermark."""
     return _presumed_leaders_replicated(s, None)
 
 
-@invariant
+@invariant(guard=_some_leader_has_a_high_watermark)
 def StrongIsr(s: ReplicationState) -> bool:
     """Everything below any presumed leader's high watermark is on every member of the true ISR.
 
@@ -40,14 +50,14 @@ def StrongIsr(s: ReplicationState) -> bool:
     return _presumed_leaders_replicated(s, s.quorumState.isr)
 
 
-@invariant
+@invariant(guard=lambda s: s.quorumState.leader != NO_LEADER)
 def LeaderInIsr(s: ReplicationState) -> bool:
     """The leader in ZooKeeper is a member of the ISR (vacuous before the first election)."""
     quorum = s.quorumState
     return quorum.leader == NO_LEADER or quorum.leader in quorum.isr
 
 
-@invariant
+@invariant(guard=_two_replicas_have_high_watermarks)
 def LogMatching(s: ReplicationState) -> bool:
     """Two replicas hold the same records at every offset below both of their high watermarks."""
     logs, states = s.replicaLog, s.replicaState

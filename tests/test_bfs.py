@@ -130,7 +130,9 @@ def test_state_bound() -> None:
     result = bfs(grid(10), PropertySet(), BfsOptions(max_states=20))
     assert not result.complete
     assert result.bound_reason == "max states 20"
-    assert 20 <= result.stats.distinct_states < 20 + 3
+    assert result.stats.distinct_states == 20  # at most N, and N when there are more
+    exact = bfs(grid(2), PropertySet(), BfsOptions(max_states=9))  # exactly 9 reachable: no bound hit
+    assert exact.complete and exact.stats.distinct_states == 9 and exact.bound_reason is None
 
 
 def test_property_that_raises_names_property_and_state() -> None:

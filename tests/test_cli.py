@@ -230,3 +230,35 @@ def test_installed_entry_point_runs(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["violations"][0]["trace_length"] == 12
     bad = subprocess.run([str(exe), "check", "nope"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_coverage_in_text_json_and_report(kmc, toy: str, tmp_path: Path) -> None:
+    """Every action of the model with its counts, the vacuous ones flagged, in all three outputs."""
+    model = f"{toy}:TwoPhaseCommit"
+    code, out, _ = kmc("check", model, "--coverage", "--no-progress", "--out", tmp_path, "--render", tmp_path / "r")
+    assert code == 0
+    assert "CoordinatorCommit" in out and "enabled in" in out and "exercised" in out
+    report = next((tmp_path / "r").glob("*-report.html")).read_text()
+    assert "<h2>coverage</h2>" in report and "CoordinatorAbort" in report
+    code, out, _ = kmc("check", model, "--json", "--out", tmp_path)
+    doc = json.loads(out)
+    assert doc["coverage"]["actions"]["Prepare"][1] > 0 and doc["vacuity"] == []
+    spec = _write(
+        tmp_path,
+        "never.py",
+        "from kmc.checker import step\n\n"
+        "@step(trigger=lambda s, a, t: a.name == 'Teleport')\ndef NoTeleport(s, a, t):\n    return True\n",
+    )
+    code, out, _ = kmc("check", model, "--spec", spec, "-P", "NoTeleport", "--json", "--fail-on-vacuity",
+                       "--out", tmp_path)  # fmt: skip
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "vacuous"
+    assert any("NoTeleport was never exercised" in line for line in doc["vacuity"])
+
+
+def test_a_spec_redefining_a_built_in_property_says_so(kmc, toy: str, tmp_path: Path) -> None:
+    spec = _write(tmp_path, "mine.py", "from kmc.checker import invariant\n\n@invariant\ndef Consistent(s):\n"
+                  "    return True\n")  # fmt: skip
+    code, _, err = kmc("check", f"{toy}:TwoPhaseCommit", "--spec", spec, "--out", tmp_path, "--no-progress")
+    assert code == 0
+    assert f"kmc: warning: spec file {spec} redefines the property Consistent of model two-phase" in err
