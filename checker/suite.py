@@ -345,6 +345,12 @@ def _judge_replay(entry: Entry) -> tuple[list[str], str]:
     return problems, f"{prop} at state {len(done.trace)} of the stored trace"
 
 
+def _vacuity_summary(entry: Entry) -> str:
+    if entry.expect_vacuous:
+        return f", every action taken and property exercised but the {len(entry.expect_vacuous)} declared vacuous"
+    return ", every action taken and property exercised"
+
+
 def _judge_vacuity(entry: Entry, result: CheckResult) -> list[str]:
     """With fail_on_vacuity: every action taken and every property exercised, except those the
     entry declares vacuous -- and those must really be (a stale declaration hides nothing)."""
@@ -381,8 +387,8 @@ def run_suite(
                 summary = (
                     f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
                     + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
-                    + (", every action taken and property exercised" if entry.fail_on_vacuity and not problems
-                       and not result.violations else "")
+                    + (_vacuity_summary(entry) if entry.fail_on_vacuity and not problems and not result.violations
+                       else "")
                 )  # fmt: skip
                 ok, message = not problems, "; ".join(problems) or summary
             else:
