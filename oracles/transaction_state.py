@@ -1,0 +1,168 @@
+"""The `transactions` model against Kafka's ``TransactionMetadata`` and ``TransactionState``.
+
+Kafka's request validation (``TransactionCoordinator``) is Scala in the broker and is not driven
+here; what the kafka-transaction-coordinator jar decides on its own is which state transitions are
+legal (``TransactionState.validPreviousStates``, checked by ``prepareTransitionTo``), what each
+transition does to the producer id and epochs (``prepareIncrementProducerEpoch``,
+``prepareFenceProducerEpoch``, ``prepareAddPartitions``, ``prepareAbortOrCommit``,
+``prepareComplete``) and whether the result may be installed (``completeTransitionTo``).
+
+At every step that changes the coordinator's metadata, a real ``TransactionMetadata`` is built
+from the model's metadata before the step, the same prepare method is called with the inputs the
+coordinator would pass, the transit is completed, and the resulting (state, producerId,
+producerEpoch, lastProducerEpoch, topicPartitions) -- or Kafka's exception -- is compared with
+the model's metadata after the step. Every reachable metadata is also asked, for each target
+state, whether the transition is legal, and whether it allows expiration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from kmc.checker.conformance import Comparison, Oracle
+from kmc.checker.model import Action
+from kmc.models import transaction_coordinator as tcm
+from kmc.models.transaction_coordinator import EXPIRATION_ALLOWED, STATES, VALID_PREVIOUS_STATES, TxnMeta
+from kmc.models.transactions import TransactionsModel, TransactionsState
+
+from . import jvm
+
+PKG = "org.apache.kafka.coordinator.transaction."
+TRANSACTIONAL_ID = "txn"
+TOPIC = "t"
+NOW = 1000
+"""Every timestamp the model does not track: a transaction's start time is NOW except in Empty (-1)."""
+TIMEOUT_MS = 60000
+
+_STEP_METHOD = {
+    "HandleInitProducerId": "init",
+    "HandleAddPartitionsToTxn": "add",
+    "HandleVerifyPartition": "add",
+    "HandleEndTxn": "end",
+    "WriteTxnCompletion": "complete",
+    "TxnTimeout": "timeout",
+}
+
+
+class TransactionStateOracle(Oracle):
+    name = "transaction-state"
+    model_name = "transactions"
+    reference = (PKG + "TransactionMetadata", PKG + "TransactionState", PKG + "TxnTransitMetadata")
+    description = "Kafka's TransactionMetadata makes the coordinator's transitions and epoch bumps the model makes"
+
+    def __init__(self, model: TransactionsModel, release: str | None = None) -> None:  # type: ignore[override]
+        super().__init__(model, release)
+        jvm.start(self.release)
+        self.Metadata = jvm.jclass(PKG + "TransactionMetadata")
+        state_enum = jvm.jclass(PKG + "TransactionState")
+        self.states = {str(s.stateName()): s for s in state_enum.values()}
+        self.names = {str(v.stateName()): k for k, v in self.states.items()}
+        self.TopicPartition = jvm.jclass("org.apache.kafka.common.TopicPartition")
+        self.HashSet = jvm.jclass("java.util.HashSet")
+        self.Optional = jvm.jclass("java.util.Optional")
+        tv = jvm.jclass("org.apache.kafka.server.common.TransactionVersion")
+        self.tv = tv.fromFeatureLevel(model.config.transaction_version)
+        self.tv2 = bool(self.tv.supportsEpochBump())
+        self.tv0 = tv.TV_0
+        """A new transactional id's metadata starts at transaction version 0 (handleInitProducerId)."""
+
+    # -- building Kafka's metadata from the model's ----------------------------------------------
+    def _partitions(self, partitions: frozenset[int]) -> Any:
+        out = self.HashSet()
+        for p in sorted(partitions):
+            out.add(self.TopicPartition(TOPIC, p))
+        return out
+
+    def _metadata(self, meta: TxnMeta) -> Any:
+        start = -1 if meta.state == tcm.EMPTY else NOW
+        return self.Metadata(
+            TRANSACTIONAL_ID, meta.producerId, -1, -1, meta.producerEpoch, meta.lastProducerEpoch, TIMEOUT_MS,
+            self.states[meta.state], self._partitions(meta.topicPartitions), start, NOW, self.tv,
+        )  # fmt: skip
+
+    def _result(self, md: Any) -> tuple:
+        parts = frozenset(int(tp.partition()) for tp in md.topicPartitions())
+        state = str(md.state().stateName())
+        return (state, int(md.producerId()), int(md.producerEpoch()), int(md.lastProducerEpoch()), parts)
+
+    @staticmethod
+    def _ours(meta: TxnMeta) -> tuple:
+        return (meta.state, meta.producerId, meta.producerEpoch, meta.lastProducerEpoch, meta.topicPartitions)
+
+    def _kafka(self, kind: str, before: TxnMeta | None, action: Action) -> tuple | str:
+        """Ask Kafka's metadata for the transition the coordinator makes for this request."""
+        try:
+            if before is None:  # a new transactional id: handleInitProducerId creates it in Empty
+                empty = self.states[tcm.EMPTY]
+                md = self.Metadata(
+                    TRANSACTIONAL_ID,
+                    tcm.PRODUCER_ID,
+                    -1,
+                    -1,
+                    -1,
+                    -1,
+                    TIMEOUT_MS,
+                    empty,
+                    self.HashSet(),
+                    -1,
+                    NOW,
+                    self.tv0,
+                )
+            else:
+                md = self._metadata(before)
+            state = str(md.state().stateName())
+            if (kind == "init" and state == tcm.ONGOING) or kind == "timeout":
+                transit = self._fence_and_abort(md)
+            elif kind == "init":
+                transit = md.prepareIncrementProducerEpoch(TIMEOUT_MS, self.Optional.empty(), NOW)
+            elif kind == "add":
+                added = self._partitions(frozenset({action.args["partition"]}))
+                transit = md.prepareAddPartitions(added, NOW, self.tv)
+            elif kind == "end":
+                target = tcm.PREPARE_COMMIT if action.args["commit"] else tcm.PREPARE_ABORT
+                empty = state != tcm.ONGOING
+                transit = md.prepareAbortOrCommit(self.states[target], self.tv, -1, NOW, empty)
+            else:
+                transit = md.prepareComplete(NOW)
+            md.completeTransitionTo(transit)
+            return self._result(md)
+        except Exception as exc:  # a Kafka exception is Kafka's answer
+            if jvm.is_java_exception(exc):
+                return jvm.java_exception_text(exc)
+            raise
+
+    def _fence_and_abort(self, md: Any) -> Any:
+        """What abortTimedOutTransactions and InitProducerId on an open transaction do: prepare the
+        epoch fence, drop it as pending, install its epoch, and prepare the abort instead."""
+        fence = md.prepareFenceProducerEpoch()
+        md.pendingState(self.Optional.empty())
+        md.setProducerEpoch(fence.producerEpoch())
+        md.setLastProducerEpoch(-1)
+        return md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, -1, NOW, False)
+
+    # -- the comparisons -----------------------------------------------------------------------
+    def compare_step(
+        self, state: TransactionsState, action: Action, next_state: TransactionsState
+    ) -> Iterator[Comparison]:
+        kind = _STEP_METHOD.get(action.name)
+        before, after = state.coordinator.metadata, next_state.coordinator.metadata
+        if kind is None or after is None or before == after:
+            return
+        theirs = self._kafka(kind, before, action)
+        inputs = {"before": self._ours(before) if before else None, "action": repr(action)}
+        yield Comparison(f"{kind} transition", self._ours(after), theirs, inputs)
+
+    def compare_state(self, state: TransactionsState) -> Iterator[Comparison]:
+        meta = state.coordinator.metadata
+        if meta is None:
+            return
+        kafka_state = self.states[meta.state]
+        for target in STATES:
+            ours = meta.state in VALID_PREVIOUS_STATES[target]
+            theirs = bool(self.states[target].validPreviousStates().contains(kafka_state))
+            yield Comparison(f"legal {meta.state} -> {target}", ours, theirs, {"state": meta.state})
+        yield Comparison(
+            "isExpirationAllowed", meta.state in EXPIRATION_ALLOWED, bool(kafka_state.isExpirationAllowed()),
+            {"state": meta.state},
+        )  # fmt: skip

@@ -1,0 +1,63 @@
+"""The transactions model against Kafka's TransactionMetadata: exact counts, 0 mismatches, a broken variant."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from kmc.checker.conformance import conform
+from kmc.models.transaction_coordinator import PREPARE_COMMIT
+from kmc.models.transactions import TransactionsModel, TransactionsState
+
+pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs the Kafka jars")
+
+
+def _conform(model: TransactionsModel):
+    from kmc.oracles.transaction_state import TransactionStateOracle
+
+    result = conform(model, [TransactionStateOracle(model)])
+    [tally] = result.tallies
+    return result, tally
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "states", "steps", "comparisons"),
+    [
+        ("zombie", {}, 3118, 844, 28879),
+        ("txn-timeout", {}, 7744, 2029, 71707),
+        ("kip-890-part-1", {"partitions": 1}, 1956, 564, 18150),
+        ("pre-kip-890", {"partitions": 1}, 1076, 331, 9997),
+    ],
+)
+def test_kafka_agrees_with_every_coordinator_step(preset: str, overrides: dict, states: int, steps: int,
+                                                  comparisons: int) -> None:  # fmt: skip
+    result, tally = _conform(TransactionsModel.build(preset, overrides))
+    assert result.check.stats.distinct_states == states
+    assert (tally.steps, tally.comparisons, tally.mismatches) == (steps, comparisons, 0)
+
+
+class CommitForgetsLastEpoch(TransactionsModel):
+    """Broken on purpose: under transaction version 2, PrepareCommit does not remember the old epoch."""
+
+    def _apply(self, s: TransactionsState, meta, responses, drop):  # type: ignore[no-untyped-def]
+        if meta.state == PREPARE_COMMIT:
+            meta = meta._replace(lastProducerEpoch=-1)
+        return super()._apply(s, meta, responses, drop)
+
+
+def test_oracle_catches_a_broken_epoch_bump_with_a_shortest_trace() -> None:
+    model = CommitForgetsLastEpoch(TransactionsModel.make_config("zombie"))
+    result, tally = _conform(model)
+    assert tally.mismatches == 1
+    assert tally.first_mismatch.question == "end transition"
+    [violation] = result.check.violations
+    trace = violation.trace
+    assert trace.actions[-1].name == "HandleEndTxn"
+    assert len(trace.states) == BROKEN_LENGTH
+    state = trace.states[0]  # the trace is a real execution of the broken model
+    for action, after in zip(trace.actions[1:], trace.states[1:], strict=True):
+        assert after in [t for a, t in model.successors(state) if a == action]
+        state = after
+
+
+BROKEN_LENGTH = 12  # Init, InitProducerId x3, BeginTransaction, Produce, 4 to verify and answer, EndTxn, HandleEndTxn

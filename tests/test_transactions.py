@@ -1,0 +1,113 @@
+"""The transactions model: exact counts, each counterexample before its fix, the fixed protocol holding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kmc.checker import bfs
+from kmc.checker.itf import read_trace
+from kmc.checker.properties import select_properties
+from kmc.checker.replay import replay
+from kmc.checker.result import Status
+from kmc.models import transaction_coordinator as tc
+from kmc.models.transactions import TransactionsModel, aborted_index, read_committed
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = sorted((ROOT / "counterexamples" / "transactions").glob("*.itf.json"))
+SAFETY = ["AtomicVisibility", "AbortedNeverVisible", "OpenTransactionKnownToCoordinator", "ReadCommittedBoundedByLso"]
+
+
+def _check(preset: str, names: list[str] | None = None, **overrides: object):
+    model = TransactionsModel.build(preset, overrides)
+    return bfs(model, select_properties(TransactionsModel, names=names))
+
+
+def test_kip_890_part_2_safety_holds_completely() -> None:
+    result = _check("kip-890-part-2", SAFETY)
+    assert result.status is Status.HOLDS_COMPLETE, result.violations
+    assert (result.stats.distinct_states, result.stats.depth) == (110014, 45)
+
+
+@pytest.mark.parametrize(
+    ("preset", "states"),
+    [("read-committed", 2219), ("zombie", 3118), ("txn-timeout", 7744), ("failover", 23426), ("offsets", 1830)],
+)
+def test_fixed_presets_hold_every_property_including_liveness(preset: str, states: int) -> None:
+    result = _check(preset)
+    assert result.status is Status.HOLDS_COMPLETE, result.violations
+    assert result.stats.distinct_states == states
+
+
+@pytest.mark.parametrize(
+    ("preset", "prop", "length"),
+    [
+        ("pre-kip-890", "OpenTransactionKnownToCoordinator", 15),
+        ("pre-kip-890", "AtomicVisibility", 20),
+        ("pre-kip-890", "AbortedNeverVisible", 24),
+        ("pre-kafka-14884", "OpenTransactionKnownToCoordinator", 17),
+        ("kip-890-part-1", "AbortedNeverVisible", 26),
+    ],
+)
+def test_each_bug_before_its_fix(preset: str, prop: str, length: int) -> None:
+    [violation] = _check(preset, [prop]).violations
+    assert (violation.property, violation.trace_length) == (prop, length)
+
+
+def test_hanging_transaction_is_a_produce_delayed_past_the_abort_marker() -> None:
+    [violation] = _check("pre-kip-890", ["OpenTransactionKnownToCoordinator"]).violations
+    names = [a.name for a in violation.trace.actions[1:]]
+    assert names.index("RequestTimeout") < names.index("HandleWriteTxnMarkers") < names.index("HandleProduce")
+    last = violation.trace.states[-1]
+    assert last.coordinator.metadata.state == tc.PREPARE_ABORT and not last.coordinator.pendingMarkers
+    assert last.partitions[0].currentTxnFirstOffset == 1  # the data after the ABORT marker: the LSO stays at 1
+
+
+def test_kip_890_part_1_keeps_the_lso_moving() -> None:
+    result = _check("kip-890-part-1", ["OpenTransactionKnownToCoordinator"], partitions=1)
+    assert result.status is Status.HOLDS_COMPLETE
+    assert result.stats.distinct_states == 1956
+
+
+def test_fifo_delivery_changes_the_state_space_not_the_verdict() -> None:
+    result = _check("kip-890-part-2", SAFETY, delivery="fifo", partitions=1)
+    assert result.status is Status.HOLDS_COMPLETE
+    assert result.stats.distinct_states == FIFO_STATES
+
+
+FIFO_STATES = 588  # with "any" delivery: 1,119
+
+
+def test_read_committed_skips_aborted_data_and_stops_at_the_lso() -> None:
+    doc = read_trace(ROOT / "counterexamples" / "transactions" / "kip-890-part-1-AbortedNeverVisible.itf.json")
+    last = replay(doc).trace.states[-1]
+    p = last.partitions[0]
+    assert aborted_index(p) == []  # the aborted record slipped into the next transaction, which committed
+    assert [b.txn for _, b in read_committed(p)] == [0]
+    assert 0 in last.aborted
+
+
+def test_coordinator_transition_table_matches_kafka_docs() -> None:
+    assert tc.is_valid_transition(tc.EMPTY, tc.PREPARE_ABORT)  # transaction version 2
+    assert not tc.is_valid_transition(tc.EMPTY, tc.PREPARE_COMMIT)
+    meta = tc.TxnMeta(0, 3, -1, tc.ONGOING, frozenset({0}))
+    assert tc.fence_and_abort(meta, tv2=False)[1:3] == (4, -1)
+    assert tc.fence_and_abort(meta, tv2=True)[1:3] == (5, 4)
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
+def test_checked_in_counterexamples_replay(trace: Path) -> None:
+    doc = read_trace(trace)
+    done = replay(doc)
+    prop = doc["#meta"]["property"]
+    props = select_properties(TransactionsModel, names=[prop])
+    if props.invariants:
+        check = props.invariants[0].bind(done.model)
+        assert not check(done.trace.states[-1])
+        assert all(check(s) for s in done.trace.states[:-1])
+
+
+def test_every_checked_in_counterexample_has_its_diagram() -> None:
+    assert len(TRACES) == 7
+    for trace in TRACES:
+        assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
