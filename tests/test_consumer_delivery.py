@@ -1,0 +1,183 @@
+"""The consumer-delivery model: exact counts, each guarantee holding or failing with its configuration,
+the pre-fix counterexamples of KIP-447 and KIP-1251, and the commit-fencing rules underneath."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kmc.checker import Check, SimulationOptions, simulate
+from kmc.checker.itf import read_trace
+from kmc.checker.properties import select_properties
+from kmc.checker.replay import confirm_violation, replay
+from kmc.checker.result import Status
+from kmc.models.consumer_delivery import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    ILLEGAL_GENERATION,
+    NONE,
+    PREPARING_REBALANCE,
+    REBALANCE_IN_PROGRESS,
+    STABLE,
+    STALE_MEMBER_EPOCH,
+    UNKNOWN_MEMBER_ID,
+    ConsumerDeliveryModel,
+    validate_classic_offset_commit,
+    validate_consumer_offset_commit,
+)
+
+MODEL = "kmc.models.consumer_delivery:ConsumerDeliveryModel"
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = sorted((ROOT / "counterexamples" / "consumer-delivery").glob("*.itf.json"))
+SAFETY = ["AtMostOnce", "AtLeastOnce", "ExactlyOnce", "NoFalseCommitFencing"]
+
+
+def _check(preset: str, props: list[str], **overrides: object):  # type: ignore[no-untyped-def]
+    """BFS (and, for liveness properties, the liveness check on its graph) as `kmc check` runs it."""
+    return Check(MODEL, preset=preset, overrides=overrides, property_names=props).run()
+
+
+STATES = {
+    "auto-commit": 3397,
+    "commit-before-processing": 2485,
+    "commit-after-processing": 2721,
+    "commit-on-revoke": 3111,
+    "commit-before-processing-kip-848": 8635,
+    "commit-after-processing-kip-848": 275,
+    "commit-after-processing-kip-848-pre-kip-1251": 407,
+    "eos-v1": 8521,
+    "eos-v2": 5671,
+    "eos-v2-kip-848": 17771,
+    "eos-pre-kip-447-zombie": 6093,
+    "eos-v2-pre-kafka-9346": 6375,
+    "eos-v2-pre-kafka-9365": 6035,
+}
+"""Distinct states of each preset's complete search (every property, past every violation)."""
+
+
+@pytest.mark.parametrize("preset", list(STATES))
+def test_each_preset_verdict_and_state_count(preset: str) -> None:
+    """One complete search per preset settles the verdict of every property that `kmc list` shows."""
+    expected = ConsumerDeliveryModel.presets[preset].expected
+    result = Check(MODEL, preset=preset, settings={"keep_going": True}).run()
+    assert result.complete and result.stats.distinct_states == STATES[preset]
+    violated = {v.property for v in result.violations}
+    assert violated == {p for p, verdict in expected.items() if verdict == "violated"}
+
+
+@pytest.mark.parametrize(
+    ("preset", "prop", "length"),
+    [
+        ("auto-commit", "AtMostOnce", 15),
+        ("auto-commit", "ExactlyOnce", 15),
+        ("commit-before-processing", "AtLeastOnce", 8),
+        ("commit-after-processing", "AtMostOnce", 15),
+        ("commit-on-revoke", "AtMostOnce", 15),
+        ("commit-on-revoke", "EventuallyAllCommitted", 11),
+        ("commit-before-processing-kip-848", "AtLeastOnce", 7),
+        ("commit-after-processing-kip-848-pre-kip-1251", "NoFalseCommitFencing", 9),
+        ("commit-after-processing-kip-848-pre-kip-1251", "AtMostOnce", 12),
+        ("eos-pre-kip-447-zombie", "ExactlyOnce", 18),
+        ("eos-v2-pre-kafka-9346", "ExactlyOnce", 18),
+        ("eos-v2-pre-kafka-9365", "ExactlyOnce", 18),
+        ("eos-v2", "ProcessedAtMostOnce", 14),
+    ],
+)
+def test_guarantees_that_fail(preset: str, prop: str, length: int) -> None:
+    [violation] = _check(preset, [prop]).violations
+    assert (violation.property, violation.trace_length) == (prop, length)
+
+
+def test_commit_before_processing_loses_a_record_on_a_crash() -> None:
+    [violation] = _check("commit-before-processing", ["AtLeastOnce"]).violations
+    names = [a.name for a in violation.trace.actions[1:]]
+    assert names[-3:] == ["Poll", "OffsetCommit", "ConsumerCrash"]
+    assert violation.trace_length == 8
+
+
+def test_kip_447_zombie_commits_after_the_handover() -> None:
+    """Without KIP-447, the expelled consumer's transaction (its offsets sent without the group
+    metadata) commits after the new owner read the old committed offset; with both halves of KIP-447
+    (eos-v2) the same bounds hold, and so does one transactional.id per partition (eos-v1)."""
+    [violation] = _check("eos-pre-kip-447-zombie", ["ExactlyOnce"]).violations
+    actions = violation.trace.actions[1:]
+    assert [a.name for a in actions].count("CommitTransaction") == 2
+    timeout = next(a for a in actions if a.name == "SessionTimeout")
+    assert timeout.args["processAlive"] is True  # eos-v2 and eos-v1 hold: test_each_preset_verdict_and_state_count
+
+
+def test_each_half_of_kip_447_is_needed() -> None:
+    """KAFKA-9365 (group metadata in TxnOffsetCommit) fences offsets sent after the handover;
+    KAFKA-9346 (requireStable) makes the new owner wait for offsets sent before it."""
+    [no_stable] = _check("eos-v2-pre-kafka-9346", ["ExactlyOnce"]).violations
+    sends = [a for a in no_stable.trace.actions[1:] if a.name == "SendOffsetsToTransaction"]
+    assert sends[0].args["generationId"] == 1 and sends[0].args["error"] == NONE
+    [no_metadata] = _check("eos-v2-pre-kafka-9365", ["ExactlyOnce"]).violations
+    names = [a.name for a in no_metadata.trace.actions[1:]]
+    assert names.index("OffsetFetch", 5) < names.index("SendOffsetsToTransaction")
+
+
+def test_kip_1251_false_fencing_then_duplicate() -> None:
+    """Before KIP-1251 a healthy consumer whose epoch was bumped (a new member joined) has its commit
+    rejected with STALE_MEMBER_EPOCH before the heartbeat response arrives, and processes the record
+    again; no crash, no expulsion."""
+    [violation] = _check("commit-after-processing-kip-848-pre-kip-1251", ["AtMostOnce"]).violations
+    commit = next(a for a in violation.trace.actions[1:] if a.name == "OffsetCommit")
+    assert commit.args["error"] == STALE_MEMBER_EPOCH
+    assert violation.trace.states[-1].faults == 0  # and commit-after-processing-kip-848 holds
+
+
+def test_commit_on_revoke_holds_without_faults() -> None:
+    """Committing in onPartitionsRevoked loses nothing to a clean handover: only faults duplicate."""
+    result = _check("commit-on-revoke", ["AtMostOnce"], max_faults=0)
+    assert (result.status, result.stats.distinct_states) == (Status.HOLDS_COMPLETE, 138)
+    [violation] = _check("commit-on-revoke", ["AtMostOnce"], max_faults=1, timeouts="any").violations
+    assert violation.trace_length == 14  # an expelled consumer: onPartitionsLost, no commit
+
+
+def test_classic_offset_commit_validation() -> None:
+    members = frozenset({"c0-0"})
+    assert validate_classic_offset_commit(STABLE, 2, members, "c0-0", 2, False) == NONE
+    assert validate_classic_offset_commit(STABLE, 2, members, "c0-0", 1, False) == ILLEGAL_GENERATION
+    assert validate_classic_offset_commit(STABLE, 2, members, "c1-0", 2, False) == UNKNOWN_MEMBER_ID
+    assert validate_classic_offset_commit(PREPARING_REBALANCE, 2, members, "c0-0", 2, False) == NONE
+    assert validate_classic_offset_commit(COMPLETING_REBALANCE, 2, members, "c0-0", 2, False) == REBALANCE_IN_PROGRESS
+    assert validate_classic_offset_commit(COMPLETING_REBALANCE, 2, members, "c0-0", 2, True) == NONE
+    assert validate_classic_offset_commit(EMPTY, 2, frozenset(), "", -1, False) == NONE
+    assert validate_classic_offset_commit(STABLE, 2, members, "", -1, False) == UNKNOWN_MEMBER_ID
+    assert validate_classic_offset_commit(STABLE, 2, members, "", -1, True) == NONE  # before KIP-447
+
+
+def test_consumer_offset_commit_validation() -> None:
+    members = (("c0-0", 3), ("c1-0", 3))
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "c0-0", 3, False) == NONE
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "c0-0", 4, False) == STALE_MEMBER_EPOCH
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "c0-0", 2, False) == NONE  # KIP-1251
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "c0-0", 2, False, kip_1251=False) == STALE_MEMBER_EPOCH
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "c0-0", 1, False) == STALE_MEMBER_EPOCH
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "c1-0", 2, False) == STALE_MEMBER_EPOCH
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "c2-0", 3, False) == UNKNOWN_MEMBER_ID
+    assert validate_consumer_offset_commit(members, "c0-0", 2, "", -1, True) == NONE
+
+
+def test_simulation_finds_no_eos_v2_violation() -> None:
+    model = ConsumerDeliveryModel.build("eos-v2")
+    props = select_properties(ConsumerDeliveryModel, names=SAFETY)
+    result = simulate(model, props, SimulationOptions(seed=7, depth=40, walks=200))
+    assert not result.violations
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
+def test_checked_in_counterexamples_replay(trace: Path) -> None:
+    doc = read_trace(trace)
+    done = replay(doc)
+    assert confirm_violation(done) == doc["#meta"]["property"]
+
+
+def test_every_checked_in_counterexample_is_named_for_its_preset() -> None:
+    assert len(TRACES) == 12
+    for trace in TRACES:
+        meta = read_trace(trace)["#meta"]
+        assert trace.name == f"{meta['preset']}-{meta['property']}.itf.json"
+        assert meta["model"] == "consumer-delivery"
+        assert trace.with_suffix("").with_suffix(".svg").exists()
