@@ -30,6 +30,10 @@ Flags for the fixes of KIP-360 (KAFKA-7190 in Kafka 2.4.0, the other two in 2.5.
   retrying; before, on ``UNKNOWN_PRODUCER_ID`` it restarted its sequences at 0 under the same epoch
   when its last acknowledged offset was below the log start offset (KAFKA-5793), and otherwise
   failed the batch and asked for a new producer id.
+
+And one fix after the 4.3.1 jars: ``kafka_15591`` (Kafka 4.5) -- a partition whose log never held a
+record takes only sequence 0 from a producer without state, which closes the 4.x findings
+``leader-change``, ``not-enough-replicas`` and ``kip-360``'s retry loop (KAFKA-14359) at their bounds.
 """
 
 from __future__ import annotations
@@ -68,27 +72,10 @@ from kmc.models.producer_broker import (
 from kmc.models.tuples import put
 
 __all__ = [
-    "DUPLICATE",
-    "INVALID_PRODUCER_EPOCH",
-    "NETWORK_EXCEPTION",
-    "NONE",
-    "NOT_ENOUGH_REPLICAS",
-    "NOT_LEADER_OR_FOLLOWER",
-    "NO_PRODUCER_EPOCH",
-    "NO_PRODUCER_ID",
-    "NO_SEQUENCE",
-    "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    "PENDING",
-    "RETRIABLE",
-    "UNKNOWN_PRODUCER_ID",
-    "Batch",
-    "BatchMetadata",
-    "ProducerDrawing",
-    "ProducerModel",
-    "ProducerState",
-    "ProducerStateEntry",
-    "Replica",
-    "entry_of",
+    "DUPLICATE", "INVALID_PRODUCER_EPOCH", "NETWORK_EXCEPTION", "NONE", "NOT_ENOUGH_REPLICAS",
+    "NOT_LEADER_OR_FOLLOWER", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "NO_SEQUENCE", "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "PENDING", "RETRIABLE", "UNKNOWN_PRODUCER_ID", "Batch", "BatchMetadata", "ProducerDrawing", "ProducerModel",
+    "ProducerState", "ProducerStateEntry", "Replica", "entry_of",
 ]  # fmt: skip
 
 
@@ -200,6 +187,8 @@ class ProducerConfig:
     kafka_7190: bool = param(True, "KAFKA-7190: producer state outlives the retention of its batches")
     kafka_8710: bool = param(True, "KAFKA-8710: the broker accepts any sequence from a producer it has no state for")
     kafka_8805: bool = param(True, "KAFKA-8805 (KIP-360 client): bump the epoch to recover from a sequence error")
+    kafka_15591: bool = param(False, "KAFKA-15591 (Kafka 4.5): a never-written partition takes only sequence 0 "
+                              "from a producer without state")  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.enable_idempotence and self.acks != "all":
@@ -248,8 +237,8 @@ PRESETS = {
         max_delivery_timeouts=1,
     ),
     "leader-change": Preset.of(
-        "Kafka 4.x, idempotent, 2 in flight, a failover and a disconnect: the new leader takes the producer's "
-        "second batch as its first, and the epoch bump after OUT_OF_ORDER_SEQUENCE_NUMBER rewrites it",
+        "Kafka 4.x before KAFKA-15591, idempotent, 2 in flight, a failover and a disconnect: the new leader takes "
+        "the producer's second batch as its first, and the epoch bump after OUT_OF_ORDER_SEQUENCE_NUMBER rewrites it",
         {"NoDuplicates": "violated", "PerProducerOrder": "violated", **_STUCK},
         max_disconnects=1,
     ),
@@ -259,6 +248,13 @@ PRESETS = {
         max_rejections=1,
         max_failovers=0,
         max_disconnects=1,
+    ),
+    "kafka-15591": Preset.of(
+        "leader-change's bounds with KAFKA-15591 (Kafka 4.5): the new leader, never written, refuses the "
+        "second batch OUT_OF_ORDER_SEQUENCE_NUMBER; the first is written first",
+        _ALL_HOLD,
+        max_disconnects=1,
+        kafka_15591=True,
     ),
     "delivery-timeout": Preset.of(
         "Kafka 4.x, idempotent, 2 in flight, a disconnect and a delivery timeout: requests left on the closed "
@@ -551,15 +547,18 @@ class ProducerModel(Model):
         passed since it was created: it fails with a TimeoutException, and an answer to it that still
         comes is ignored. A batch that was being retried may or may not be in the log: its partition
         gets an unresolved sequence (TransactionManager.markSequenceUnresolved)."""
-        if s.timeouts >= self.config.max_delivery_timeouts or self.config.acks == "0":
+        if s.timeouts >= self.config.max_delivery_timeouts or self.config.acks == "0" or not s.client.batches:
             return
         c = s.client
-        for i, batch in enumerate(c.batches):
-            client = c._replace(batches=c.batches[:i] + c.batches[i + 1 :])
-            if self.config.enable_idempotence and batch.inRetry:
-                client = client._replace(unresolvedSequence=max(c.unresolvedSequence, batch.baseSequence + 1))
-            nxt = s._replace(client=client, failed=s.failed | {batch.record}, timeouts=s.timeouts + 1)
-            out.append((Action("DeliveryTimeout", record=batch.record), nxt))
+        # Every batch has the same delivery.timeout.ms from its creation, and Sender.getExpiredInflightBatches
+        # and RecordAccumulator.expiredBatches expire in creation order: the oldest unfinished batch goes first.
+        i = min(range(len(c.batches)), key=lambda j: c.batches[j].record)
+        batch = c.batches[i]
+        client = c._replace(batches=c.batches[:i] + c.batches[i + 1 :])
+        if self.config.enable_idempotence and batch.inRetry:
+            client = client._replace(unresolvedSequence=max(c.unresolvedSequence, batch.baseSequence + 1))
+        nxt = s._replace(client=client, failed=s.failed | {batch.record}, timeouts=s.timeouts + 1)
+        out.append((Action("DeliveryTimeout", record=batch.record), nxt))
 
     def _resolve_sequences(self, s: ProducerState, out: list[Step]) -> None:
         """TransactionManager.maybeResolveSequences once the partition has no batch in flight in the
@@ -574,11 +573,15 @@ class ProducerModel(Model):
         out.append((Action("ResolveSequences", bump=bump), s._replace(client=client)))
 
     def _bump_epoch(self, s: ProducerState, out: list[Step]) -> None:
-        """TransactionManager.bumpIdempotentProducerEpoch once no batch is in flight: epoch + 1 and the
-        unfinished batches renumbered from 0. Before KAFKA-8805 the producer id is reset instead and
-        InitProducerId returns a new one (epoch 0)."""
+        """Sender.runOnce -> TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded at the top of the
+        Sender's next loop, before anything is drained, whether or not batches are in flight:
+        bumpIdempotentProducerEpoch makes the epoch + 1 and startSequencesAtBeginning renumbers every
+        unfinished batch from 0 -- those on the wire too, whose requests still carry the old epoch and
+        sequence. A renumbered batch keeps ProducerBatch.sequenceHasBeenReset until it is drained again
+        (ProducerBatch.close). Before KAFKA-8805 the producer id is reset instead and InitProducerId
+        returns a new one (epoch 0); that path is kept to a moment with no batch in flight."""
         c = s.client
-        if not c.epochBumpRequired or any(b.inFlight for b in c.batches):
+        if not c.epochBumpRequired:
             return
         if self.config.kafka_8805:
             pid, epoch = c.producerId, c.producerEpoch + 1
@@ -586,11 +589,12 @@ class ProducerModel(Model):
                 return
         else:
             pid, epoch = c.producerId + 1, 0
-            if pid > self.config.max_producer_epoch:
+            if pid > self.config.max_producer_epoch or any(b.inFlight for b in c.batches):
                 return
         bumped = self.start_sequences_at_beginning(c._replace(producerId=pid, producerEpoch=epoch))
-        batches = tuple(b._replace(sequenceHasBeenReset=False) for b in bumped.batches)
-        bumped = bumped._replace(batches=batches, epochBumpRequired=False, unresolvedSequence=NO_SEQUENCE)
+        if not self.config.kafka_8805:
+            bumped = bumped._replace(batches=tuple(b._replace(sequenceHasBeenReset=False) for b in bumped.batches))
+        bumped = bumped._replace(epochBumpRequired=False, unresolvedSequence=NO_SEQUENCE)
         out.append((Action("BumpEpoch", producerId=pid, producerEpoch=epoch), s._replace(client=bumped)))
 
     # -- the leader ------------------------------------------------------------------------------
@@ -645,7 +649,7 @@ class ProducerModel(Model):
 
     def check_produce(self, replica: Replica, batch: Batch) -> tuple[str, int]:
         """The leader's decision for a client batch (kmc.models.producer_broker.check_produce)."""
-        return check_produce(replica, batch, self.config.kafka_8710)
+        return check_produce(replica, batch, self.config.kafka_8710, self.config.kafka_15591)
 
     def _replicate(self, s: ProducerState, out: list[Step]) -> None:
         """The follower fetches the next batch (ReplicaFetcherThread), appends it with REPLICATION

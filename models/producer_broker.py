@@ -82,12 +82,18 @@ def add_batch(entry: ProducerStateEntry | None, batch: Batch, offset: int, retai
     return ProducerStateEntry(batch.producerId, batch.producerEpoch, cached)
 
 
-def check_produce(replica: Replica, batch: Batch, kafka_8710: bool = True) -> tuple[str, int]:
+def check_produce(
+    replica: Replica, batch: Batch, kafka_8710: bool = True, kafka_15591: bool = False
+) -> tuple[str, int]:
     """The leader's decision for a client batch: (NONE, -1) to append it, (DUPLICATE, its original
     offset), or an error code. UnifiedLog.analyzeAndValidateProducerState looks the batch up in
     the cache first (ProducerStateEntry.findDuplicateBatch), then ProducerAppendInfo checks the
     epoch (checkProducerEpoch) and the sequence (checkSequence). Before KAFKA-8710 a producer the
-    leader has no state for gets UNKNOWN_PRODUCER_ID unless its sequence is 0."""
+    leader has no state for gets UNKNOWN_PRODUCER_ID unless its sequence is 0. With KAFKA-15591
+    (Kafka 4.5, after the 4.3.1 jars the oracle runs) a partition whose log never held a record takes
+    only sequence 0 from a producer without state, anything else is OUT_OF_ORDER_SEQUENCE_NUMBER;
+    the condition is the merged pull request's description (apache/kafka#23234), modelled as a log
+    end offset of 0."""
     if batch.producerId == NO_PRODUCER_ID:
         return NONE, -1
     entry = entry_of(replica, batch.producerId)
@@ -98,9 +104,13 @@ def check_produce(replica: Replica, batch: Batch, kafka_8710: bool = True) -> tu
     if entry is not None and batch.producerEpoch < entry.producerEpoch:
         return INVALID_PRODUCER_EPOCH, -1
     if entry is None or entry.producerEpoch == NO_PRODUCER_EPOCH:
-        if kafka_8710 or batch.baseSequence == 0:
+        if batch.baseSequence == 0:
             return NONE, -1
-        return UNKNOWN_PRODUCER_ID, -1
+        if not kafka_8710:
+            return UNKNOWN_PRODUCER_ID, -1
+        if kafka_15591 and not replica.log:
+            return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
+        return NONE, -1
     if batch.producerEpoch != entry.producerEpoch:
         return (NONE, -1) if batch.baseSequence == 0 else (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
     last = entry.batchMetadata[-1].lastSeq if entry.batchMetadata else NO_SEQUENCE

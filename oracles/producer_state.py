@@ -93,6 +93,8 @@ class ProducerStateOracle(Oracle):
             return "a non-idempotent producer's batches carry no producer id: the producer state decides nothing"
         if not c.kafka_8710:
             return "UNKNOWN_PRODUCER_ID for a producer without state is the broker before KAFKA-8710 (2.4): not 4.3.1"
+        if c.kafka_15591:
+            return "KAFKA-15591 (a never-written partition takes only sequence 0) is Kafka 4.5: not 4.3.1"
         if c.num_batches_to_retain != self.retain:
             size = c.num_batches_to_retain
             return f"Kafka caches NUM_BATCHES_TO_RETAIN={self.retain} batches; this config caches {size}"

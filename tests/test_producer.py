@@ -34,7 +34,7 @@ def _all(preset: str, **overrides: object):
 
 @pytest.mark.parametrize(
     ("preset", "states"),
-    [("idempotent", 1505), ("in-flight-1", 3383), ("kip-360", 211), ("kafka-7190", 182)],
+    [("idempotent", 1505), ("in-flight-1", 3239), ("kip-360", 211), ("kafka-7190", 182), ("kafka-15591", 485)],
 )
 def test_fixed_presets_hold_completely(preset: str, states: int) -> None:
     result = _all(preset)
@@ -51,11 +51,11 @@ def test_fixed_presets_hold_completely(preset: str, states: int) -> None:
         ("acks-1", "AcknowledgedSendNeverLost", 5, 309),
         ("pre-kip-360", "AcknowledgedSendNeverLost", 13, 210),
         ("pre-kafka-7190", "NoDuplicates", 8, 257),
-        ("zombie", "EpochFencing", 19, 8475),
+        ("zombie", "EpochFencing", 19, 8521),
         ("leader-change", "PerProducerOrder", 12, 575),
         ("leader-change", "NoDuplicates", 17, 575),
         ("not-enough-replicas", "PerProducerOrder", 12, 312),
-        ("delivery-timeout", "NoDuplicates", 17, 2848),
+        ("delivery-timeout", "NoDuplicates", 17, 2326),
     ],
 )
 def test_each_bug_at_its_shortest(preset: str, prop: str, length: int, states: int) -> None:
@@ -73,7 +73,7 @@ def test_the_zombie_is_fenced_once_state_is_retained() -> None:
     assert result.stats.distinct_states == 3576
 
 
-@pytest.mark.parametrize(("flag", "states"), [("kafka_8710", 229), ("kafka_8805", 211)])
+@pytest.mark.parametrize(("flag", "states"), [("kafka_8710", 259), ("kafka_8805", 211)])
 def test_kip_360_flags_alone_hold(flag: str, states: int) -> None:
     """The silent loss of pre-kip-360 needs all three: the client's sequence reset (KAFKA-8805), the
     UNKNOWN_PRODUCER_ID that triggers it (KAFKA-8710) and the lost state (KAFKA-7190)."""
@@ -154,3 +154,58 @@ def test_the_retry_loop_that_only_delivery_timeout_ends() -> None:
     assert violation.trace.actions[-1] == Action(
         "HandleProduce", connection=0, broker=1, record=0, outcome=OUT_OF_ORDER_SEQUENCE_NUMBER
     )
+
+
+# -- the Kafka 4.x findings: what the Java client does, and the broker fix that closes them ------
+@pytest.mark.parametrize(("preset", "states"), [("not-enough-replicas", 270), ("kip-360", 189)])
+def test_kafka_15591_closes_the_findings_at_their_bounds(preset: str, states: int) -> None:
+    """A never-written leader refuses the second batch, so it cannot overtake the first: order,
+    no duplicate and the retry loop (EverySendCompletes) all hold, liveness included."""
+    result = Check(MODEL, preset=preset, overrides={"kafka_15591": True}, settings={"keep_going": True}).run()
+    assert result.status is Status.HOLDS_COMPLETE and result.complete
+    assert result.stats.distinct_states == states
+
+
+def test_kafka_15591_leaves_the_delivery_timeout_finding() -> None:
+    """delivery-timeout needs no stateless leader: with the fix it is still a duplicate (shorter, 13)."""
+    result = _all("delivery-timeout", kafka_15591=True)
+    assert result.stats.distinct_states == 2456
+    [violation] = result.violations
+    assert (violation.property, violation.trace_length) == ("NoDuplicates", 13)
+
+
+def test_kafka_15591_refuses_a_first_sequence_above_0_on_a_never_written_log() -> None:
+    model = ProducerModel.build("kafka-15591")
+    assert model.check_produce(_leader(), Batch(9, 0, 0, 1)) == (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+    assert model.check_produce(_leader(), Batch(9, 0, 0, 0)) == (NONE, -1)
+    written = Replica((Batch(8, 5, 0, 0),), 1, ())  # held a record once (deleted since): any sequence
+    assert model.check_produce(written, Batch(9, 0, 0, 1)) == (NONE, -1)
+
+
+def test_the_epoch_bump_does_not_wait_for_batches_in_flight() -> None:
+    """Sender.runOnce bumps at its next loop and startSequencesAtBeginning renumbers every batch with a
+    sequence, the one on the wire too, which keeps sequenceHasBeenReset until it is drained again."""
+    model = ProducerModel.build("idempotent")
+    [s] = model.init_states()
+    r0, r1, r2 = s.client.batches
+    batches = (r0._replace(baseSequence=0, inRetry=True), r1._replace(baseSequence=1, inFlight=True), r2)
+    client = s.client._replace(batches=batches, nextSequence=2, epochBumpRequired=True)
+    out: list = []
+    model._bump_epoch(s._replace(client=client), out)
+    [(action, nxt)] = out
+    assert action == Action("BumpEpoch", producerId=0, producerEpoch=1)
+    bumped = nxt.client.batches
+    assert [(b.producerEpoch, b.baseSequence, b.sequenceHasBeenReset) for b in bumped[:2]] == [
+        (1, 0, True),
+        (1, 1, True),
+    ]
+    assert bumped[1].inFlight and bumped[2].baseSequence == -1 and not nxt.client.epochBumpRequired
+
+
+def test_only_the_oldest_unfinished_batch_reaches_delivery_timeout() -> None:
+    """Every batch has the same delivery.timeout.ms from its creation; the Sender expires in creation order."""
+    model = ProducerModel.build("delivery-timeout")
+    [s] = model.init_states()
+    out: list = []
+    model._delivery_timeout(s, out)
+    assert [a for a, _ in out] == [Action("DeliveryTimeout", record=0)]
