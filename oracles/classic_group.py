@@ -83,7 +83,7 @@ class ClassicGroupOracle(Oracle):
 
     def __init__(self, model: GroupModel, release: str | None = None) -> None:  # type: ignore[override]
         super().__init__(model, release)
-        jvm.start(self.release)
+        self.release = jvm.start(self.release)
         self.ClassicGroup = jvm.jclass(CLASSIC + "ClassicGroup")
         self.ClassicGroupMember = jvm.jclass(CLASSIC + "ClassicGroupMember")
         state_enum = jvm.jclass(CLASSIC + "ClassicGroupState")

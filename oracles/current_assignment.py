@@ -112,7 +112,7 @@ class CurrentAssignmentOracle(Oracle):
 
     def __init__(self, model: Kip848Model, release: str | None = None) -> None:  # type: ignore[override]
         super().__init__(model, release)
-        self._version = jvm.start(self.release)
+        self._version = self.release = jvm.start(self.release)
         if _release_tuple(self._version) < MIN_RELEASE:
             return  # unsupported() says why; nothing below exists in older jars
         j = jvm.jclass

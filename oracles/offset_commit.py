@@ -52,7 +52,7 @@ class OffsetCommitOracle(Oracle):
 
     def __init__(self, model: ConsumerDeliveryModel, release: str | None = None) -> None:
         super().__init__(model, release)
-        jvm.start(self.release)
+        self.release = jvm.start(self.release)
         j = jvm.jclass
         self.ClassicGroup = j(GROUP + "classic.ClassicGroup")
         self.ClassicGroupMember = j(GROUP + "classic.ClassicGroupMember")

@@ -86,7 +86,7 @@ class PartitionChangeOracle(Oracle):
 
     def __init__(self, model: KraftReplicationModel, release: str | None = None) -> None:
         super().__init__(model, release)
-        jvm.start(self.release)
+        self.release = jvm.start(self.release)
         import jpype
 
         self._jpype = jpype

@@ -65,7 +65,7 @@ class ProducerStateOracle(Oracle):
 
     def __init__(self, model: ProducerModel, release: str | None = None) -> None:  # type: ignore[override]
         super().__init__(model, release)
-        jvm.start(self.release)
+        self.release = jvm.start(self.release)
         j = jvm.jclass
         self.Entry = j(LOG + "ProducerStateEntry")
         self.Manager = j(LOG + "ProducerStateManager")

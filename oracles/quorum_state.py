@@ -69,7 +69,7 @@ class QuorumStateOracle(Oracle):
 
     def __init__(self, model: KraftQuorumModel, release: str | None = None) -> None:  # type: ignore[override]
         super().__init__(model, release)
-        jvm.start(self.release)
+        self.release = jvm.start(self.release)
         j = jvm.jclass
         self.Optional = j("java.util.Optional")
         self.OptionalInt = j("java.util.OptionalInt")

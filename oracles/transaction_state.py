@@ -53,7 +53,7 @@ class TransactionStateOracle(Oracle):
 
     def __init__(self, model: TransactionsModel, release: str | None = None) -> None:  # type: ignore[override]
         super().__init__(model, release)
-        jvm.start(self.release)
+        self.release = jvm.start(self.release)
         self.Metadata = jvm.jclass(PKG + "TransactionMetadata")
         state_enum = jvm.jclass(PKG + "TransactionState")
         self.states = {str(s.stateName()): s for s in state_enum.values()}
