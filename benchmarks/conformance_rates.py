@@ -21,14 +21,16 @@ from kmc.checker.bfs import BfsOptions
 from kmc.checker.conformance import ConformJob, conform_table
 
 ROWS: list[tuple[str, str | None, dict[str, str]]] = [
-    ("assignors", None, {}),
+    ("assignors", None, {"table": "exhaustive"}),
     ("group", None, {}),
     ("group", "cooperative-sticky", {}),
     ("kraft-replication", None, {}),
     ("kraft-replication", "unclean", {}),
-    ("kraft-replication", "v3.5", {}),
     ("group-kip848", None, {}),
-    ("kraft-quorum", None, {}),
+    ("kraft-quorum", None, {"max_epoch": "1"}),
+    ("producer", "zombie", {}),
+    ("transactions", "zombie", {}),
+    ("consumer-delivery", "eos-v2-kip-848", {}),
 ]
 
 
