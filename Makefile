@@ -16,12 +16,8 @@ KAFKA_JARS := oracles/java/lib/$(KAFKA_VERSION)
 # Debian packages the toolkit uses: graphviz (`dot`, for diagrams) and a JRE (PySpark, TLC);
 # the tests also load the HTML report in headless Chromium.
 NEED_CHROMIUM ?= no
-system-deps:
-	@missing=""; \
-	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
-	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
-	if [ "$(NEED_CHROMIUM)" = yes ]; then command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; fi; \
-	if [ -n "$$missing" ]; then \
+# The Debian packages listed in $$missing: installed as root, otherwise the line to run is printed.
+INSTALL_MISSING = if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -29,20 +25,19 @@ system-deps:
 	    echo "missing system packages; install them with: sudo apt-get install -y$$missing" >&2; exit 1; \
 	  fi; \
 	fi
+system-deps:
+	@missing=""; \
+	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	if [ "$(NEED_CHROMIUM)" = yes ]; then command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; fi; \
+	$(INSTALL_MISSING)
 
 # A JDK and Maven, for Kafka's jars and the oracles that call them.
 java-deps:
 	@missing=""; \
 	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
 	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Debian packages:$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else \
-	    echo "missing system packages; install them with: sudo apt-get install -y$$missing" >&2; exit 1; \
-	  fi; \
-	fi
+	$(INSTALL_MISSING)
 
 kafka-jars: $(KAFKA_JARS)/.complete
 $(KAFKA_JARS)/.complete: oracles/java/pom.xml

@@ -20,7 +20,7 @@ from .errors import UserError
 from .explore_cli import explore
 from .itf import read_trace
 from .junit import Case, write_junit
-from .model import config_keys
+from .model import config_keys, parse_sets
 from .outputs import check_output_dir, check_output_file, write_atomically
 from .properties import model_properties
 from .registry import load_model_class, registered_models
@@ -39,19 +39,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def _parse_sets(pairs: list[str]) -> dict[str, str]:
-    values = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--set expects key=value, got {pair!r}")
-        key, value = key.strip(), value.strip()
-        if key in values:
-            raise UserError(f"--set {key} given twice ({values[key]!r} and {value!r}); give it once")
-        values[key] = value
-    return values
 
 
 def _fmt_bytes(n: float) -> str:
@@ -249,7 +236,7 @@ def check(
     job = Check(
         model_name=model,
         preset=preset,
-        overrides=_parse_sets(sets),
+        overrides=parse_sets(sets),
         property_names=properties,
         spec_files=specs,
         engine_name=engine,
@@ -395,7 +382,7 @@ def conform(
     job = ConformJob(
         target=target,
         preset=preset,
-        overrides=_parse_sets(sets),
+        overrides=parse_sets(sets),
         oracle_names=tuple(oracles),
         release=kafka_version,
         bfs_options=BfsOptions(max_depth=max_depth, max_states=max_states, store=store),
@@ -436,7 +423,7 @@ def graph(
 
     check_output_file(output, "-o", (".svg", ".png", ".pdf", ".dot"))
     cls = load_model_class(model)
-    instance = cls.build(preset, _parse_sets(sets))
+    instance = cls.build(preset, parse_sets(sets))
     result = abstract_graph(instance, field, max_states)
     complete = "" if result.graph["complete"] else f", first {result.graph['states']:,} states"
     title = f"{instance.name}{' --preset ' + preset if preset else ''}: {field}{complete}"
@@ -489,7 +476,7 @@ def prove(
     from .properties import load_module
 
     cls = load_model_class(model)
-    instance = cls.build(preset, _parse_sets(sets))
+    instance = cls.build(preset, parse_sets(sets))
     extra: dict[str, Any] = {}
     for path in lemma_files:
         found = lemmas_in(load_module(path))

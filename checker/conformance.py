@@ -219,6 +219,11 @@ def _count(tally: Tally, answers: list[Comparison], action_name: str, *, step: b
         tally.by_action[action_name] += 1
     else:
         tally.states += 1
+    return _tally_answers(tally, answers)
+
+
+def _tally_answers(tally: Tally, answers: list[Comparison]) -> bool:
+    """Count each answer as an agreement or a mismatch; True when all agree."""
     ok = True
     for answer in answers:
         tally.comparisons += 1
@@ -277,7 +282,6 @@ def conform_table(oracle: InputOracle, progress: Progress | None = None, limit: 
     """Ask both sides every case of an input oracle; count every mismatch (the table has no
     depth, so unlike a search it is not cut at the first)."""
     tally = Tally(oracle=oracle.name, reference=tuple(oracle.reference))
-    mismatched_inputs: list[tuple[Any, Comparison]] = []
     for index, (label, case) in enumerate(oracle.cases()):
         if limit is not None and index >= limit:
             break
@@ -286,16 +290,7 @@ def conform_table(oracle: InputOracle, progress: Progress | None = None, limit: 
         tally.seconds += time.perf_counter() - started
         tally.states += 1
         tally.by_action[label] += 1
-        for answer in answers:
-            tally.comparisons += 1
-            tally.by_question[answer.question] += 1
-            if answer.agree:
-                tally.agreements += 1
-            else:
-                tally.mismatches += 1
-                mismatched_inputs.append((case, answer))
-                if tally.first_mismatch is None:
-                    tally.first_mismatch = answer
+        _tally_answers(tally, answers)
         if progress is not None and index % 1000 == 0:
             progress.update(distinct=index, generated=tally.comparisons, depth=0, queue=0)
     if progress is not None:

@@ -14,20 +14,10 @@ from typing import Annotated
 
 import typer
 
-from .errors import UserError
+from .model import parse_sets
 
 EXIT_STOPPED = 130
 """As a shell reports a command stopped by Ctrl-C (128 + SIGINT)."""
-
-
-def _parse_sets(pairs: list[str]) -> dict[str, str]:
-    values = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UserError(f"--set expects key=value, got {pair!r}")
-        values[key.strip()] = value.strip()
-    return values
 
 
 def explore(
@@ -49,7 +39,7 @@ def explore(
     server = make_server(
         model,
         preset=preset,
-        overrides=_parse_sets(sets),
+        overrides=parse_sets(sets),
         spec_files=specs,
         trace=trace,
         port=port,

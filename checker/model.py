@@ -242,3 +242,17 @@ class Model:
         if dataclasses.is_dataclass(self.config):
             return dataclasses.asdict(self.config)
         return {}
+
+
+def parse_sets(pairs: list[str]) -> dict[str, str]:
+    """`--set key=value` pairs as a mapping; a malformed pair or a key given twice is an error."""
+    values = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set expects key=value, got {pair!r}")
+        key, value = key.strip(), value.strip()
+        if key in values:
+            raise UserError(f"--set {key} given twice ({values[key]!r} and {value!r}); give it once")
+        values[key] = value
+    return values
