@@ -56,7 +56,11 @@ def assert_same(reference: CheckResult, spark: CheckResult) -> None:
         assert spark.stats.generated_states == reference.stats.generated_states
         assert spark.stats.depth == reference.stats.depth
         # the executors' counts reach the driver; liveness is checked by bfs alone, so only safety compares
-        liveness = {p.name for p in model_properties(load_model_class(reference.model)) if p.kind in LIVENESS}
+        liveness = {
+            p.name
+            for p in model_properties(load_model_class(reference.model_ref or reference.model))
+            if p.kind in LIVENESS
+        }
         assert spark.coverage["actions"] == reference.coverage["actions"]
         safety = {k: v for k, v in reference.coverage["properties"].items() if k not in liveness}
         assert {k: v for k, v in spark.coverage["properties"].items() if k not in liveness} == safety
