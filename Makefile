@@ -71,8 +71,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The suite runs in TEST_WORKERS processes, a test file per process at a time (pytest-xdist), so
+# module-scoped fixtures such as a Spark cluster or the JVM start once per file.
+TEST_WORKERS ?= 2
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 ci-suite: $(STAMP)
 	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml
