@@ -1,14 +1,27 @@
-"""Everything installs under the one import name `kmc`; nothing called models or specs lands in site-packages."""
+"""The distribution kafka-model-checker installs the import name `kmc` and the `kmc` command, as docs/ci.md uses it."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 from conftest import ROOT
 from kmc.checker.fingerprint import ACCELERATED
+
+CI_DOC = ROOT / "docs" / "ci.md"
+
+
+def test_the_distribution_name_is_ours() -> None:
+    """`kmc` on PyPI is another project: the distribution is named so that `pip install NAME` cannot fetch it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "kafka-model-checker"
+    assert project["scripts"] == {"kmc": "kmc.checker.cli:main"}
 
 
 def test_wheel_holds_only_the_kmc_package(tmp_path: Path) -> None:
@@ -16,9 +29,9 @@ def test_wheel_holds_only_the_kmc_package(tmp_path: Path) -> None:
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
         check=True, capture_output=True,
     )  # fmt: skip
-    [wheel] = list(tmp_path.glob("kmc-*.whl"))
+    [wheel] = list(tmp_path.glob("kafka_model_checker-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    dist_info = "-".join(wheel.name.split("-")[:2]) + ".dist-info"  # kmc-0.1.0-cp311-...: the C encoder
+    dist_info = "-".join(wheel.name.split("-")[:2]) + ".dist-info"  # kafka_model_checker-0.1.0-cp311-...
     tops = {name.split("/")[0] for name in names}
     assert tops == {"kmc", dist_info}
     for module in (
@@ -33,3 +46,54 @@ def test_wheel_holds_only_the_kmc_package(tmp_path: Path) -> None:
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
     assert "kmc = kmc.checker.cli:main" in entry_points
     assert "replication = kmc.models.replication:ReplicationModel" in entry_points
+
+
+def fenced(text: str, tag: str) -> list[str]:
+    return re.findall(rf"^```{tag}\n(.*?)^```$", text, re.M | re.S)
+
+
+def test_the_ci_workflow_runs_on_an_installed_copy(tmp_path: Path) -> None:
+    """docs/ci.md's workflow, its `run:` steps as written, in a repository of one's own outside this checkout.
+
+    `pip install` puts the toolkit into a directory of its own (`--target`, without dependencies,
+    which this interpreter already has), put first on PYTHONPATH and PATH, so neither the editable
+    install of the checkout nor its `kmc` command can stand in for the installed one.
+    """
+    doc = CI_DOC.read_text()
+    [workflow] = fenced(doc, "yaml")
+    runs = re.findall(r"^\s*- run: (.+)$", workflow, re.M)
+    assert [run.split()[:2] for run in runs] == [["pip", "install"], ["kmc", "ci"]]
+
+    repo, site = tmp_path / "repo", tmp_path / "site"
+    repo.mkdir()
+    toolkit = re.search(r"path: ([\w.-]+) }", workflow)[1]
+    (repo / toolkit).symlink_to(ROOT, target_is_directory=True)
+    entries = [block for block in fenced(doc, "toml") if "[[check]]" in block and "conform" not in block]
+    assert sum(block.count("[[check]]") for block in entries) == 3
+    suite = re.search(r"kmc ci (\S+)", runs[1])[1]
+    (repo / suite).write_text("\n".join(entries))
+    for replay in re.findall(r'^replay = "([^"]+)"', "\n".join(entries), re.M):
+        (repo / replay).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "counterexamples" / replay, repo / replay)
+
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p).resolve() != Path(sys.executable).parent]
+    env = {**os.environ, "PYTHONPATH": str(site), "PATH": os.pathsep.join([str(site / "bin"), *path])}
+    install = runs[0].split("#")[0].split()[2:]
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), *install]
+    subprocess.run(pip, cwd=repo, check=True, capture_output=True)
+    where = (
+        subprocess.run(["kmc", "--help"], cwd=repo, env=env, capture_output=True, text=True, check=True).returncode,
+        shutil.which("kmc", path=env["PATH"]),
+    )
+    assert where == (0, str(site / "bin" / "kmc"))
+    probe = "import kmc.checker.cli as cli, kmc.models.replication as m; print(cli.__file__, m.__file__)"
+    imported = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert all(Path(f).is_relative_to(site) for f in imported), imported
+
+    ci = subprocess.run(["bash", "-c", runs[1]], cwd=repo, env=env, capture_output=True, text=True)
+    assert ci.returncode == 0, ci.stdout + ci.stderr
+    report = (repo / "kmc-report.xml").read_text()
+    assert 'tests="3"' in report and 'failures="0"' in report, report
+    assert "KIP-320 holds" in ci.stdout
