@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -127,9 +128,38 @@ def trace_to_itf(
     return doc
 
 
+def file_reference(ref: str) -> tuple[str, str] | None:
+    """``path/to/file.py:Class`` as (path, Class); None for a registered name or ``module:Class``."""
+    target, sep, attr = ref.rpartition(":")
+    return (target, attr) if sep and target.endswith(".py") else None
+
+
+def relative_reference(ref: str, folder: str | Path) -> str:
+    """A model file's reference as a path relative to ``folder`` (where the file naming it lives),
+    so that the folder and the model can move together (a CI checkout)."""
+    parts = file_reference(ref)
+    if parts is None:
+        return ref
+    target = os.path.relpath(Path(parts[0]).resolve(), Path(folder).resolve())
+    return f"{Path(target).as_posix()}:{parts[1]}"
+
+
+def resolve_reference(ref: str, folder: str | Path) -> str:
+    """A model file's reference, relative to ``folder``, as an absolute one; others unchanged."""
+    parts = file_reference(ref)
+    if parts is None or Path(parts[0]).is_absolute():
+        return ref
+    return f"{(Path(folder) / parts[0]).resolve()}:{parts[1]}"
+
+
 def write_trace(path: Path, document: Mapping[str, Any]) -> Path:
+    """Write a trace; a model file it names is stored relative to the trace's own folder."""
     from .outputs import write_atomically
 
+    meta = document.get("#meta")
+    if isinstance(meta, Mapping) and isinstance(meta.get("model_ref"), str):
+        relative = relative_reference(meta["model_ref"], Path(path).parent)
+        document = {**document, "#meta": {**meta, "model_ref": relative}}
     write_atomically(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
     return path
 
@@ -165,6 +195,11 @@ def read_trace(path: str | Path) -> dict[str, Any]:
     loop = doc.get("loop")
     if loop is not None and (not isinstance(loop, int) or not 0 <= loop < len(states)):
         raise UserError(f"malformed trace {path}: 'loop' must be a state index")
+    ref = meta.get("model_ref")
+    if ref is not None and not isinstance(ref, str):
+        raise UserError(f"malformed trace {path}: '#meta'.model_ref must be a string")
+    if ref:  # a model file is named relative to the trace's folder (in older traces: absolute)
+        meta["model_ref"] = resolve_reference(ref, path.parent)
     return doc
 
 

@@ -41,7 +41,7 @@ from .bfs import BfsOptions
 from .conformance import ConformJob, conform_table, write_mismatch_traces
 from .engine import BY_TOML, settings_from
 from .errors import UserError
-from .itf import read_trace
+from .itf import file_reference, read_trace
 from .junit import Case
 from .replay import confirm_violation, replay
 from .result import CheckResult
@@ -146,8 +146,9 @@ def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -
     expect = _typed(raw, "expect", str, where)
     if not model:
         raise UserError(f"{where}: 'model' is required")
+    given, model = model, _model_beside(model, base)
     if _typed(raw, "conform", bool, where):
-        return _conform_entry(raw, model, expect, where)
+        return _conform_entry(raw, model, expect, where, given)
     for key in ("oracles", "expect_comparisons"):
         if key in raw:
             raise UserError(f"{where}: '{key}' goes with 'conform = true'")
@@ -188,7 +189,7 @@ def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -
         if value is not None and value < 1:
             raise UserError(f"{where}: '{key}' must be a positive integer")
     return Entry(
-        name=_typed(raw, "name", str, where) or f"{model} {check.preset or ''} {expect}".strip(),
+        name=_typed(raw, "name", str, where) or " ".join(filter(None, (given, check.preset, expect))),
         check=check,
         expect=expect,
         expect_property=list(expect_property),
@@ -213,13 +214,22 @@ def _planned(check: Check, where: str) -> Any:
     suite is bad input (exit 2) before anything runs, not a failed entry after the others ran."""
     try:
         plan = check.plan()
-        check.build()
+        check.build(require_properties=True)
     except UserError as exc:
         raise UserError(f"{where}: {exc}") from None
     return plan
 
 
-def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: str) -> Entry:
+def _model_beside(model: str, base: Path) -> str:
+    """A suite's ``file.py:Class`` is relative to the suite's folder, as its spec files and traces
+    are; a registered name and ``module:Class`` (found on sys.path) are kept as they are."""
+    parts = file_reference(model)
+    if parts is None or Path(parts[0]).is_absolute():
+        return model
+    return f"{(base / parts[0]).as_posix()}:{parts[1]}"
+
+
+def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: str, given: str) -> Entry:
     if expect not in CONFORM_EXPECTATIONS:
         raise UserError(f"{where}: a conformance entry expects one of {', '.join(CONFORM_EXPECTATIONS)}")
     misplaced = sorted(set(raw) & _CHECK_ONLY_KEYS)
@@ -234,7 +244,7 @@ def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: s
         bfs_options=BfsOptions(**_conform_settings(raw, where)),
     )
     return Entry(
-        name=_typed(raw, "name", str, where) or f"{model} {job.preset or ''} {expect}".strip(),
+        name=_typed(raw, "name", str, where) or " ".join(filter(None, (given, job.preset, expect))),
         check=Check(model_name=model, preset=job.preset, overrides=job.overrides),
         expect=expect,
         expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
