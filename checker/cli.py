@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -246,7 +247,7 @@ def check(
     if (coverage or fail_on_vacuity) and not engine_cls.observes:
         flag = "--coverage" if coverage else "--fail-on-vacuity"
         raise UserError(f"the {engine} engine observes no states: it does not take {flag}")
-    _model, props = job.build()  # validate names and values before any work
+    _model, props = job.build(require_properties=True)  # validate names and values before any work
     check_output_dir(out, "--out")
     if junit is not None:
         check_output_file(junit, "--junit", (".xml",))
@@ -554,6 +555,12 @@ def ci(
 EXIT_INTERRUPTED = 130
 
 
+def _traceback(debug: bool) -> None:
+    """With --debug, the traceback on stderr before the one error line; the exit code stays 2."""
+    if debug:
+        traceback.print_exc()
+
+
 def _error(message: str, as_json: bool, code: int = EXIT_BAD_INPUT) -> int:
     """One line on stderr; with --json also one JSON object on stdout, so a script always gets one."""
     print(f"kmc: error: {message}", file=sys.stderr)
@@ -593,24 +600,21 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"verdict": "interrupted"}))
         return EXIT_INTERRUPTED
     except TyperException as exc:  # usage errors: unknown option, bad option value
-        if debug:
-            raise
+        _traceback(debug)
         return _error(" ".join(exc.format_message().split()), as_json)
     except Abort:
         return _error("aborted", as_json)
     except UserError as exc:
-        if debug:
-            raise
+        _traceback(debug)
         return _error(" ".join(str(exc).split("\n")), as_json)
     except RecursionError as exc:
-        if debug:
-            raise
+        _traceback(debug)
         return _error(f"recursion too deep ({exc}); a state or property recurses without end", as_json)
-    except Exception as exc:  # a bug: still one line unless --debug
-        if debug:
-            raise
+    except Exception as exc:  # a bug: still one line, the traceback with --debug
+        _traceback(debug)
         text = " ".join(str(exc).split("\n"))
-        return _error(f"internal error: {type(exc).__name__}: {text} (rerun with --debug for the traceback)", as_json)
+        hint = "" if debug else " (rerun with --debug for the traceback)"
+        return _error(f"internal error: {type(exc).__name__}: {text}{hint}", as_json)
     return EXIT_HOLDS
 
 

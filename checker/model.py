@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -256,3 +257,65 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
             raise UserError(f"--set {key} given twice ({values[key]!r} and {value!r}); give it once")
         values[key] = value
     return values
+
+
+_IMMUTABLE_SCALARS = (bool, int, float, str, bytes, type(None))
+_MUTABLE = (
+    (list, "a tuple"),
+    (dict, "a tuple of (key, value) pairs, or a NamedTuple"),
+    (set, "a frozenset"),
+    (bytearray, "bytes"),
+)
+
+
+def state_problem(state: Any, where: str = "state") -> str | None:
+    """Why a state is no immutable value (a list, a dict, a set, a non-frozen dataclass, an object
+    compared by identity), naming the field; None if it is one. The engines hash and store states,
+    so a mutable one is either rejected by Python or silently counted twice."""
+    if isinstance(state, (*_IMMUTABLE_SCALARS, enum.Enum)):
+        return None
+    kind = type(state).__name__
+    if isinstance(state, tuple):
+        names = getattr(state, "_fields", None)
+        for index, value in enumerate(state):
+            field = f"{where}.{names[index]}" if names else f"{where}[{index}]"
+            problem = state_problem(value, field)
+            if problem:
+                return problem
+        return None
+    if isinstance(state, frozenset):
+        for value in state:
+            problem = state_problem(value, f"{where} (an element)")
+            if problem:
+                return problem
+        return None
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        if not type(state).__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            return f"{where} is a {kind}, a dataclass that is not frozen: declare it @dataclass(frozen=True)"
+        for f in dataclasses.fields(state):
+            problem = state_problem(getattr(state, f.name), f"{where}.{f.name}")
+            if problem:
+                return problem
+        return None
+    for mutable, instead in _MUTABLE:
+        if isinstance(state, mutable):
+            return f"{where} is a {kind}, which is mutable: use {instead}"
+    if type(state).__hash__ is None:
+        return f"{where} is a {kind}, which is not hashable: use a tuple, a NamedTuple or a frozen dataclass"
+    if type(state).__eq__ is object.__eq__:
+        return (
+            f"{where} is a {kind} compared by identity, so equal states would count as different: "
+            "use a tuple, a NamedTuple or a frozen dataclass"
+        )
+    return None
+
+
+def check_states(model: Model, states: Iterable[Any], origin: str) -> None:
+    """Raise a UserError naming the model and the field if one of the states is no immutable value."""
+    for state in states:
+        problem = state_problem(state, type(state).__name__)
+        if problem:
+            raise UserError(
+                f"model {model.name or type(model).__name__}: {origin}: {problem} (states must be immutable, "
+                "hashable values: tuples, frozensets, NamedTuples, frozen dataclasses, ints, strs, None)"
+            )

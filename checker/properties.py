@@ -154,11 +154,11 @@ def properties_of(module: ModuleType) -> list[Property]:
     return found
 
 
-def load_module(path: str | Path) -> ModuleType:
-    """Import a user's spec file; any failure is one clear UserError."""
+def load_module(path: str | Path, kind: str = "spec file") -> ModuleType:
+    """Import a user's file (a spec file, a model file); any failure is one clear UserError."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"spec file not found: {path}")
+        raise UserError(f"{kind} not found: {path}")
     # A stable name (the same in every process) so that states of the file's classes pickle by
     # reference between Spark's driver and executors; loading the same file twice is one module.
     digest = xxhash.xxh3_64_hexdigest(str(path.resolve()).encode())[:12]
@@ -170,13 +170,13 @@ def load_module(path: str | Path) -> ModuleType:
         sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise UserError(f"cannot import spec file {path}: not a Python file")
+        raise UserError(f"cannot import {kind} {path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
     except UserError as exc:
-        raise UserError(f"spec file {path}: {exc}") from None
+        raise UserError(f"{kind} {path}: {exc}") from None
     except BaseException as exc:  # the user's code: report, never a traceback
         sys.modules.pop(module_name, None)
         line = ""
@@ -185,14 +185,48 @@ def load_module(path: str | Path) -> ModuleType:
             if tb.tb_frame.f_code.co_filename == str(path):
                 line = f" (line {tb.tb_lineno})"
             tb = tb.tb_next
-        raise UserError(f"spec file {path} failed to import{line}: {type(exc).__name__}: {exc}") from None
+        raise UserError(f"{kind} {path} failed to import{line}: {type(exc).__name__}: {exc}") from None
     return module
+
+
+def spec_module(model_cls: type, module_name: str) -> ModuleType:
+    """One of a model's ``spec_modules``: the file ``<name>.py`` next to the model's own file if
+    there is one (``a.b`` is ``a/b.py``), else the module imported by name from sys.path."""
+    model_file = getattr(sys.modules.get(model_cls.__module__), "__file__", None)
+    if model_file and module_name and not module_name.startswith("."):
+        beside = Path(model_file).parent.joinpath(*module_name.split(".")).with_suffix(".py")
+        if beside.is_file():
+            return load_module(beside)
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name and not module_name.startswith(f"{exc.name}."):
+            raise UserError(f"spec module {module_name} of {model_cls.__name__} failed to import: {exc}") from None
+        where = f" next to {model_file} or" if model_file else ""
+        raise UserError(
+            f"model {model_cls.__name__} names spec module {module_name!r} in spec_modules, but there is no "
+            f"{module_name.replace('.', '/')}.py{where} on sys.path (PYTHONPATH)"
+        ) from None
+    except UserError as exc:
+        raise UserError(f"spec module {module_name}: {exc}") from None
+    except Exception as exc:  # the user's code: report, never a traceback
+        raise UserError(f"spec module {module_name} failed to import: {type(exc).__name__}: {exc}") from None
+
+
+def spec_module_names(model_cls: type) -> tuple[str, ...]:
+    names = getattr(model_cls, "spec_modules", ())
+    if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+        raise UserError(
+            f"model {model_cls.__name__}: spec_modules must be a tuple of module names, e.g. spec_modules = "
+            f"({(names if isinstance(names, str) else 'my_specs')!r},)"
+        )
+    return tuple(names)
 
 
 def model_properties(model_cls: type) -> list[Property]:
     props: list[Property] = []
-    for module_name in getattr(model_cls, "spec_modules", ()):
-        props.extend(properties_of(importlib.import_module(module_name)))
+    for module_name in spec_module_names(model_cls):
+        props.extend(properties_of(spec_module(model_cls, module_name)))
     return props
 
 
@@ -232,8 +266,8 @@ def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), na
     file's property of the same name as an earlier one replaces it, and the set's notes say so."""
     available = [(prop, f"model {model_cls.name}") for prop in model_properties(model_cls)]
     fairness = list(getattr(model_cls, "fairness", ()))
-    for module_name in getattr(model_cls, "spec_modules", ()):
-        fairness.extend(getattr(importlib.import_module(module_name), "FAIRNESS", ()))
+    for module_name in spec_module_names(model_cls):
+        fairness.extend(getattr(spec_module(model_cls, module_name), "FAIRNESS", ()))
     for spec_file in spec_files:
         module = load_module(spec_file)
         fairness.extend(getattr(module, "FAIRNESS", ()))

@@ -5,6 +5,7 @@ result = Check("replication", preset="kip-320").engine("bfs").run()
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from .engines import ENGINES, engine_class  # noqa: F401 - the CLI lists them
 from .errors import UserError
 from .itf import trace_to_itf, write_trace
 from .liveness import check_liveness
-from .model import Model
+from .model import Model, check_states
 from .observe import Coverage, GraphRecorder, SearchObserver, declared_actions, vacuity
 from .progress import Progress
 from .properties import PropertySet, select_properties
@@ -57,11 +58,19 @@ class Check:
         engine = engine_class(self.engine_name)
         return (engine, *split_settings(engine, settings_from(self.settings, "")))
 
-    def build(self) -> tuple[Model, PropertySet]:
-        self.plan()
+    def build(self, *, require_properties: bool = False) -> tuple[Model, PropertySet]:
+        """The model and the properties, every name checked; with ``require_properties`` (the CLI,
+        a suite) a check with nothing to check is an error rather than a verdict that "holds"."""
+        _engine, bounds, _options = self.plan()
         cls = load_model_class(self.model_name)
         model = cls.build(self.preset, self.overrides)
         props = select_properties(cls, self.spec_files, self.property_names)
+        if require_properties and not props.all() and not bounds.deadlock:
+            raise UserError(
+                f"model {model.name or cls.__name__} has no properties to check: give --spec FILE (in a suite: "
+                "spec = [...]), or name a module of @invariant/@step functions in the model's spec_modules "
+                "(docs/writing-a-property.md)"
+            )
         return model, props
 
     def run(self, progress: Progress | None = None, observers: Sequence[SearchObserver] = ()) -> CheckResult:
@@ -81,7 +90,17 @@ class Check:
             runtime={"spark_context": self.spark_context, "named_properties": bool(self.property_names),
                      **self.runtime},
         )  # fmt: skip
-        result = engine().run(task)
+        _check_first_states(model)
+        try:
+            result = engine().run(task)
+        except TypeError as exc:  # a mutable state deeper in the graph than the first check looks
+            if "unhashable type" not in str(exc):
+                raise
+            _find_mutable_state(model)
+            raise UserError(
+                f"model {model.name}: a reachable state holds a mutable value ({exc}): states must be immutable, "
+                "hashable values: tuples, frozensets, NamedTuples, frozen dataclasses, ints, strs, None"
+            ) from None
         result.warnings[:0] = props.notes
         if props.liveness:
             self._check_liveness(model, props, result, bounds, recorder, coverage)
@@ -133,6 +152,41 @@ class Check:
             if result.status != Status.VIOLATED:  # a safety violation found with --continue stands
                 result.status = Status.HOLDS_BOUNDED
             result.complete = False
+
+
+def _check_first_states(model: Model) -> None:
+    """The initial states and their successors are immutable values, or one error names the field.
+    A model that raises here is left for the engine to report as it reports any model error."""
+    try:
+        inits = list(itertools.islice(model.init_states(), 100))
+        successors = [t for s in inits[:10] for _a, t in model.successors(s)]
+    except UserError:
+        raise
+    except Exception:
+        return
+    check_states(model, inits, "an initial state")
+    check_states(model, successors, "a successor of an initial state")
+
+
+def _find_mutable_state(model: Model, limit: int = 200_000) -> None:
+    """Search breadth-first for the first state that is no immutable value, and raise the UserError
+    that names its field; return if none is found within ``limit`` states."""
+    try:
+        frontier = list(model.init_states())
+        seen = set(frontier)
+        while frontier and len(seen) < limit:
+            following = []
+            for state in frontier:
+                for _action, t in model.successors(state):
+                    check_states(model, [t], f"a state reached from {state!r}")
+                    if t not in seen:
+                        seen.add(t)
+                        following.append(t)
+            frontier = following
+    except UserError:
+        raise
+    except Exception:
+        return
 
 
 def vacuity_failures(result: CheckResult, allowed: Sequence[str] = ()) -> list[str]:

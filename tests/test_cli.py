@@ -154,12 +154,12 @@ def test_property_that_raises(kmc, toy: str, tmp_path: Path) -> None:
 
 
 def test_model_that_raises(kmc, toy: str, tmp_path: Path) -> None:
-    code, _, err = kmc("check", f"{toy}:Crashy", "--out", tmp_path)
+    code, _, err = kmc("check", f"{toy}:Crashy", "--deadlock", "--out", tmp_path)
     assert code == 2 and "raised KeyError in successors()" in err and "in state 2" in err
 
 
 def test_nondeterministic_model(kmc, toy: str, tmp_path: Path) -> None:
-    code, _, err = kmc("check", f"{toy}:Flaky", "--out", tmp_path)
+    code, _, err = kmc("check", f"{toy}:Flaky", "--deadlock", "--out", tmp_path)
     assert code == 2 and "different results in two calls on the same state" in err
 
 

@@ -113,6 +113,42 @@ def _engine_cases() -> list[Case]:
     return out
 
 
+_OWN_MODEL = """from dataclasses import dataclass
+from typing import NamedTuple
+
+from kmc.checker import Action, Model, invariant
+
+
+class S(NamedTuple):
+    n: int
+    log: object
+
+
+@dataclass
+class D:
+    n: int
+
+
+class O:
+    pass
+
+
+class M(Model):
+    name = 'm'
+
+    def init_states(self):
+        return [{state}]
+
+    def successors(self, s):
+        if isinstance(s, S) and s.n < 3:
+            yield Action("Next"), S(s.n + 1, s.log)
+
+
+@invariant
+def Fine(s) -> bool:
+    return True
+"""
+
 CHECK_CASES = [
     case("no-model", "check"),
     case("unknown-model", "check", "no-such-model", says="unknown model"),
@@ -216,19 +252,22 @@ CHECK_CASES = [
     case("coverage-with-bmc", "check", "replication", "--engine", "bmc", "--coverage", says="observes no states"),
     case("vacuity-with-bmc", "check", "replication", "--engine", "bmc", "--fail-on-vacuity"),
     case("bmc-without-encoding", "check", TPC, "--engine", "bmc", says="symbolic"),
-    case("symmetry-without-symmetry", "check", f"{TOY}:Ring", "--symmetry", says="defines no symmetry"),
+    case("symmetry-without-symmetry", "check", f"{TOY}:Ring", "--symmetry", "--deadlock", says="defines no symmetry"),
     # models of one's own
     case("model-file-missing", "check", "{tmp}/nope.py:Model"),
-    case("model-class-missing", "check", f"{TOY}:NoSuchClass", says="is not a kmc Model class"),
+    case("model-class-missing", "check", f"{TOY}:NoSuchClass", says="has no attribute 'NoSuchClass'"),
     case("model-not-a-model", "check", f"{TOY}:TwoPhase", says="is not a kmc Model class"),
     case("model-module-missing", "check", "no_such_module_xyz:Model", says="cannot import model module"),
     case("model-file-syntax-error", "check", "{tmp}/m.py:M", files={"m.py": "def (:\n"}, says="failed to import"),
-    case("model-successors-raise", "check", f"{TOY}:Crashy", says="raised KeyError in successors()"),
-    case("model-nondeterministic", "check", f"{TOY}:Flaky", says="successors() returned different results"),
+    case("model-successors-raise", "check", f"{TOY}:Crashy", "--deadlock", says="raised KeyError in successors()"),
+    case(
+        "model-nondeterministic", "check", f"{TOY}:Flaky", "--deadlock", says="successors() returned different results"
+    ),
     case(
         "model-init-raises",
         "check",
         "{tmp}/m.py:M",
+        "--deadlock",
         files={
             "m.py": (
                 "from kmc.checker import Model\nclass M(Model):\n    name = 'm'\n"
@@ -236,6 +275,81 @@ CHECK_CASES = [
             )
         },
         says="in init_states()",
+    ),
+    case("model-no-properties", "check", f"{TOY}:Ring", says="model ring has no properties to check: give --spec"),
+    case(
+        "model-file-fails-to-import",
+        "check",
+        "{tmp}/m.py:M",
+        files={"m.py": "import no_such_helper_xyz\n"},
+        says="model file {tmp}/m.py failed to import (line 1): ModuleNotFoundError",
+    ),
+    case("model-file-not-found-named", "check", "{tmp}/nope.py:M", says="model file not found: {tmp}/nope.py"),
+    *(
+        case(
+            f"model-state-{name}",
+            "check",
+            "{tmp}/m.py:M",
+            "--spec",
+            "{tmp}/m.py",
+            files={"m.py": _OWN_MODEL.format(state=state)},
+            says=says,
+        )
+        for name, state, says in [
+            ("list", "S(0, [])", "model m: an initial state: S.log is a list, which is mutable: use a tuple"),
+            ("set", "S(0, {1})", "model m: an initial state: S.log is a set, which is mutable: use a frozenset"),
+            ("dict", "S(0, {})", "model m: an initial state: S.log is a dict, which is mutable"),
+            ("nested", "S(0, ((1, [2]),))", "S.log[0][1] is a list"),
+            ("dataclass", "D(0)", "D is a D, a dataclass that is not frozen: declare it @dataclass(frozen=True)"),
+            ("object", "O()", "O is a O compared by identity"),
+        ]
+    ),
+    case(
+        "model-state-list-later",
+        "check",
+        "{tmp}/m.py:M",
+        "--spec",
+        "{tmp}/m.py",
+        files={
+            "m.py": _OWN_MODEL.format(state="S(0, ())").replace(
+                "S(s.n + 1, s.log)", "S(s.n + 1, [1] if s.n == 2 else s.log)"
+            )
+        },
+        says="model m: a state reached from S(n=2, log=()): S.log is a list, which is mutable: use a tuple",
+    ),
+    case(
+        "spec-module-missing",
+        "check",
+        "{tmp}/m.py:M",
+        files={
+            "m.py": _OWN_MODEL.format(state="S(0, ())").replace(
+                "name = 'm'", "name = 'm'\n    spec_modules = ('m_specs',)"
+            )
+        },
+        says="model M names spec module 'm_specs' in spec_modules, but there is no m_specs.py next to",
+    ),
+    case(
+        "spec-module-fails",
+        "check",
+        "{tmp}/m.py:M",
+        files={
+            "m.py": _OWN_MODEL.format(state="S(0, ())").replace(
+                "name = 'm'", "name = 'm'\n    spec_modules = ('m_specs',)"
+            ),
+            "m_specs.py": "x = 1 / 0\n",
+        },
+        says="spec file {tmp}/m_specs.py failed to import (line 1): ZeroDivisionError",
+    ),
+    case(
+        "spec-modules-a-string",
+        "check",
+        "{tmp}/m.py:M",
+        files={
+            "m.py": _OWN_MODEL.format(state="S(0, ())").replace(
+                "name = 'm'", "name = 'm'\n    spec_modules = 'm_specs'"
+            )
+        },
+        says="spec_modules must be a tuple of module names, e.g. spec_modules = ('m_specs',)",
     ),
     # outputs, checked before the search
     case("out-is-a-file", "check", TPC, "--out", "{tmp}/f", files={"f": "x"}, says="not a directory"),
@@ -647,7 +761,7 @@ def test_hostile_input(c: Case, tmp_path: Path, valid_trace, capsys, monkeypatch
     if c.code == 2:
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("kmc: error:"), err
-        assert c.says in lines[0]
+        assert c.says.replace("{tmp}", str(tmp_path)) in lines[0]
         if "--json" in argv:
             assert json.loads(out)["verdict"] == "error"
     else:
