@@ -193,8 +193,14 @@ class GroupConfig:
     timeouts: Literal["crashed", "any"] = param(
         "crashed", "which timers expire: only those of consumers that stopped, or any (slow consumers)"
     )
-    max_faults: int = param(1, "consumer crashes, leaves and coordinator failovers in all", min=0, max=4)
+    max_faults: int = param(
+        1, "consumer crashes, leaves, stalls, request timeouts and coordinator failovers in all", min=0, max=4
+    )
     coordinator_failover: bool = param(True, "the coordinator may move (its partition's leader changes)")
+    slow_coordinator: bool = param(
+        False,
+        "a fault: the client's request.timeout.ms expires while the coordinator still holds its JoinGroup or SyncGroup",
+    )
     poll_stalls: bool = param(
         False, "a fault: the application stops polling for good while the heartbeat thread keeps its session alive"
     )
@@ -222,6 +228,13 @@ PRESETS = {
         "static membership (KIP-345) with every later fix",
         {"NoLiveConsumerFenced": "holds", "StableAssignmentCovers": "holds"},
         static_membership=True,
+    ),
+    "slow-coordinator": Preset.of(
+        "static members whose JoinGroup or SyncGroup outlives request.timeout.ms at the coordinator: the client "
+        "abandons it and rejoins",
+        {"NoLiveConsumerFenced": "holds", "RebalanceCompletes": "holds"},
+        static_membership=True,
+        slow_coordinator=True,
     ),
     "static-kafka-10284": Preset.of(
         "before KAFKA-10284: a static member's new id is not persisted, and a coordinator failover fences it",
@@ -262,7 +275,6 @@ PRESETS = {
 
 ACTION_ARGS = {
     "SendJoinGroup": ("consumer",),
-    "SendSyncGroup": ("consumer",),
     "HandleJoinGroup": ("consumer", "error"),
     "HandleSyncGroup": ("consumer", "error"),
     "ReceiveJoinGroup": ("consumer", "error"),
@@ -298,7 +310,6 @@ class GroupModel(Model):
         WF("Receive*", each=True),
         WF("Heartbeat", each=True),
         WF("ConsumerStart", each=True),
-        WF("RequestTimeout", each=True),
         WF("InitialDelayExpired"),
         WF("RebalanceTimeout"),
         WF("SyncTimeout"),
@@ -306,7 +317,8 @@ class GroupModel(Model):
         WF("PendingMemberTimeout", each=True),
         WF("CoordinatorLoad"),
     )
-    """Everything but the faults (crash, leave, failover) and commits happens if it stays enabled."""
+    """Everything but the faults (crash, leave, stall, a slow coordinator, failover) and commits
+    happens if it stays enabled."""
 
     config: GroupConfig
 
@@ -315,6 +327,36 @@ class GroupModel(Model):
         self.partition_ids = frozenset(range(self.config.partitions))
         self.sticky = self.config.assignor in ("sticky", "cooperative-sticky")
         self.cooperative = self.config.rebalance_protocol == "cooperative"
+
+    def inactive_actions(self) -> tuple[str, ...]:
+        """Actions this config turns off: coverage does not call them vacuous."""
+        off = []
+        if not self.config.slow_coordinator:
+            off.append("RequestTimeout")
+        if not self.config.poll_stalls:
+            off.append("ConsumerStall")
+        if self.config.static_membership:  # static members do not send LeaveGroup, nor get MEMBER_ID_REQUIRED
+            off.append("LeaveGroup")
+        if self.config.static_membership or not self.config.require_known_member_id:
+            off.append("PendingMemberTimeout")
+        if not self.config.delayed_sync:
+            off.append("SyncTimeout")
+        if not self.config.initial_rebalance_delay:
+            off.append("InitialDelayExpired")
+        if not self.config.coordinator_failover:
+            off += ["CoordinatorUnload", "CoordinatorLoad"]
+        if self.config.max_faults == 0:
+            off += [
+                "ConsumerCrash",
+                "ConsumerStall",
+                "LeaveGroup",
+                "RequestTimeout",
+                "CoordinatorUnload",
+                "CoordinatorLoad",
+            ]
+            if not self.config.duplicate_instance:
+                off.append("ConsumerStart")
+        return tuple(dict.fromkeys(off))
 
     def _act(self, name: str, *values: object) -> Action:
         return Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
@@ -381,10 +423,9 @@ class GroupModel(Model):
         if me.response is not None:
             api = me.response.api
             out.append((self._act(f"Receive{api}", c, me.response.error), self._receive(s, c, me)))
-        if me.phase == SYNCING and me.request is None and me.response is None and not _parked(s.group, c, me):
-            out.append((self._act("RequestTimeout", c), _set_consumer(s, c, me._replace(phase=UNJOINED))))
-        if me.phase == JOINING and me.request is None and me.response is None and not _parked(s.group, c, me):
-            out.append((self._act("RequestTimeout", c), _set_consumer(s, c, me._replace(phase=UNJOINED))))
+        if self._request_may_time_out(s, c, me):
+            abandoned = _set_consumer(s, c, me._replace(phase=UNJOINED))._replace(faults=s.faults + 1)
+            out.append((self._act("RequestTimeout", c), abandoned))
         if me.phase == CONSUMING and me.request is None and me.response is None:
             if me.rejoinRequested:
                 out.append((self._act("SendJoinGroup", c), self._send_join(s, c, me)))
@@ -400,6 +441,17 @@ class GroupModel(Model):
                 out.append((self._act("ConsumerStall", c), stalled))
             if me.phase == CONSUMING and me.memberId and not self.config.static_membership:
                 out.append((self._act("LeaveGroup", c), self._leave(s, c, me)))
+
+    def _request_may_time_out(self, s: GroupState, c: int, me: Consumer) -> bool:
+        """``request.timeout.ms`` (for JoinGroup: the rebalance timeout plus 5 s) expires while the
+        coordinator still holds the parked JoinGroup or SyncGroup. The coordinator answers every
+        parked callback (on completion, removal, rebalance and unload) before the client's timer,
+        so only a coordinator slower than that (``slow_coordinator``, a fault) leaves one unanswered.
+        The client abandons the request (a late answer is dropped) and rejoins with its member id."""
+        if not self.config.slow_coordinator or s.faults >= self.config.max_faults:
+            return False
+        waiting = me.phase in (JOINING, SYNCING) and me.request is None and me.response is None
+        return waiting and _parked(s.group, c, me)
 
     def _metadata(self, me: Consumer) -> tuple[tuple[int, ...], int]:
         """What the JoinGroup subscription says this consumer owned (only the sticky assignors read it)."""
@@ -596,7 +648,7 @@ class GroupModel(Model):
                                  awaitingJoin=True)  # fmt: skip
             return self._maybe_prepare_rebalance(self._update_member(s, taken))
         # The old id's parked callbacks complete with FENCED_INSTANCE_ID (KAFKA-8500).
-        s = self._fence_parked(s, old)
+        s = self._fence_parked(s, old, c)
         group = s.group
         new = old._replace(memberId=new_id, consumer=c, incarnation=s.consumers[c].incarnation,
                            metadata=request.metadata, awaitingJoin=True, awaitingSync=False)  # fmt: skip
@@ -620,11 +672,15 @@ class GroupModel(Model):
             return self._respond(s, c, self._join_response(s.group, new_id))
         return self._try_complete_join(s)  # PreparingRebalance: park
 
-    def _fence_parked(self, s: GroupState, old: GroupMember) -> GroupState:
-        if old.awaitingJoin or old.awaitingSync:
-            api = "JoinGroup" if old.awaitingJoin else "SyncGroup"
-            s = self._deliver(s, old, _error_response(api, FENCED_INSTANCE_ID))
-        return s
+    def _fence_parked(self, s: GroupState, old: GroupMember, c: int) -> GroupState:
+        if not (old.awaitingJoin or old.awaitingSync):
+            return s
+        if old.consumer == c and old.incarnation == s.consumers[c].incarnation:
+            # The same process, whose request timed out (``slow_coordinator``): the client closed
+            # that connection (NetworkClient disconnects on a request timeout), the answer is lost.
+            return self._update_member(s, old._replace(awaitingJoin=False, awaitingSync=False))
+        api = "JoinGroup" if old.awaitingJoin else "SyncGroup"
+        return self._deliver(s, old, _error_response(api, FENCED_INSTANCE_ID))
 
     def _join_response(self, group: Group, member_id: str) -> Response:
         members: tuple = ()
