@@ -21,6 +21,9 @@ A conformance run (``kmc conform``) is an entry with ``conform = true``; it expe
     conform = true
     expect = "conforms"
 
+Every path in a suite is relative to the suite's own folder: ``model = "file.py:Class"``, ``spec``,
+``replay`` and the engines' directories; ``model = "module:Class"`` is imported from sys.path.
+
 An expected violation that is no longer found fails just like an unexpected one. A counterexample
 too deep to search for in CI (found once by a long search, as its docs say) is kept as an entry with
 ``search = false``: the stored trace is replayed on the entry's model and config and must still
