@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kmc.checker import Action
-from kmc.checker.itf import to_itf, trace_to_itf
+from kmc.checker.itf import read_trace, relative_reference, resolve_reference, to_itf, trace_to_itf, write_trace
 from kmc.checker.result import Trace
 
 
@@ -52,3 +52,18 @@ def test_check_writes_junit(kmc, toy: str, tmp_path: Path) -> None:
     assert set(cases) == {"Consistent"}
     failure = cases["Consistent"].find("failure")
     assert failure is not None and "buggy-Consistent.itf.json" in failure.get("message", "")
+
+
+def test_a_model_file_is_stored_relative_to_the_trace_and_read_back_absolute(tmp_path: Path) -> None:
+    model = tmp_path / "project" / "models" / "m.py"
+    trace = tmp_path / "project" / "traces" / "t.itf.json"
+    doc = trace_to_itf(Trace(states=[1], actions=[None]), model="m", config={}, preset=None, property="P",
+                       engine="bfs", extra_meta={"model_ref": f"{model}:M"})  # fmt: skip
+    write_trace(trace, doc)
+    assert json.loads(trace.read_text())["#meta"]["model_ref"] == "../models/m.py:M"
+    assert doc["#meta"]["model_ref"] == f"{model}:M"  # the caller's document is left as it was
+    assert read_trace(trace)["#meta"]["model_ref"] == f"{model.resolve()}:M"
+    assert relative_reference("replication", tmp_path) == "replication"
+    assert relative_reference("pkg.mod:M", tmp_path) == "pkg.mod:M"
+    assert resolve_reference("pkg.mod:M", tmp_path) == "pkg.mod:M"
+    assert resolve_reference("/abs/m.py:M", tmp_path) == "/abs/m.py:M"
