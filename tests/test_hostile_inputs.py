@@ -548,6 +548,9 @@ TRACE_FAULTS: dict[str, Any] = {
     "config-bad-value": _set_meta("config", {"participants": "many"}),
     "config-out-of-range": _set_meta("config", {"participants": 99}),
     "model-ref-missing-file": _set_meta("model_ref", "/nonexistent/m.py:M"),
+    "model-ref-relative-missing-file": _set_meta("model_ref", "../moved/m.py:M"),
+    "model-ref-not-a-string": _set_meta("model_ref", 5),
+    "model-ref-no-class": _set_meta("model_ref", "m.py:"),
     "state0-changed": _mangle_state(0, "coordinator", "committed"),
     "state-var-missing": lambda doc: {**doc, "states": [{"#meta": {}}, *doc["states"][1:]]},
     "later-state-changed": _mangle_state(2, "coordinator", "aborted"),
@@ -579,6 +582,20 @@ def _trace_cases() -> list[Case]:
         case("render-output-is-dir", "render", "{trace}", "-o", "{tmp}/d.svg", files={"d.svg/x": ""}),
         case("render-output-under-file", "render", "{trace}", "-o", "{tmp}/f/o.svg", files={"f": "x"}),
         case("render-no-output", "render", "{trace}"),
+        case(
+            "replay-model-ref-relative",
+            "replay",
+            "{tmp}/t.itf.json",
+            files={"t.itf.json": _set_meta("model_ref", "../moved/m.py:M")},
+            says="model file not found: ",
+        ),
+        case(
+            "replay-model-ref-not-a-string",
+            "replay",
+            "{tmp}/t.itf.json",
+            files={"t.itf.json": _set_meta("model_ref", 5)},
+            says="'#meta'.model_ref must be a string",
+        ),
     ]
     return out
 
