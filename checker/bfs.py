@@ -10,15 +10,16 @@ from __future__ import annotations
 import gc
 import resource
 import time
+from array import array
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .errors import NondeterministicModelError, UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Action, Model, State
-from .observe import SearchObserver
+from .observe import GraphRecorder, SearchObserver
 from .path import key_chain, trace_from_keys
 from .progress import NoProgress, Progress
 from .properties import SYMMETRY_WARNING, PropertySet, holds
@@ -98,6 +99,111 @@ def expand(model: Model, state: State) -> list[tuple[Action, State]]:
         ) from exc
 
 
+class ExploredGraph:
+    """The state graph a search explored, as integer arrays: what the liveness check runs on.
+
+    States are numbered in discovery (BFS) order and ``index`` maps a state to its number (it is
+    the BFS's own visited set, so nothing is stored twice). The successors of state ``i`` are
+    ``targets[offsets[i]:offsets[i + 1]]``, taken by ``actions[action_ids[e]]`` (compressed sparse
+    rows: 4 bytes an edge and 1 for its action while a model has at most 256 distinct actions).
+    ``cut`` marks the states no search expanded (a bound cut them off); their rows are empty."""
+
+    def __init__(self, index: dict[State, int], extra: dict[State, int], offsets: array, targets: array,
+                 action_ids: array, actions: list[Action], cut: bytearray) -> None:  # fmt: skip
+        self.index = index
+        self.extra = extra
+        """States reached but beyond ``--max-states``: numbered after ``index``, never expanded."""
+        self.offsets = offsets
+        self.targets = targets
+        self.action_ids = action_ids
+        self.actions = actions
+        self.cut = cut
+
+    @property
+    def n(self) -> int:
+        return len(self.index) + len(self.extra)
+
+    @property
+    def complete(self) -> bool:
+        return 1 not in self.cut
+
+    def states(self) -> Iterator[State]:
+        """Every state, in number order."""
+        yield from self.index
+        yield from self.extra
+
+    def number(self, state: State) -> int | None:
+        found = self.index.get(state)
+        return found if found is not None else self.extra.get(state)
+
+    def states_at(self, numbers: Iterable[int]) -> dict[int, State]:
+        """The states with these numbers (one pass over the visited set: for a trace, not in a loop)."""
+        wanted = set(numbers)
+        found: dict[int, State] = {}
+        for i, state in enumerate(self.states()):
+            if i in wanted:
+                found[i] = state
+                if len(found) == len(wanted):
+                    break
+        return found
+
+    @classmethod
+    def from_adjacency(cls, graph: dict[State, list[tuple[Action, State]]], unexpanded: set[State]) -> ExploredGraph:
+        """The arrays of a graph held as adjacency lists (its order is the numbering)."""
+        index = {state: i for i, state in enumerate(graph)}
+        rows = GraphRows()
+        for edges in graph.values():
+            for action, target in edges:
+                rows.targets.append(index[target])
+                rows.append_action(action)
+            rows.end_row()
+        return rows.finish(index, {}, [index[s] for s in unexpanded], len(graph))
+
+
+class GraphRows:
+    """An ExploredGraph being built, one row (a state's successors) at a time, in number order."""
+
+    def __init__(self) -> None:
+        self.offsets = array("i", [0])
+        self.targets = array("i")
+        self.action_ids = array("B")
+        self.action_index: dict[Action, int] = {}
+        self.actions: list[Action] = []
+
+    def intern(self, action: Action) -> int:
+        """The number of an action not seen before; widens ``action_ids`` when it outgrows it."""
+        aid = self.action_index[action] = len(self.actions)
+        self.actions.append(action)
+        if aid == 256 or aid == 65536:
+            self.action_ids = array("H" if aid == 256 else "i", self.action_ids)
+        return aid
+
+    def append_action(self, action: Action) -> None:
+        aid = self.action_index.get(action)
+        self.action_ids.append(self.intern(action) if aid is None else aid)
+
+    def end_row(self) -> None:
+        try:
+            self.offsets.append(len(self.targets))
+        except OverflowError:  # past 2**31 edges
+            self.offsets = array("q", self.offsets)
+            self.offsets.append(len(self.targets))
+
+    def finish(self, index: dict[State, int], extra: dict[State, int], unexpanded: Iterable[int],
+               size: int) -> ExploredGraph:  # fmt: skip
+        """The graph of ``size`` states: rows past the last one ended are empty, and cut with ``unexpanded``."""
+        rows = len(self.offsets) - 1
+        last = self.offsets[-1]
+        del self.targets[last:]  # a row a stop left half done (Ctrl-C): that state counts as unexpanded
+        del self.action_ids[last:]
+        self.offsets.extend(array(self.offsets.typecode, [last]) * (size - rows))
+        cut = bytearray(size)
+        cut[rows:] = b"\x01" * (size - rows)
+        for i in unexpanded:
+            cut[i] = 1
+        return ExploredGraph(index, extra, self.offsets, self.targets, self.action_ids, self.actions, cut)
+
+
 def bfs(
     model: Model,
     props: PropertySet,
@@ -133,7 +239,17 @@ def _bfs(
     invariants = [(p.name, p.bind(model)) for p in props.invariants]
     steps = [(p.name, p.bind(model)) for p in props.steps]
 
-    parents: dict[Hashable, Hashable | None] = {}
+    parents: dict[Hashable, Any] = {}
+    # With a liveness check to follow, the search keeps the graph itself, as arrays (ExploredGraph):
+    # ``parents`` then maps a state to its number and parent_of holds the parent's number.
+    recorder = next((o for o in observers if isinstance(o, GraphRecorder)), None)
+    if keyfn is not None or options.max_depth is not None:
+        recorder = None  # its own hooks record the graph (and the liveness check explores its own)
+    rows = GraphRows() if recorder is not None else None
+    parent_of = array("i")
+    unexpanded = array("i")
+    beyond: dict[State, int] = {}
+    observers = [o for o in observers if o is not recorder]
     seen_hooks = [o.state for o in observers]
     expand_hooks = [o.expanded for o in observers]
     violations: dict[str, Violation] = {}
@@ -143,7 +259,19 @@ def _bfs(
     expanded = 0
 
     def trace_to(k: Hashable) -> Trace:
-        return trace_from_keys(model, key_chain(parents, k), key)
+        if rows is None:
+            return trace_from_keys(model, key_chain(parents, k), key)
+        chain = [k]
+        while (up := parent_of[chain[-1]]) != -1:
+            chain.append(up)
+        wanted = set(chain)
+        found: dict[int, State] = {}
+        for i, s in enumerate(parents):  # once per violation: no list of the states is kept
+            if i in wanted:
+                found[i] = s
+                if len(found) == len(wanted):
+                    break
+        return trace_from_keys(model, [found[i] for i in reversed(chain)], key)
 
     def step_trace(ks: Hashable, s: State, a: Action, t: State, pred: Callable[..., Any]) -> Trace:
         trace = trace_to(ks)
@@ -186,7 +314,12 @@ def _bfs(
         if len(parents) == cap:
             bounded_by, stop = f"max states {max_states}", True
             break
-        parents[k] = None
+        if rows is not None:
+            parents[k] = len(parents)
+            k = parents[k]
+            parent_of.append(-1)
+        else:
+            parents[k] = None
         frontier.append((s, k))
         for hook in seen_hooks:
             hook(s)
@@ -210,6 +343,9 @@ def _bfs(
             for s, ks in frontier:
                 if within is not None and not within(s):
                     bounded_by = bounded_by or MODEL_BOUND
+                    if rows is not None:
+                        rows.end_row()
+                        unexpanded.append(ks)
                     continue
                 succs = expand(model, s)
                 for hook in expand_hooks:
@@ -235,6 +371,52 @@ def _bfs(
                 if at_depth_bound:
                     if bounded_by is None and any(key(t) not in parents for _, t in succs):
                         bounded_by = f"max depth {max_depth}"
+                    continue
+                if rows is not None:  # the same loop, numbering states and keeping the edges as arrays
+                    targets_append = rows.targets.append
+                    action_index = rows.action_index
+                    action_ids = rows.action_ids
+                    for a, t in succs:
+                        size = len(parents)
+                        tid = setdefault(t, size)
+                        targets_append(tid)
+                        aid = action_index.get(a)
+                        if aid is None:
+                            aid = rows.intern(a)
+                            action_ids = rows.action_ids
+                        action_ids.append(aid)
+                        if tid != size:
+                            continue
+                        if size == cap:  # as below; the row still gets every edge (see _close_row)
+                            del parents[t]
+                            rows.targets.pop()
+                            action_ids.pop()
+                            _close_row(succs, rows, parents, beyond)
+                            bounded_by, stop = f"max states {max_states}", True
+                            break
+                        parent_of.append(ks)
+                        append((t, tid))
+                        for hook in seen_hooks:
+                            hook(t)
+                        if fast_invariants:
+                            try:
+                                failed = not all(pred(t) is True for pred in fast_invariants)
+                            except Exception:
+                                failed = True
+                            if not failed:
+                                continue
+                        if invariants:
+                            check_invariants(t, tid)
+                            if stop:
+                                break
+                    else:
+                        rows.end_row()
+                    if stop:
+                        break
+                    if expanded & 1023 == 0:
+                        progress.update(
+                            distinct=len(parents), generated=generated, depth=depth, queue=len(next_frontier)
+                        )
                     continue
                 for _a, t in succs:
                     k = t if keyfn is None else keyfn(t)
@@ -275,6 +457,10 @@ def _bfs(
 
     elapsed = time.perf_counter() - start
     distinct = len(parents)
+    if recorder is not None and rows is not None:
+        graph = rows.finish(parents, beyond, unexpanded, distinct + len(beyond))
+        # The liveness check reads the arrays instead of the recorder's own tables (left empty).
+        recorder.explored = lambda: graph  # type: ignore[method-assign]
     stats = Stats(
         distinct_states=distinct,
         generated_states=generated,
@@ -292,6 +478,19 @@ def _bfs(
     )  # fmt: skip
     result.interrupted = interrupted
     return result
+
+
+def _close_row(succs: list[tuple[Action, State]], rows: GraphRows, parents: dict[Any, Any],
+               beyond: dict[State, int]) -> None:  # fmt: skip
+    """End the row of the state whose successors went past --max-states: it keeps every edge, and
+    the states beyond are numbered after the others and never expanded."""
+    for action, target in succs[len(rows.targets) - rows.offsets[-1] :]:
+        tid = parents.get(target)
+        if tid is None:
+            tid = beyond.setdefault(target, len(parents) + len(beyond))
+        rows.targets.append(tid)
+        rows.append_action(action)
+    rows.end_row()
 
 
 class BfsEngine:
@@ -376,3 +575,35 @@ def explore(model: Model, max_states: int | None = None) -> tuple[dict[Any, list
 def explore_graph(model: Model, max_states: int | None = None) -> dict[Any, list[tuple[Action, Any]]]:
     """The reachable state graph as adjacency lists."""
     return explore(model, max_states)[0]
+
+
+def explore_rows(model: Model, max_states: int | None = None) -> ExploredGraph:
+    """What :func:`explore` finds, kept as arrays: the liveness check's own search when the BFS
+    kept no graph (symmetry, fingerprints or --max-depth there)."""
+    index: dict[State, int] = {}
+    for s in model.init_states():
+        index.setdefault(s, len(index))
+    rows = GraphRows()
+    unexpanded = array("i")
+    within = bounds_check(model)
+    frontier = list(index)
+    number = 0
+    while frontier:
+        following = []
+        for s in frontier:
+            if max_states is not None and len(index) >= max_states:
+                return rows.finish(index, {}, unexpanded, len(index))
+            if within is not None and not within(s):
+                unexpanded.append(number)  # beyond the model's bounds: left unexpanded
+            else:
+                for action, t in expand(model, s):
+                    size = len(index)
+                    tid = index.setdefault(t, size)
+                    rows.targets.append(tid)
+                    rows.append_action(action)
+                    if tid == size:
+                        following.append(t)
+            rows.end_row()
+            number += 1
+        frontier = following
+    return rows.finish(index, {}, unexpanded, len(index))

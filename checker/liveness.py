@@ -9,29 +9,30 @@ taking it. As in TLA+, a behaviour may also stop (stutter forever) in any state 
 under fairness is enabled: with no fairness declared, that is every state.
 
 The search (after Emerson and Lei): restrict the graph to states where the goal does not hold,
-split it into strongly connected components (networkx), and refine each component until it is
-fair. A component is strongly fair for A if it takes an A step inside, or, after removing the
-states where A is enabled, a smaller component is; it is weakly fair for A if it takes an A step
-inside or has a state where A is disabled. A fair component reachable from the start gives the
-lasso: the shortest path to it, then a cycle through it that takes the steps fairness needs.
+split it into strongly connected components, and refine each component until it is fair. A
+component is strongly fair for A if it takes an A step inside, or, after removing the states
+where A is enabled, a smaller component is; it is weakly fair for A if it takes an A step inside
+or has a state where A is disabled. A fair component reachable from the start gives the lasso:
+the shortest path to it, then a cycle through it that takes the steps fairness needs.
+
+Everything runs on the graph as the search kept it (:class:`~.bfs.ExploredGraph`: state numbers,
+successor rows and action numbers in flat arrays) with byte masks for sets of states, so a graph
+of millions of states costs a few bytes a state here, and no recursion deepens with the graph.
 """
 
 from __future__ import annotations
 
 import fnmatch
+from array import array
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import networkx as nx
-
-from .bfs import explore
+from .bfs import ExploredGraph, explore_rows
 from .model import Action, Model, State
 from .properties import PropertySet, holds
 from .result import Trace, Violation
-
-Graph = dict[Hashable, list[tuple[Action, Hashable]]]
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,7 @@ class Fairness:
     args: tuple[tuple[str, Any], ...] = ()
     each: bool = False
     _matched: dict[Action, bool] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
-    """Memo of :meth:`matches`: a graph has few distinct actions, and the search asks about each
-    one millions of times."""
+    """Memo of :meth:`matches`: a graph has few distinct actions, and checks ask about each often."""
 
     def matches(self, action: Action) -> bool:
         known = self._matched.get(action)
@@ -75,10 +75,18 @@ def SF(pattern: str, *, each: bool = False, **args: Any) -> Fairness:
     return Fairness("strong", pattern, tuple(args.items()), each)
 
 
-def expand_fairness(graph: Graph, fairness: Sequence[Fairness]) -> list[Fairness]:
-    """Split each ``each`` constraint into one per distinct action of its family in the graph."""
+def expand_fairness(graph: ExploredGraph, fairness: Sequence[Fairness]) -> list[Fairness]:
+    """Split each ``each`` constraint into one per distinct action of its family that the graph
+    takes between expanded states (an action only ever leading past a bound is no cycle's step)."""
     result: list[Fairness] = []
-    distinct = {a for edges in graph.values() for a, _ in edges} if any(f.each for f in fairness) else set()
+    distinct: set[Action] = set()
+    if any(f.each for f in fairness):
+        np = _numpy()
+        targets = np.frombuffer(graph.targets, dtype=np.int32)
+        cut = np.frombuffer(graph.cut, dtype=np.uint8)
+        ids = _ids(graph)
+        inside = ids[cut[targets] == 0] if len(targets) else ids
+        distinct = {graph.actions[i] for i in np.unique(inside).tolist()}
     for fair in fairness:
         if not fair.each:
             result.append(fair)
@@ -86,6 +94,19 @@ def expand_fairness(graph: Graph, fairness: Sequence[Fairness]) -> list[Fairness
         actions = sorted((a for a in distinct if fair.matches(a)), key=repr)
         result.extend(Fairness(fair.kind, a.name, a[1]) for a in actions)
     return result
+
+
+def _numpy() -> Any:
+    import numpy  # only a liveness check needs it, not every kmc start-up
+
+    return numpy
+
+
+def _ids(graph: ExploredGraph) -> Any:
+    """The edges' action numbers as a numpy view (no copy)."""
+    np = _numpy()
+    dtype = {"B": np.uint8, "H": np.uint16, "i": np.int32}[graph.action_ids.typecode]
+    return np.frombuffer(graph.action_ids, dtype=dtype)
 
 
 @dataclass
@@ -98,219 +119,362 @@ class Lasso:
         return Trace(states=self.states, actions=self.actions, loop=self.loop)
 
 
-class StateGraph:
-    """The explored graph with the helpers the liveness search needs."""
-
-    def __init__(
-        self,
-        model: Model,
-        graph: Graph,
-        complete: bool = True,
-        labels: dict[Hashable, list[Action]] | None = None,
-        inits: list[Hashable] | None = None,
-    ) -> None:
-        self.model = model
-        self.edges = graph
-        self.complete = complete
-        self.labels = labels if labels is not None else {s: [a for a, _ in edges] for s, edges in graph.items()}
-        """Every action enabled in a state, including those whose target a bound cut off."""
-        self.inits = inits if inits is not None else [s for s in model.init_states() if s in graph]
-        self.order = {s: i for i, s in enumerate(graph)}  # BFS order: deterministic, shortest first
-
-        self._fair_actions: dict[int, tuple[Sequence[Fairness], frozenset[Action]]] = {}
-
-    def enabled(self, state: Hashable, fairness: Fairness) -> bool:
-        return any(fairness.matches(a) for a in self.labels[state])
-
-    def fair_actions(self, fairness: Sequence[Fairness]) -> frozenset[Action]:
-        """The actions of the graph that some constraint of ``fairness`` covers (one list per check)."""
-        known = self._fair_actions.get(id(fairness))
-        if known is None or known[0] is not fairness:
-            distinct = {a for actions in self.labels.values() for a in actions}
-            known = (fairness, frozenset(a for a in distinct if any(f.matches(a) for f in fairness)))
-            self._fair_actions[id(fairness)] = known
-        return known[1]
-
-    def subgraph(self, nodes: set[Hashable]) -> nx.DiGraph:
-        g = nx.DiGraph()
-        g.add_nodes_from(nodes)
-        edges = self.edges
-        g.add_edges_from((s, t) for s in nodes for _a, t in edges[s] if t in nodes)
-        return g
+Steps = list[tuple[int, int]]
+"""Steps of a path as (action number or -1 for the first state, state number)."""
 
 
-def can_stutter(sg: StateGraph, state: Hashable, fairness: Sequence[Fairness]) -> bool:
-    """Whether a behaviour may stay in ``state`` forever: no action under fairness is enabled."""
-    fair = sg.fair_actions(fairness)
-    return not any(a in fair for a in sg.labels[state])
+class LivenessSearch:
+    """The fair-cycle search for one list of fairness constraints on one explored graph.
 
+    Sets of states are byte masks over the state numbers; the strongly connected components are
+    found by Pearce's iterative algorithm (one array of ``rindex``, no recursion), so the memory
+    is a few bytes a state and a path of millions of states is no deeper than one of two."""
 
-def _fair_component(sg: StateGraph, nodes: set[Hashable], fairness: Sequence[Fairness]) -> set[Hashable] | None:
-    """A set of states containing a fair cycle, or a single state that may stutter forever; None if none."""
-    stutters = [s for s in nodes if can_stutter(sg, s, fairness)]
-    if stutters:
-        return {min(stutters, key=sg.order.__getitem__)}  # the first in BFS order: the same lasso every run
-    graph = sg.subgraph(nodes)
-    for component in sorted(nx.strongly_connected_components(graph), key=lambda c: min(sg.order[s] for s in c)):
-        comp = set(component)
-        if len(comp) == 1:
-            (only,) = comp
-            if not graph.has_edge(only, only):
+    def __init__(self, graph: ExploredGraph, inits: list[int], fairness: Sequence[Fairness]) -> None:
+        self.graph = graph
+        self.inits = inits
+        self.fairness = list(fairness)
+        self.offsets = graph.offsets
+        self.targets = graph.targets
+        self.action_ids = graph.action_ids
+        self.cut = graph.cut
+        self.n = graph.n
+        actions = graph.actions
+        self.matching = [frozenset(i for i, a in enumerate(actions) if f.matches(a)) for f in self.fairness]
+        """Per constraint, the numbers of the actions it covers."""
+        fair = bytearray(len(actions))
+        for ids in self.matching:
+            for i in ids:
+                fair[i] = 1
+        self.stutters = self._rows_without(fair)
+        """Per state, 1 if no action under fairness is enabled there: a behaviour may stop in it."""
+        self.rindex = array("i", [0]) * self.n
+        """Scratch space of the component search, reset for the states of each call."""
+
+    def _rows_without(self, per_action: bytearray) -> bytearray:
+        """Per state, 1 if none of its edges has an action marked in ``per_action``."""
+        np = _numpy()
+        n = self.n
+        offsets = np.frombuffer(self.offsets, dtype=np.int64 if self.offsets.typecode == "q" else np.int32)
+        if not len(self.targets):
+            return bytearray(b"\x01" * n)
+        marked = np.frombuffer(per_action, dtype=np.uint8)[_ids(self.graph)]
+        marked = np.append(marked, np.uint8(0))  # reduceat needs every row start inside the array
+        starts = offsets[:-1]
+        any_marked = np.maximum.reduceat(marked, starts)
+        any_marked[offsets[1:] == starts] = 0  # an empty row: reduceat gave the next row's first edge
+        return bytearray((any_marked == 0).astype(np.uint8).tobytes())
+
+    # -- sets of states ----------------------------------------------------------------------------
+    def region(self, starts: Iterable[int], avoid: bytearray) -> tuple[array, bytearray]:
+        """The states reachable from ``starts`` through expanded states where ``avoid`` is 0: their
+        numbers (in the order found) and their mask."""
+        offsets, targets, cut = self.offsets, self.targets, self.cut
+        inside = bytearray(self.n)
+        nodes = array("i")
+        for s in starts:
+            if not avoid[s] and not inside[s]:
+                inside[s] = 1
+                nodes.append(s)
+        i = 0
+        while i < len(nodes):
+            s = nodes[i]
+            i += 1
+            for t in targets[offsets[s] : offsets[s + 1]]:
+                if not inside[t] and not avoid[t] and not cut[t]:
+                    inside[t] = 1
+                    nodes.append(t)
+        return nodes, inside
+
+    def components(self, nodes: Sequence[int], inside: bytearray) -> list[tuple[int, int, array]]:
+        """The strongly connected components of the graph restricted to ``inside`` that hold a cycle
+        (more than one state, or one with a step to itself), as (smallest number, component id,
+        states), sorted by smallest number. The id is the states' ``rindex`` until the next call.
+
+        Pearce's algorithm (PEA_FIND_SCC2), iterative: a state's ``rindex`` is its visiting index
+        while it is open and its component id once done; ids count down from above every index."""
+        offsets, targets, rindex = self.offsets, self.targets, self.rindex
+        for v in nodes:
+            rindex[v] = 0
+        index = 1
+        component = len(nodes) + 1
+        found: list[tuple[int, int, array]] = []
+        dfs = array("i")  # the open states, each with its next edge and whether it is still a root
+        edge = array("q")
+        root = bytearray()
+        done = array("i")  # Pearce's stack S: finished states whose component is still open
+        for start in nodes:
+            if rindex[start]:
                 continue
-        found = _refine(sg, comp, fairness)
-        if found is not None:
-            return found
-    return None
+            rindex[start] = index
+            index += 1
+            dfs.append(start)
+            edge.append(offsets[start])
+            root.append(1)
+            while dfs:
+                v = dfs[-1]
+                e = edge[-1]
+                end = offsets[v + 1]
+                low = rindex[v]
+                is_root = root[-1]
+                descended = False
+                while e < end:
+                    w = targets[e]
+                    e += 1
+                    if not inside[w]:
+                        continue
+                    rw = rindex[w]
+                    if rw == 0:  # a new state: open it, come back to v's next edge later
+                        edge[-1] = e
+                        rindex[v] = low
+                        root[-1] = is_root
+                        rindex[w] = index
+                        index += 1
+                        dfs.append(w)
+                        edge.append(offsets[w])
+                        root.append(1)
+                        descended = True
+                        break
+                    if rw < low:
+                        low = rw
+                        is_root = 0
+                if descended:
+                    continue
+                dfs.pop()
+                edge.pop()
+                root.pop()
+                if is_root:
+                    index -= 1
+                    if done and low <= rindex[done[-1]]:
+                        states = array("i", [v])
+                        smallest = v
+                        while done and low <= rindex[done[-1]]:
+                            w = done.pop()
+                            rindex[w] = component
+                            index -= 1
+                            states.append(w)
+                            if w < smallest:
+                                smallest = w
+                        found.append((smallest, component, states))
+                    elif v in targets[offsets[v] : offsets[v + 1]]:
+                        found.append((v, component, array("i", [v])))
+                    rindex[v] = component
+                    component -= 1
+                    low = rindex[v]
+                else:
+                    rindex[v] = low
+                    done.append(v)
+                if dfs and low < rindex[dfs[-1]]:
+                    rindex[dfs[-1]] = low
+                    root[-1] = 0
+        found.sort(key=lambda c: c[0])
+        return found
 
+    def enabled(self, state: int, covered: frozenset[int]) -> bool:
+        """Whether an action of ``covered`` is enabled in ``state`` (an edge past a bound counts)."""
+        return not covered.isdisjoint(self.action_ids[self.offsets[state] : self.offsets[state + 1]])
 
-def _taken_inside(sg: StateGraph, comp: set[Hashable], fairness: Fairness) -> bool:
-    return any(fairness.matches(a) and t in comp for s in comp for a, t in sg.edges[s])
+    # -- the fair-cycle search ---------------------------------------------------------------------
+    def fair_component(self, nodes: Sequence[int], inside: bytearray) -> array | None:
+        """States holding a fair cycle (sorted), or a single state that may stutter forever; None if none."""
+        stutters = self.stutters
+        first = min((v for v in nodes if stutters[v]), default=None)
+        if first is not None:
+            return array("i", [first])  # the first in BFS order: the same lasso every run
+        for _smallest, component, states in self.components(nodes, inside):
+            found = self._refine(states, component, inside)
+            if found is not None:
+                return found
+        return None
 
-
-def _refine(sg: StateGraph, comp: set[Hashable], fairness: Sequence[Fairness]) -> set[Hashable] | None:
-    for fair in fairness:
-        if fair.kind != "strong" or _taken_inside(sg, comp, fair):
-            continue
-        enabled_here = {s for s in comp if sg.enabled(s, fair)}
-        if enabled_here:  # visit those states infinitely often and A must be taken: avoid them
-            return _fair_component(sg, comp - enabled_here, fairness)
-    for fair in fairness:
-        if fair.kind == "weak" and not _taken_inside(sg, comp, fair) and all(sg.enabled(s, fair) for s in comp):
+    def _refine(self, states: array, component: int, inside: bytearray) -> array | None:
+        offsets, targets, action_ids, rindex = self.offsets, self.targets, self.action_ids, self.rindex
+        taken: set[int] = set()  # the actions of the steps inside the component
+        for v in states:
+            lo, hi = offsets[v], offsets[v + 1]
+            for t, a in zip(targets[lo:hi], action_ids[lo:hi], strict=True):
+                if rindex[t] == component and inside[t]:
+                    taken.add(a)
+        for fair, covered in zip(self.fairness, self.matching, strict=True):
+            if fair.kind != "strong" or not covered.isdisjoint(taken):
+                continue
+            rest = array("i", (v for v in states if not self.enabled(v, covered)))
+            if len(rest) < len(states):  # visit the others infinitely often and A must be taken: avoid them
+                smaller = bytearray(self.n)
+                for v in rest:
+                    smaller[v] = 1
+                return self.fair_component(rest, smaller)
+        # Weak fairness of A fails if A is never taken inside yet enabled in every state: keep the
+        # constraints not taken, and drop each at the first state where it is disabled.
+        single: set[int] = set()
+        several: list[frozenset[int]] = []
+        for fair, covered in zip(self.fairness, self.matching, strict=True):
+            if fair.kind == "weak" and covered and covered.isdisjoint(taken):
+                if len(covered) == 1:
+                    single |= covered
+                else:
+                    several.append(covered)
+        for v in states:
+            if not single and not several:
+                break
+            labels = set(action_ids[offsets[v] : offsets[v + 1]])
+            single &= labels
+            several = [c for c in several if not c.isdisjoint(labels)]
+        if single or several:
             return None
-    return comp
+        return array("i", sorted(states))
 
+    # -- the lasso ---------------------------------------------------------------------------------
+    def find_lasso(self, start_states: Sequence[int], avoid: bytearray) -> tuple[Steps, Steps] | None:
+        """A fair behaviour from one of ``start_states`` that stays in states where ``avoid`` is 0
+        forever, as a prefix from an initial state and a loop back to the prefix's last state; None
+        if there is none."""
+        nodes, region = self.region(start_states, avoid)
+        if not nodes:
+            return None
+        comp = self.fair_component(nodes, region)
+        if comp is None:
+            return None
+        in_comp = bytearray(self.n)
+        for v in comp:
+            in_comp[v] = 1
+        # prefix: initial state -> a start state (through anything) -> the component (avoiding the goal)
+        reach = self._reaching(nodes, region, comp)
+        wanted = bytearray(self.n)
+        for s in start_states:
+            if region[s] and reach[s]:
+                wanted[s] = 1
+        to_start = self._shortest_path(self.inits, wanted, None)
+        assert to_start is not None
+        to_comp = self._shortest_path([to_start[-1][1]], in_comp, region)
+        assert to_comp is not None
+        return to_start + to_comp[1:], self._cycle(to_comp[-1][1], comp, in_comp)
 
-def _shortest_path(sg: StateGraph, sources: Iterable[Hashable], targets: set[Hashable],
-                   allowed: Callable[[Hashable], bool]) -> list[tuple[Action | None, Hashable]] | None:  # fmt: skip
-    """BFS from any source to any target through allowed states: [(None, s0), (a1, s1), ...]."""
-    parent: dict[Hashable, tuple[Hashable | None, Action | None]] = {}
-    queue: deque[Hashable] = deque()
-    for s in sources:
-        if s not in parent and allowed(s):
-            parent[s] = (None, None)
-            queue.append(s)
-    while queue:
-        s = queue.popleft()
-        if s in targets:
-            path: list[tuple[Action | None, Hashable]] = []
-            cur: Hashable | None = s
-            while cur is not None:
-                up, action = parent[cur]
-                path.append((action, cur))
-                cur = up
-            return path[::-1]
-        for a, t in sg.edges[s]:
-            if t not in parent and allowed(t):
-                parent[t] = (s, a)
-                queue.append(t)
-    return None
+    def _reaching(self, nodes: array, region: bytearray, comp: array) -> bytearray:
+        """The states of ``region`` from which ``comp`` can be reached inside ``region``."""
+        np = _numpy()
+        offsets = np.frombuffer(self.offsets, dtype=np.int64 if self.offsets.typecode == "q" else np.int32)
+        targets = np.frombuffer(self.targets, dtype=np.int32)
+        inside = np.frombuffer(region, dtype=np.uint8).astype(bool)
+        sources = np.repeat(np.arange(self.n, dtype=np.int32), np.diff(offsets))
+        keep = inside[sources] & inside[targets]
+        sources, ends = sources[keep], targets[keep]
+        order = np.argsort(ends, kind="stable")
+        back = sources[order]  # predecessors, grouped by the state they lead to
+        back_offsets = np.concatenate(([0], np.cumsum(np.bincount(ends, minlength=self.n))))
+        seen = bytearray(self.n)
+        queue = deque(comp)
+        for v in comp:
+            seen[v] = 1
+        while queue:
+            t = queue.popleft()
+            for s in back[back_offsets[t] : back_offsets[t + 1]].tolist():
+                if not seen[s]:
+                    seen[s] = 1
+                    queue.append(s)
+        return seen
 
-
-def _reaching(sg: StateGraph, region: set[Hashable], comp: set[Hashable]) -> set[Hashable]:
-    """The states of ``region`` from which ``comp`` can be reached inside ``region``."""
-    reverse: dict[Hashable, list[Hashable]] = {}
-    for s in region:
-        for _a, t in sg.edges[s]:
-            if t in region:
-                reverse.setdefault(t, []).append(s)
-    seen = set(comp)
-    queue = deque(comp)
-    while queue:
-        t = queue.popleft()
-        for s in reverse.get(t, ()):
-            if s not in seen:
-                seen.add(s)
+    def _shortest_path(self, sources: Iterable[int], targets: bytearray,
+                       allowed: bytearray | None) -> Steps | None:  # fmt: skip
+        """BFS from any source to any target through allowed states (all, for None): the first edge
+        in row order wins, so the path is the same every run."""
+        offsets, succ, action_ids, cut = self.offsets, self.targets, self.action_ids, self.cut
+        parent: dict[int, tuple[int, int]] = {}
+        queue: deque[int] = deque()
+        for s in sources:
+            if s not in parent and (allowed is None or allowed[s]):
+                parent[s] = (-1, -1)
                 queue.append(s)
-    return seen
+        while queue:
+            s = queue.popleft()
+            if targets[s]:
+                path: Steps = []
+                cur = s
+                while cur != -1:
+                    up, action = parent[cur]
+                    path.append((action, cur))
+                    cur = up
+                return path[::-1]
+            for e in range(offsets[s], offsets[s + 1]):
+                t = succ[e]
+                if not cut[t] and t not in parent and (allowed is None or allowed[t]):
+                    parent[t] = (s, action_ids[e])
+                    queue.append(t)
+        return None
 
+    def _cycle(self, start: int, comp: array, in_comp: bytearray) -> Steps:
+        """Steps from ``start`` back to ``start`` inside ``comp`` that take what fairness requires."""
+        if len(comp) == 1 and self.stutters[start]:
+            return []  # the loop is the state stuttering
+        offsets, succ, action_ids = self.offsets, self.targets, self.action_ids
+        steps: Steps = []
+        here = start
+        visited = [start]
+        taken: set[int] = set()
 
-def _cycle(sg: StateGraph, start: Hashable, comp: set[Hashable],
-           fairness: Sequence[Fairness]) -> list[tuple[Action, Hashable]]:  # fmt: skip
-    """Steps from ``start`` back to ``start`` inside ``comp`` that take what fairness requires."""
-    if len(comp) == 1 and can_stutter(sg, start, fairness):
-        return []  # the loop is the state stuttering
-    inside = comp.__contains__
-    steps: list[tuple[Action, Hashable]] = []
-    here = start
-    visited = [start]
-    taken: list[Action] = []
+        def satisfied(fair: Fairness, covered: frozenset[int]) -> bool:
+            if not covered.isdisjoint(taken):
+                return True
+            return fair.kind == "weak" and any(not self.enabled(s, covered) for s in visited)
 
-    def satisfied(fair: Fairness) -> bool:
-        if any(fair.matches(a) for a in taken):
-            return True
-        return fair.kind == "weak" and any(not sg.enabled(s, fair) for s in visited)
-
-    def walk(target: Hashable) -> None:
-        nonlocal here
-        path = _shortest_path(sg, [here], {target}, inside)
-        assert path is not None
-        for a, s in path[1:]:
-            steps.append((a, s))  # type: ignore[arg-type]
-            taken.append(a)  # type: ignore[arg-type]
-            visited.append(s)
-        here = target
-
-    ordered = sorted(comp, key=sg.order.__getitem__)  # never a set's order: the same lasso every run
-    for fair in fairness:
-        if satisfied(fair):
-            continue
-        edge = next(((s, a, t) for s in ordered for a, t in sg.edges[s] if fair.matches(a) and t in comp), None)
-        if edge is not None:
-            source, action, target = edge
-            walk(source)
-            steps.append((action, target))
-            taken.append(action)
-            visited.append(target)
+        def walk(target: int) -> None:
+            nonlocal here
+            goal = bytearray(self.n)
+            goal[target] = 1
+            path = self._shortest_path([here], goal, in_comp)
+            assert path is not None
+            for a, s in path[1:]:
+                steps.append((a, s))
+                taken.add(a)
+                visited.append(s)
             here = target
-        else:  # weak fairness, met in a state where the family is disabled (_refine made sure one exists)
-            walk(next(s for s in ordered if not sg.enabled(s, fair)))
-    if here != start or not steps:
-        # back to the start (at least one step, so a cycle)
-        if here == start:
-            a, t = next((a, t) for a, t in sg.edges[start] if t in comp)
-            steps.append((a, t))
-            here = t
-        path = _shortest_path(sg, [here], {start}, inside)
-        assert path is not None
-        steps.extend((a, s) for a, s in path[1:])  # type: ignore[misc]
-    return steps
 
+        for fair, covered in zip(self.fairness, self.matching, strict=True):
+            if satisfied(fair, covered):
+                continue
+            edge = next(
+                ((s, action_ids[e], succ[e]) for s in comp for e in range(offsets[s], offsets[s + 1])
+                 if action_ids[e] in covered and in_comp[succ[e]]),
+                None,
+            )  # fmt: skip
+            if edge is not None:
+                source, action, target = edge
+                walk(source)
+                steps.append((action, target))
+                taken.add(action)
+                visited.append(target)
+                here = target
+            else:  # weak fairness, met in a state where the family is disabled (_refine made sure one exists)
+                walk(next(s for s in comp if not self.enabled(s, covered)))
+        if here != start or not steps:
+            # back to the start (at least one step, so a cycle)
+            if here == start:
+                e = next(e for e in range(offsets[start], offsets[start + 1]) if in_comp[succ[e]])
+                steps.append((action_ids[e], succ[e]))
+                here = succ[e]
+            goal = bytearray(self.n)
+            goal[start] = 1
+            path = self._shortest_path([here], goal, in_comp)
+            assert path is not None
+            steps.extend(path[1:])
+        return steps
 
-def find_lasso(sg: StateGraph, start_states: Sequence[Hashable], avoid: Callable[[Hashable], bool],
-               fairness: Sequence[Fairness]) -> Lasso | None:  # fmt: skip
-    """A fair behaviour from one of ``start_states`` that stays in states where ``avoid`` is false
-    forever, as a lasso whose prefix starts at an initial state, or None."""
-    region: set[Hashable] = set()
-    queue = deque(s for s in start_states if not avoid(s))
-    region.update(queue)
-    while queue:
-        s = queue.popleft()
-        for _a, t in sg.edges[s]:
-            if t not in region and not avoid(t):
-                region.add(t)
-                queue.append(t)
-    if not region:
-        return None
-    comp = _fair_component(sg, region, fairness)
-    if comp is None:
-        return None
-    # prefix: initial state -> a start state (through anything) -> the component (avoiding the goal)
-    starts = set(start_states) & region
-    reach_comp = _reaching(sg, region, comp)
-    to_start = _shortest_path(sg, sg.inits, starts & reach_comp, lambda _s: True)
-    assert to_start is not None
-    to_comp = _shortest_path(sg, [to_start[-1][1]], comp, lambda s: s in region)
-    assert to_comp is not None
-    prefix = to_start + to_comp[1:]
-    entry = prefix[-1][1]
-    loop_steps = _cycle(sg, entry, comp, fairness)
-    states = [s for _a, s in prefix] + [s for _a, s in loop_steps]
-    actions = [a for a, _s in prefix] + [a for a, _s in loop_steps]
-    loop_index = len(prefix) - 1
-    if loop_steps:  # the last state is the entry again: drop it, the loop returns to the entry
-        states.pop()
-        actions.pop()
-    return Lasso(states=states, actions=actions, loop=loop_index)
+    def lasso(self, found: tuple[Steps, Steps]) -> Lasso:
+        """The states and actions of a prefix and loop of state numbers."""
+        prefix, loop_steps = found
+        numbers = [s for _a, s in prefix] + [s for _a, s in loop_steps]
+        action_numbers = [a for a, _s in prefix] + [a for a, _s in loop_steps]
+        loop_index = len(prefix) - 1
+        if loop_steps:  # the last state is the entry again: drop it, the loop returns to the entry
+            numbers.pop()
+            action_numbers.pop()
+        states = self.graph.states_at(numbers)
+        actions = self.graph.actions
+        return Lasso(
+            states=[states[i] for i in numbers],
+            actions=[None if a == -1 else actions[a] for a in action_numbers],
+            loop=loop_index,
+        )
 
 
 @dataclass
@@ -324,53 +488,51 @@ class LivenessOutcome:
 
 
 def check_liveness(
-    model: Model, props: PropertySet, max_states: int | None = None, explored: tuple[Any, set[Any]] | None = None
+    model: Model,
+    props: PropertySet,
+    max_states: int | None = None,
+    explored: ExploredGraph | tuple[dict[State, list[tuple[Action, State]]], set[State]] | None = None,
 ) -> LivenessOutcome:
     """Check every liveness property of ``props`` on the model's explored state graph (``explored``:
-    the graph and its unexpanded states as a search kept them; by default, explored here)."""
-    explored, unexpanded = explored if explored is not None else explore(model, max_states)
-    complete = not unexpanded
-    # The search runs on state numbers (in BFS order), not on the states: every set, dictionary and
-    # networkx graph of it then hashes small ints instead of deep tuples.
-    states = list(explored)
-    number = {state: i for i, state in enumerate(states)}
-    labels = {i: [a for a, _ in explored[state]] for i, state in enumerate(states)}
-    """Every action enabled in a state, including those whose target a bound cut off."""
-    cut = {number[state] for state in unexpanded}
-    graph: Graph = {}
-    for i, state in enumerate(states):
-        if i not in cut:
-            # An action into an unexpanded state stays enabled where it was (so no behaviour may stop
-            # there), but no cycle can take it: nothing is known of that state's future.
-            graph[i] = [(a, j) for a, t in explored[state] if (j := number[t]) not in cut]
-    inits = [number[s] for s in model.init_states() if s in number and number[s] in graph]
-    sg = StateGraph(model, graph, complete, labels, inits)
-    fairness = expand_fairness(graph, props.fairness)
+    the graph a search kept, as arrays or as adjacency lists and the states left unexpanded; by
+    default, explored here)."""
+    if explored is None:
+        graph = explore_rows(model, max_states)
+    elif isinstance(explored, ExploredGraph):
+        graph = explored
+    else:
+        graph = ExploredGraph.from_adjacency(*explored)
+    cut = graph.cut
+    expanded = graph.n - cut.count(1)
+    # An action into an unexpanded state stays enabled where it was (so no behaviour may stop there),
+    # but no cycle can take it: nothing is known of that state's future.
+    inits = [i for s in model.init_states() if (i := graph.number(s)) is not None and not cut[i]]
+    search = LivenessSearch(graph, inits, expand_fairness(graph, props.fairness))
     warnings: list[str] = []
-    if not complete:
+    if not graph.complete:
         warnings.append(
-            f"liveness checked on {len(graph):,} expanded states only (a bound cut the graph): "
+            f"liveness checked on {expanded:,} expanded states only (a bound cut the graph): "
             "a behaviour that leaves them is not considered, so a 'holds' is unsound"
         )
     violations: list[Violation] = []
     counts: dict[str, list[int]] = {}
     for prop in props.liveness:
         goal = prop.bind(model)
-        reached = [holds(prop.name, goal, states[i]) for i in range(len(states))]
+        name = prop.name
+        reached = bytearray(holds(name, goal, s) for s in graph.states())
         if prop.kind == "eventually":
-            if all(reached[i] for i in sg.inits):
+            if all(reached[i] for i in inits):
                 warnings.append(f"{prop.name} is trivially true: it holds in every initial state")
-            lasso = find_lasso(sg, sg.inits, reached.__getitem__, fairness)
-            counts[prop.name] = [len(states), sum(reached)]
+            found = search.find_lasso(inits, reached)
+            counts[prop.name] = [graph.n, reached.count(1)]
         else:
             trigger = prop.bind_trigger(model)
-            triggered = [i for i in graph if holds(prop.name, trigger, states[i])]
+            triggered = array("i", (i for i, s in enumerate(graph.states()) if not cut[i] and holds(name, trigger, s)))
             if not triggered:
                 warnings.append(f"{prop.name} is trivially true: its trigger holds in no reachable state")
-            counts[prop.name] = [len(graph), len(triggered)]
-            starts = [i for i in triggered if not reached[i]]
-            lasso = find_lasso(sg, starts, reached.__getitem__, fairness) if starts else None
-        if lasso is not None:
-            lasso.states = [states[i] for i in lasso.states]
-            violations.append(Violation(property=prop.name, kind="liveness", trace=lasso.trace()))
-    return LivenessOutcome(violations, warnings, len(graph), complete, counts)
+            counts[prop.name] = [expanded, len(triggered)]
+            starts = array("i", (i for i in triggered if not reached[i]))
+            found = search.find_lasso(starts, reached) if starts else None
+        if found is not None:
+            violations.append(Violation(property=prop.name, kind="liveness", trace=search.lasso(found).trace()))
+    return LivenessOutcome(violations, warnings, expanded, graph.complete, counts)
