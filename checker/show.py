@@ -29,6 +29,30 @@ def changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, A
     return list(_diff("", strip(old), strip(new)))
 
 
+def leaves(state: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The whole state as (path, value) rows: records are opened field by field, and a tuple once
+    (one replica's or one consumer's part), so ``replicaState[1].hw`` is a row and a log is one."""
+
+    def walk(path: str, value: Any, indexed: bool) -> Iterator[tuple[str, Any]]:
+        if isinstance(value, dict) and value and not any(k.startswith("#") for k in value):
+            for key, item in value.items():
+                yield from walk(f"{path}.{key}" if path else key, item, False)
+        elif isinstance(value, dict) and "#tup" in value and value["#tup"] and not indexed:
+            for i, item in enumerate(value["#tup"]):
+                yield from walk(f"{path}[{i}]", item, True)
+        else:
+            yield path, value
+
+    return [row for key, value in state.items() if key != "#meta" for row in walk(key, value, False)]
+
+
+def touches(path: str, changed: list[str]) -> bool:
+    """Whether a row of :func:`leaves` is, contains or lies inside one of the changed paths."""
+    return any(
+        p == path or p.startswith((path + ".", path + "[")) or path.startswith((p + ".", p + "[")) for p in changed
+    )
+
+
 def render_text(doc: Mapping[str, Any], full: bool = False) -> str:
     """The trace as text: the initial state in full, then each action and the fields it changed."""
     meta = doc.get("#meta", {})
@@ -44,6 +68,8 @@ def render_text(doc: Mapping[str, Any], full: bool = False) -> str:
     for index, state in enumerate(states):
         action = state.get("#meta", {}).get("action")
         marker = "  <- loop starts here" if loop == index else ""
+        if loop is None and meta.get("property") and index == len(states) - 1:
+            marker = f"  <- {meta['property']} violated here"
         lines.append(f"State {index}: {format_action(action)}{marker}")
         if index == 0 or full:
             for key, value in state.items():

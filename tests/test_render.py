@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, TESTS
 from kmc.checker.itf import read_trace, trace_to_itf, write_trace
-from kmc.checker.render import msc_dot, run_dot
+from kmc.checker.render import chart_dot, msc_dot, run_dot
 from kmc.checker.replay import replay
 from kmc.checker.result import Trace
 
@@ -24,10 +25,72 @@ def test_checked_in_diagrams_are_up_to_date(trace: Path) -> None:
     svg = trace.with_name(trace.name.replace(".itf.json", ".svg"))
     assert svg.exists(), f"{svg.name} is missing: run `make diagrams`"
     done = replay(read_trace(trace))
-    from kmc.checker.render import trace_title
-
-    fresh = run_dot(msc_dot(done.model, done.trace, trace_title(done.meta)), "svg")
+    dot = chart_dot(done)
+    assert_labels_clear_of_arrows(dot)
+    fresh = run_dot(dot, "svg")
     assert fresh == svg.read_bytes(), f"{svg.name} is out of date: run `make diagrams`"
+
+
+def _boxes(dot: str) -> tuple[dict[str, tuple[float, float, float, float]], list[tuple[str, str, str]]]:
+    """The chart's nodes with text, as (x0, y0, x1, y1) boxes in points; its points; its edges."""
+    boxes, points = {}, {}
+    for name, attrs in re.findall(r"^  (\w+) \[(.*)\];$", dot, flags=re.M):
+        if name in ("graph", "node", "edge"):
+            continue
+        x, y = (float(v) for v in re.search(r'pos="([-\d.]+),([-\d.]+)!"', attrs).groups())
+        if "shape=point" in attrs:
+            points[name] = (x, y)
+            continue
+        w, h = (float(v) * 36 for v in re.search(r", width=([\d.]+), height=([\d.]+)", attrs).groups())
+        boxes[name] = (x - w, y - h, x + w, y + h)
+    edges = re.findall(r"^  (\w+) -> (\w+) \[(.*)\];$", dot, flags=re.M)
+    return boxes, points, edges
+
+
+def assert_labels_clear_of_arrows(dot: str) -> None:
+    """No message's or loop's arrow runs through a node with text, and no two such nodes overlap."""
+    boxes, points, edges = _boxes(dot)
+    assert boxes and points
+    for a, b, attrs in edges:
+        if 'class="msg"' not in attrs and 'class="loop"' not in attrs:
+            continue
+        (px, py), (qx, qy) = points[a], points[b]
+        for name, (x0, y0, x1, y1) in boxes.items():
+            for t in range(101):  # points along the straight arrow
+                x, y = px + (qx - px) * t / 100, py + (qy - py) * t / 100
+                assert not (x0 < x < x1 and y0 < y < y1), f"arrow {a}->{b} runs through {name}"
+    named = list(boxes.items())
+    for i, (m, (x0, y0, x1, y1)) in enumerate(named):
+        for n, (u0, v0, u1, v1) in named[i + 1 :]:
+            assert not (x0 < u1 and u0 < x1 and y0 < v1 and v0 < y1), f"{m} overlaps {n}"
+
+
+def test_chart_marks_the_violating_step() -> None:
+    done = replay(read_trace(TRUNCATE))
+    dot = chart_dot(done)
+    boxes, points, _edges = _boxes(dot)
+    marker = [line for line in dot.splitlines() if 'class="violation"' in line]
+    assert len(marker) == 1 and marker[0].startswith("  v9 [") and 'label="StrongIsr violated"' in marker[0]
+    _x0, y0, x1, y1 = boxes["v9"]
+    lanes_left = min(x for name, (x, _y) in points.items() if name.startswith("r"))
+    assert y0 < points["r9_1"][1] < y1 and x1 < lanes_left  # left of the lanes, on row 9
+    assert 'class="band"' in dot
+    assert "class=" not in msc_dot(done.model, done.trace, "no property").replace('class="msg', "")
+
+
+def test_report_of_a_model_without_drawing_shows_the_full_state(kmc, toy: str, tmp_path: Path) -> None:
+    kmc("check", f"{toy}:TwoPhaseCommit", "-p", "buggy", "--out", tmp_path)
+    trace = tmp_path / "buggy-Consistent.itf.json"
+    page = tmp_path / "report.html"
+    assert kmc("render", trace, "-o", page)[0] == 0
+    text = page.read_text()
+    last = len(read_trace(trace)["states"]) - 1
+    assert f'data-start="{last}"' in text
+    panel = text.split(f'<div class="panel" data-step="{last}">')[1].split('<div class="panel"')[0]
+    assert "Consistent</b> (invariant) is violated at step" in text
+    assert "full state" in panel and panel.count("<tr") > panel.count("<tr class=hl>") > 0
+    for var in read_trace(trace)["vars"]:
+        assert f"<th>{var}" in panel
 
 
 def test_replication_chart_has_lanes_steps_and_tables() -> None:
@@ -83,8 +146,15 @@ def test_lasso_replays_and_draws_its_loop(kmc, tmp_path: Path) -> None:
     code, out, _ = kmc("replay", path)
     assert code == 0 and "loop back to state 0" in out
     done = replay(read_trace(path))
-    dot = msc_dot(done.model, done.trace, "ring")
-    assert "loop back to step 0" in dot and "(loop starts here)" in dot
+    dot = chart_dot(done)
+    assert "after step 2, back to step 0" in dot and "repeat forever" in dot and "(loop starts here)" in dot
+    assert dot.count('class="loop"') == 1 and 'label="Progress violated\\nloop starts here"' in dot
+    assert_labels_clear_of_arrows(dot)
+    page = tmp_path / "ring.html"
+    assert kmc("render", path, "-o", page)[0] == 0
+    text = page.read_text()
+    assert 'data-start="0"' in text and '<li data-step="0" class="loop-start in-loop' in text
+    assert 'class="loop-back" data-goto="0"' in text and "steps 0 to 2 form a loop the run repeats forever" in text
     code, out, _ = kmc("show", path)
     assert "<- loop starts here" in out and "Back to state 0" in out
 
@@ -154,5 +224,13 @@ def test_html_report_shows_every_step_in_chromium(kmc, tmp_path: Path) -> None:
     for k in range(steps):
         assert f'<li data-step="{k}"' in dom
         assert '<div class="panel' in dom and f'data-step="{k}"><h3>Step {k} of {steps - 1}' in dom
-    assert '<li data-step="0" class="current">' in dom
+    assert f'<li data-step="{steps - 1}" class="violating current">' in dom  # opened at the violation
     assert dom.count('class="panel current"') == 1
+
+
+def test_show_marks_the_violating_state(kmc) -> None:
+    code, out, _ = kmc("show", TRUNCATE)
+    marked = [line for line in out.splitlines() if "violated here" in line]
+    assert code == 0 and marked == [
+        "State 9: BecomeFollower(replica=1, leader=0, leaderEpoch=2)  <- StrongIsr violated here"
+    ]
