@@ -291,7 +291,7 @@ def state_problem(state: Any, where: str = "state") -> str | None:
         return None
     if dataclasses.is_dataclass(state) and not isinstance(state, type):
         if not type(state).__dataclass_params__.frozen:  # type: ignore[attr-defined]
-            return f"{where} is a {kind}, a dataclass that is not frozen: declare it @dataclass(frozen=True)"
+            return f"{where} is a dataclass ({kind}) that is not frozen: declare it @dataclass(frozen=True)"
         for f in dataclasses.fields(state):
             problem = state_problem(getattr(state, f.name), f"{where}.{f.name}")
             if problem:
@@ -304,7 +304,7 @@ def state_problem(state: Any, where: str = "state") -> str | None:
         return f"{where} is a {kind}, which is not hashable: use a tuple, a NamedTuple or a frozen dataclass"
     if type(state).__eq__ is object.__eq__:
         return (
-            f"{where} is a {kind} compared by identity, so equal states would count as different: "
+            f"{where} is an object of class {kind}, compared by identity, so equal states would count as different: "
             "use a tuple, a NamedTuple or a frozen dataclass"
         )
     return None

@@ -16,7 +16,7 @@ import xxhash
 
 from .engine import EngineTask, SearchBounds, settings_from, split_settings
 from .engines import ENGINES, engine_class  # noqa: F401 - the CLI lists them
-from .errors import UserError
+from .errors import NondeterministicModelError, UserError
 from .itf import trace_to_itf, write_trace
 from .liveness import check_liveness
 from .model import Model, check_states
@@ -93,13 +93,17 @@ class Check:
         _check_first_states(model)
         try:
             result = engine().run(task)
+        except NondeterministicModelError:  # a state compared by identity differs from itself
+            _find_mutable_state(model)
+            raise
         except TypeError as exc:  # a mutable state deeper in the graph than the first check looks
-            if "unhashable type" not in str(exc):
+            if "unhashable type" not in str(exc) and "cannot fingerprint" not in str(exc):
                 raise
             _find_mutable_state(model)
             raise UserError(
-                f"model {model.name}: a reachable state holds a mutable value ({exc}): states must be immutable, "
-                "hashable values: tuples, frozensets, NamedTuples, frozen dataclasses, ints, strs, None"
+                f"model {model.name}: a reachable state is no immutable value ({exc.args[0].split(':')[0]}): states "
+                "must be immutable, hashable values: tuples, frozensets, NamedTuples, frozen dataclasses, ints, strs, "
+                "None"
             ) from None
         result.warnings[:0] = props.notes
         if props.liveness:
@@ -168,7 +172,7 @@ def _check_first_states(model: Model) -> None:
     check_states(model, successors, "a successor of an initial state")
 
 
-def _find_mutable_state(model: Model, limit: int = 200_000) -> None:
+def _find_mutable_state(model: Model, limit: int = 50_000) -> None:
     """Search breadth-first for the first state that is no immutable value, and raise the UserError
     that names its field; return if none is found within ``limit`` states."""
     try:

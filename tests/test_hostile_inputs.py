@@ -300,8 +300,8 @@ CHECK_CASES = [
             ("set", "S(0, {1})", "model m: an initial state: S.log is a set, which is mutable: use a frozenset"),
             ("dict", "S(0, {})", "model m: an initial state: S.log is a dict, which is mutable"),
             ("nested", "S(0, ((1, [2]),))", "S.log[0][1] is a list"),
-            ("dataclass", "D(0)", "D is a D, a dataclass that is not frozen: declare it @dataclass(frozen=True)"),
-            ("object", "O()", "O is a O compared by identity"),
+            ("dataclass", "D(0)", "D is a dataclass (D) that is not frozen: declare it @dataclass(frozen=True)"),
+            ("object", "O()", "O is an object of class O, compared by identity"),
         ]
     ),
     case(
@@ -316,6 +316,21 @@ CHECK_CASES = [
             )
         },
         says="model m: a state reached from S(n=2, log=()): S.log is a list, which is mutable: use a tuple",
+    ),
+    case(
+        "model-state-object-later-fingerprints",
+        "check",
+        "{tmp}/m.py:M",
+        "--spec",
+        "{tmp}/m.py",
+        "--store",
+        "fingerprints",
+        files={
+            "m.py": _OWN_MODEL.format(state="S(0, ())").replace(
+                "S(s.n + 1, s.log)", "S(s.n + 1, O() if s.n == 2 else s.log)"
+            )
+        },
+        says="model m: a state reached from S(n=2, log=()): S.log is an object of class O, compared by identity",
     ),
     case(
         "spec-module-missing",
