@@ -563,8 +563,6 @@ TRACE_FAULTS: dict[str, Any] = {
     "config-bad-value": _set_meta("config", {"participants": "many"}),
     "config-out-of-range": _set_meta("config", {"participants": 99}),
     "model-ref-missing-file": _set_meta("model_ref", "/nonexistent/m.py:M"),
-    "model-ref-relative-missing-file": _set_meta("model_ref", "../moved/m.py:M"),
-    "model-ref-not-a-string": _set_meta("model_ref", 5),
     "model-ref-no-class": _set_meta("model_ref", "m.py:"),
     "state0-changed": _mangle_state(0, "coordinator", "committed"),
     "state-var-missing": lambda doc: {**doc, "states": [{"#meta": {}}, *doc["states"][1:]]},
