@@ -101,10 +101,10 @@ def _rows(model: Model, drawing: Drawing, lanes: list[str], trace: Trace) -> lis
         if unknown:
             raise UserError(f"model {model.name}: its drawing names lanes {sorted(unknown)} not in lanes()")
         label = "Init" if action is None else format_action({"name": action.name, "args": dict(action[1])})
-        if arrow.note:
-            label += f"\\n{arrow.note}"
         if trace.loop == k:
             label += " (loop starts here)"
+        if arrow.note:
+            label += f"\\n{arrow.note}"
         if uses_tables:
             tables = drawing.tables(state)
             if previous_tables is not None:
@@ -187,7 +187,7 @@ def msc_dot(model: Model, trace: Trace, title: str = "", violated: str | None = 
         )
     if loop is not None:
         repeat = (
-            f"the run stays in step {loop} forever"
+            f"after step {loop}, the run stays in its state forever"
             if loop == last
             else f"after step {last}, back to step {loop}:\\nsteps {loop} to {last} repeat forever"
         )
