@@ -241,12 +241,12 @@ def _bfs(
 
     parents: dict[Hashable, Any] = {}
     # With a liveness check to follow, the search keeps the graph itself, as arrays (ExploredGraph):
-    # ``parents`` then maps a state to its number and parent_of holds the parent's number.
+    # ``parents`` then maps a state to its number, and a state's parent is the source of the first
+    # edge to it (the BFS numbers states as it finds them, and expands them in that order).
     recorder = next((o for o in observers if isinstance(o, GraphRecorder)), None)
     if keyfn is not None or options.max_depth is not None:
         recorder = None  # its own hooks record the graph (and the liveness check explores its own)
     rows = GraphRows() if recorder is not None else None
-    parent_of = array("i")
     unexpanded = array("i")
     beyond: dict[State, int] = {}
     observers = [o for o in observers if o is not recorder]
@@ -262,8 +262,8 @@ def _bfs(
         if rows is None:
             return trace_from_keys(model, key_chain(parents, k), key)
         chain = [k]
-        while (up := parent_of[chain[-1]]) != -1:
-            chain.append(up)
+        while chain[-1] >= initial:
+            chain.append(_discoverer(rows, chain[-1]))
         wanted = set(chain)
         found: dict[int, State] = {}
         for i, s in enumerate(parents):  # once per violation: no list of the states is kept
@@ -302,6 +302,7 @@ def _bfs(
     max_states = options.max_states
     cap = max_states if max_states is not None else -1  # -1: never equal to a dict's size
     frontier: list[tuple[State, Hashable]] = []
+    initial = 2**62  # while the initial states are numbered, every state is one
     try:
         inits: Iterable[State] = list(model.init_states())
     except Exception as exc:
@@ -317,7 +318,6 @@ def _bfs(
         if rows is not None:
             parents[k] = len(parents)
             k = parents[k]
-            parent_of.append(-1)
         else:
             parents[k] = None
         frontier.append((s, k))
@@ -327,6 +327,7 @@ def _bfs(
         if stop:
             break
 
+    initial = len(parents)  # the initial states' numbers are those below
     depth = 1 if frontier else 0
     max_depth = options.max_depth
     within = bounds_check(model)
@@ -394,7 +395,6 @@ def _bfs(
                             _close_row(succs, rows, parents, beyond)
                             bounded_by, stop = f"max states {max_states}", True
                             break
-                        parent_of.append(ks)
                         append((t, tid))
                         for hook in seen_hooks:
                             hook(t)
@@ -478,6 +478,15 @@ def _bfs(
     )  # fmt: skip
     result.interrupted = interrupted
     return result
+
+
+def _discoverer(rows: GraphRows, state: int) -> int:
+    """The state whose expansion found ``state``: the source of the first edge to it (for a trace)."""
+    import numpy as np  # once per violation, not at start-up
+
+    first = int(np.argmax(np.frombuffer(rows.targets, dtype=np.int32) == state))
+    offsets = np.frombuffer(rows.offsets, dtype=np.int64 if rows.offsets.typecode == "q" else np.int32)
+    return int(np.searchsorted(offsets, first, side="right")) - 1
 
 
 def _close_row(succs: list[tuple[Action, State]], rows: GraphRows, parents: dict[Any, Any],

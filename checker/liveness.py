@@ -25,7 +25,7 @@ from __future__ import annotations
 import fnmatch
 from array import array
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -186,10 +186,10 @@ class LivenessSearch:
                     nodes.append(t)
         return nodes, inside
 
-    def components(self, nodes: Sequence[int], inside: bytearray) -> list[tuple[int, int, array]]:
+    def components(self, nodes: Sequence[int], inside: bytearray) -> Iterator[tuple[int, int, array]]:
         """The strongly connected components of the graph restricted to ``inside`` that hold a cycle
         (more than one state, or one with a step to itself), as (smallest number, component id,
-        states), sorted by smallest number. The id is the states' ``rindex`` until the next call.
+        states), by smallest number. The id is the states' ``rindex`` until the next call.
 
         Pearce's algorithm (PEA_FIND_SCC2), iterative: a state's ``rindex`` is its visiting index
         while it is open and its component id once done; ids count down from above every index."""
@@ -198,9 +198,13 @@ class LivenessSearch:
             rindex[v] = 0
         index = 1
         component = len(nodes) + 1
-        found: list[tuple[int, int, array]] = []
+        # The components found, flat: their states one after the other (no object per component).
+        members = array("i")
+        starts = array("i")
+        smallests = array("i")
+        ids = array("i")
         dfs = array("i")  # the open states, each with its next edge and whether it is still a root
-        edge = array("q")
+        edge = array(offsets.typecode)
         root = bytearray()
         done = array("i")  # Pearce's stack S: finished states whose component is still open
         for start in nodes:
@@ -246,18 +250,23 @@ class LivenessSearch:
                 if is_root:
                     index -= 1
                     if done and low <= rindex[done[-1]]:
-                        states = array("i", [v])
+                        starts.append(len(members))
+                        ids.append(component)
+                        members.append(v)
                         smallest = v
                         while done and low <= rindex[done[-1]]:
                             w = done.pop()
                             rindex[w] = component
                             index -= 1
-                            states.append(w)
+                            members.append(w)
                             if w < smallest:
                                 smallest = w
-                        found.append((smallest, component, states))
+                        smallests.append(smallest)
                     elif v in targets[offsets[v] : offsets[v + 1]]:
-                        found.append((v, component, array("i", [v])))
+                        starts.append(len(members))
+                        ids.append(component)
+                        members.append(v)
+                        smallests.append(v)
                     rindex[v] = component
                     component -= 1
                     low = rindex[v]
@@ -267,8 +276,11 @@ class LivenessSearch:
                 if dfs and low < rindex[dfs[-1]]:
                     rindex[dfs[-1]] = low
                     root[-1] = 0
-        found.sort(key=lambda c: c[0])
-        return found
+        starts.append(len(members))
+        np = _numpy()
+        for position in np.argsort(np.frombuffer(smallests, dtype=np.int32), kind="stable"):
+            c = int(position)
+            yield smallests[c], ids[c], members[starts[c] : starts[c + 1]]
 
     def enabled(self, state: int, covered: frozenset[int]) -> bool:
         """Whether an action of ``covered`` is enabled in ``state`` (an edge past a bound counts)."""
