@@ -35,6 +35,7 @@ from .properties import Property, holds, select_properties
 from .registry import load_model_class
 from .render import drawing_of, msc_dot, run_dot
 from .result import Trace
+from .runner import model_reference
 from .show import changes
 
 CACHE_STATES = 20_000
@@ -55,14 +56,6 @@ class PathError(UserError):
 def label_of(action: Action) -> str:
     """An action as traces name it, e.g. ``BecomeFollower(replica=1, leader=0, leaderEpoch=2)``."""
     return format_action(action_to_json(action))
-
-
-def model_reference(name: str) -> str:
-    """The model as `kmc replay` will find it again: a file path made absolute."""
-    target, sep, attr = name.rpartition(":")
-    if sep and target.endswith(".py"):
-        return f"{Path(target).resolve()}:{attr}"
-    return name
 
 
 @dataclass
