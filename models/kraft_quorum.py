@@ -32,81 +32,61 @@ Each guard that fixed a real bug is a config flag, so the behaviour before it ca
   ``LeaderState.maybeUpdateHighWatermark``): the leader exposes a new high watermark only once it
   covers a record of the leader's own epoch. Without it, a record of an older epoch counted as
   committed can be truncated by a later leader (the paper's Figure 8).
+
+Dynamic voters (KIP-853, Kafka 3.9; ``kraft_quorum_voters``): with ``max_voter_changes`` the
+leader appends AddVoter/RemoveVoter ``VotersRecord``s, in effect on each replica from the append;
+``observers`` are replicas outside the bootstrap voter set that fetch and can be added; a replica
+may lose its disk (``max_disk_losses``) and come back empty.
+
+* ``one_voter_change_at_a_time`` (KIP-853's own rule, in ``AddVoterHandler`` and
+  ``RemoveVoterHandler`` from their first commit, KAFKA-16535 and KAFKA-16537): no voter change
+  while the last VotersRecord is uncommitted. Never off in a Kafka release: turning it off is a
+  "what if" that shows why it is there.
+* ``directory_ids`` (KIP-853): a voter is a ``ReplicaKey`` (id, directory id); a replica whose disk
+  was formatted anew has a new directory id, is not the old voter and cannot vote as it. Without
+  them (kraft.version 0, the static ``controller.quorum.voters`` of Kafka 3.x) it votes as the old
+  voter with an empty log, and a committed record can be lost.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.checker.liveness import WF
+from kmc.models.kraft_quorum_state import (
+    CANDIDATE,
+    DATA,
+    FOLLOWER,
+    LEADER,
+    LEADER_CHANGE,
+    NONE,
+    PROSPECTIVE,
+    RESIGNED,
+    ROLES,
+    UNATTACHED,
+    VOTERS,
+    Committed,
+    QuorumState,
+    Record,
+    ReplicaKey,
+    Voter,
+    VotersRecord,
+)
+from kmc.models.kraft_quorum_voters import DynamicVoters
 from kmc.models.tuples import least_renaming, put
 
-NONE = -1
-"""No voter: no vote cast, no leader known (Kafka's OptionalInt.empty())."""
+__all__ = [
+    "CANDIDATE", "DATA", "FOLLOWER", "LEADER", "LEADER_CHANGE", "NONE", "PROSPECTIVE", "RESIGNED", "ROLES",
+    "UNATTACHED", "VOTERS", "Committed", "KraftQuorumConfig", "KraftQuorumModel", "QuorumState", "Record",
+    "ReplicaKey", "Voter", "VotersRecord", "end_offset_for_epoch",
+]  # fmt: skip
 
-UNATTACHED = "Unattached"
-PROSPECTIVE = "Prospective"
-CANDIDATE = "Candidate"
-LEADER = "Leader"
-FOLLOWER = "Follower"
-RESIGNED = "Resigned"
-ROLES = (UNATTACHED, PROSPECTIVE, CANDIDATE, LEADER, FOLLOWER, RESIGNED)
-
-LEADER_CHANGE = "LeaderChange"
-"""The control record a new leader appends at its epoch start offset."""
-DATA = "Data"
-"""A metadata record written by the active controller."""
 _NOBODY: frozenset[int] = frozenset()
 _new = tuple.__new__
 """Builds a NamedTuple from a tuple of its fields without NamedTuple's keyword machinery (hot path)."""
-
-
-class Record(NamedTuple):
-    epoch: int
-    kind: str
-
-
-class Voter(NamedTuple):
-    """One voter: what ``QuorumState`` holds (``quorum-state`` is durable: epoch, vote, leader),
-    its log and high watermark, and the volatile state of its current role."""
-
-    role: str
-    epoch: int
-    votedId: int
-    """The candidate it voted for in this epoch (durable before the vote is answered), or NONE."""
-    leaderId: int
-    """The leader of this epoch as far as it knows, or NONE."""
-    log: tuple[Record, ...]
-    highWatermark: int
-    votes: frozenset[int]
-    """Prospective: pre-votes granted; Candidate: votes granted (both include itself)."""
-    endOffsets: tuple[int, ...]
-    """Leader: each voter's end offset as its last valid Fetch showed it (0 before one); else ()."""
-    hasFetched: bool
-    """Follower: it has fetched successfully from its leader since it became follower (KAFKA-17641)."""
-    hwKnown: bool
-    """Leader: LeaderState has a high watermark of this epoch; Fetch responses carry none before."""
-
-
-class Committed(NamedTuple):
-    """A record known committed: its epoch and the epoch of the leader whose HW first covered it."""
-
-    epoch: int
-    commitEpoch: int
-
-
-class QuorumState(NamedTuple):
-    voters: tuple[Voter, ...]
-    isolated: frozenset[int]
-    """Voters cut off from all others by a network partition."""
-    committed: tuple[Committed, ...]
-    """History: the longest log prefix any leader's high watermark has covered (for the properties)."""
-    writes: int
-    partitions: int
-    restarts: int
 
 
 ACTION_ARGS = {
@@ -120,6 +100,10 @@ ACTION_ARGS = {
     "Isolate": ("voter",),
     "Heal": ("voter",),
     "Restart": ("voter",),
+    "AddVoter": ("leader", "voter"),
+    "RemoveVoter": ("leader", "voter"),
+    "ResignRemoved": ("leader",),
+    "LoseDisk": ("voter",),
 }
 """Every action of the model and the names of its arguments."""
 
@@ -139,6 +123,15 @@ class KraftQuorumConfig:
         True, "KAFKA-17641: a follower that has not fetched from its leader grants pre-votes"
     )
     hw_needs_current_epoch: bool = param(True, "the leader's HW moves only over a record of its own epoch")
+    observers: int = param(0, "replicas outside the bootstrap voter set, fetching as observers (KIP-853)", min=0, max=2)
+    max_voter_changes: int = param(
+        0, "AddVoter/RemoveVoter records the leaders append in all (KIP-853; 0: a static voter set)", min=0, max=3
+    )
+    max_disk_losses: int = param(0, "how many times a replica may come back with an empty log directory", min=0, max=2)
+    directory_ids: bool = param(True, "KIP-853: a voter is (id, directory id); a re-formatted disk is not the voter")
+    one_voter_change_at_a_time: bool = param(
+        True, "KIP-853: no AddVoter/RemoveVoter while the last VotersRecord is uncommitted"
+    )
 
 
 ALL_HOLD = {
@@ -152,13 +145,14 @@ ALL_HOLD = {
     "EventuallyLeaderElected": "holds",
     "NotStuckInProspective": "holds",
     "DeposedLeaderResigns": "holds",
+    "NoDisruptiveCandidate": "holds",
 }
 
 PRESETS = {
     "kip-996": Preset.of("Kafka 4.0: pre-vote, check-quorum and every fix below", ALL_HOLD),
     "kip-595": Preset.of(
         "Kafka 3.0 to 3.6: KIP-595 elections without pre-vote or check-quorum",
-        {"DeposedLeaderResigns": "violated"},
+        {"DeposedLeaderResigns": "violated", "NoDisruptiveCandidate": "violated"},
         pre_vote=False,
         check_quorum=False,
     ),
@@ -186,10 +180,35 @@ PRESETS = {
         max_partitions=0,
         fetch_max_records=1,
     ),
+    "kip-853": Preset.of(
+        "Kafka 3.9 and 4.x dynamic voters: RemoveVoter/AddVoter, one change at a time, a controller restart",
+        {**ALL_HOLD, "EventuallyLeaderElected": "violated"},
+        max_voter_changes=2,
+        max_records=0,
+        max_partitions=0,
+        max_restarts=1,
+    ),
+    "no-voter-change-guard": Preset.of(
+        "what if AddVoter/RemoveVoter did not wait for the last VotersRecord to commit (never a Kafka release)",
+        {"LeaderCompleteness": "violated"},
+        max_voter_changes=2,
+        max_records=0,
+        max_partitions=0,
+        max_restarts=1,
+        one_voter_change_at_a_time=False,
+    ),
+    "pre-kip-853": Preset.of(
+        "Kafka 3.x static voters (kraft.version 0): a controller whose disk is lost votes again as the old voter",
+        {"ElectionSafety": "violated", "Durability": "violated"},
+        max_disk_losses=1,
+        max_records=0,
+        max_partitions=0,
+        directory_ids=False,
+    ),
 }
 
 
-class KraftQuorumModel(Model):
+class KraftQuorumModel(DynamicVoters, Model):
     name = "kraft-quorum"
     description = "the KRaft metadata quorum (KIP-595, KIP-996): elections, fetch replication, check-quorum"
     Config = KraftQuorumConfig
@@ -206,15 +225,24 @@ class KraftQuorumModel(Model):
         WF("BeginQuorumEpoch", each=True),
         WF("Fetch", each=True),
         WF("CheckQuorumResign", each=True),
+        WF("ResignRemoved", each=True),
     )
-    """The protocol's own steps happen once they stay possible; client writes, partitions, their
-    healing and restarts need not happen at all."""
+    """The protocol's own steps happen once they stay possible; client writes, voter changes,
+    partitions, their healing, restarts and lost disks need not happen at all."""
 
     def __init__(self, config: KraftQuorumConfig | None = None) -> None:
         super().__init__(config)
-        n = self.config.voters
+        cfg = self.config
+        n = cfg.voters
         self.voter_ids = tuple(range(n))
+        """The bootstrap voters (every replica but the observers)."""
+        self.replica_ids = tuple(range(n + cfg.observers))
         self.majority = n // 2 + 1
+        self.bootstrap = frozenset((v, 0) for v in self.voter_ids)
+        self.bootstrap_ids = self.voter_ids
+        self.static_voters = cfg.max_voter_changes == 0
+        self.static = self.static_voters and cfg.observers == 0 and cfg.max_disk_losses == 0
+        """Every replica a voter of the bootstrap set for ever: the KIP-853 checks are constants."""
         self._actions: dict[tuple, Action] = {}
 
     def _act(self, name: str, *values: Any) -> Action:
@@ -227,7 +255,12 @@ class KraftQuorumModel(Model):
     def init_states(self) -> list[QuorumState]:
         """Every voter Unattached in epoch 0 with an empty log: a freshly formatted quorum."""
         fresh = Voter(UNATTACHED, 0, NONE, NONE, (), 0, frozenset(), (), False, False)
-        return [QuorumState((fresh,) * self.config.voters, frozenset(), (), 0, 0, 0)]
+        return [QuorumState((fresh,) * len(self.replica_ids), frozenset(), (), 0, 0, 0)]
+
+    def inactive_actions(self) -> tuple[str, ...]:
+        """KIP-853's actions where the config has no voter changes or lost disks."""
+        off = ("AddVoter", "RemoveVoter", "ResignRemoved") if self.static_voters else ()
+        return (*off, "LoseDisk") if not self.config.max_disk_losses else off
 
     def within_bounds(self, s: QuorumState) -> bool:
         """Elections are unbounded (a split vote starts another), so the epoch bound cuts the search."""
@@ -239,28 +272,39 @@ class KraftQuorumModel(Model):
         return a == b or (a not in s.isolated and b not in s.isolated)
 
     def reachable(self, s: QuorumState, v: int) -> frozenset[int]:
-        return frozenset(w for w in self.voter_ids if self.connected(s, v, w))
+        return frozenset(w for w in self.replica_ids if self.connected(s, v, w))
 
     def _set(self, s: QuorumState, *changes: tuple[int, Voter]) -> QuorumState:
         """The state with these voters replaced; a leader's HW that moved past the committed history
         extends it (the records it newly covers are committed in the leader's epoch)."""
         voters, committed = s.voters, s.committed
+        stood = None
         for i, voter in changes:
             voters = put(voters, i, voter)
             if voter.role == LEADER and voter.highWatermark > len(committed):
                 newly = voter.log[len(committed) : voter.highWatermark]
                 committed += tuple(Committed(r.epoch, voter.epoch) for r in newly)
-        return _new(QuorumState, (voters, s[1], committed, s[3], s[4], s[5]))
+            if voter.role == CANDIDATE and (s.voters[i].role != CANDIDATE or s.voters[i].epoch != voter.epoch):
+                stood = i
+        t = _new(QuorumState, (voters, s[1], committed, *s[3:]))
+        hopeless = s.hopeless
+        if hopeless:  # a Candidate that moved on (elected, or to another epoch) is no longer one
+            hopeless = frozenset(
+                i for i in hopeless if voters[i].role == CANDIDATE and voters[i].epoch == s.voters[i].epoch
+            )
+        if stood is not None and not self.could_win(t, stood):
+            hopeless |= {stood}
+        return t if hopeless == s.hopeless else t._replace(hopeless=hopeless)
 
     def _unattached(self, me: Voter, epoch: int) -> Voter:
         """QuorumState.transitionToUnattached: a new epoch, no vote, no leader known yet."""
-        return Voter(UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False)
+        return Voter(UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False, me.directoryId)
 
     def _follower(self, me: Voter, leader: int, epoch: int) -> Voter:
         """QuorumState.transitionToFollower. Kafka keeps a vote cast in this epoch, but once the
         epoch's leader is known the vote can never matter again (every vote request of the epoch is
         refused), so the model forgets it: states that differ only there behave alike."""
-        return Voter(FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False)
+        return Voter(FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False, me.directoryId)
 
     def _learn(self, v: int, me: Voter, epoch: int, leader: int) -> Voter:
         """maybeHandleCommonResponse: a response from a higher epoch, or naming this epoch's leader
@@ -286,13 +330,14 @@ class KraftQuorumModel(Model):
     def _candidate(self, v: int, me: Voter) -> Voter:
         """QuorumState.transitionToCandidate: bump the epoch and vote for itself, durably."""
         own = frozenset((v,))
-        candidate = Voter(CANDIDATE, me.epoch + 1, v, NONE, me.log, me.highWatermark, own, (), False, False)
+        candidate = Voter(CANDIDATE, me.epoch + 1, v, NONE, me.log, me.highWatermark, own, (), False, False,
+                          me.directoryId)  # fmt: skip
         return self._tally(v, candidate)
 
     def _tally(self, v: int, me: Voter) -> Voter:
         """A Prospective with a majority of pre-votes becomes Candidate; a Candidate with a majority
         of votes becomes Leader (``maybeTransitionToCandidate``, ``maybeTransitionToLeader``)."""
-        if len(me.votes) < self.majority:
+        if len(me.votes) < self.majority_of(me):
             return me
         if me.role == PROSPECTIVE:
             return self._candidate(v, me)
@@ -303,14 +348,20 @@ class KraftQuorumModel(Model):
     def _leader(self, v: int, me: Voter) -> Voter:
         """transitionToLeader: append the LeaderChangeMessage at the epoch start offset."""
         log = (*me.log, Record(me.epoch, LEADER_CHANGE))
-        offsets = tuple(len(log) if w == v else 0 for w in self.voter_ids)
-        leader = Voter(LEADER, me.epoch, me.votedId, v, log, me.highWatermark, _NOBODY, offsets, False, False)
+        offsets = tuple(len(log) if w == v else 0 for w in self.replica_ids)
+        leader = Voter(LEADER, me.epoch, me.votedId, v, log, me.highWatermark, _NOBODY, offsets, False, False,
+                       me.directoryId)  # fmt: skip
         return self._advance_hw(leader)
 
     def _advance_hw(self, leader: Voter) -> Voter:
         """LeaderState.maybeUpdateHighWatermark: the offset a majority of voters has reached, taken
-        only if it covers a record of the leader's own epoch and only if it moves forward."""
-        offset = sorted(leader.endOffsets, reverse=True)[self.majority - 1]
+        only if it covers a record of the leader's own epoch and only if it moves forward. With
+        dynamic voters, over the leader's last voter set (the leader counts only if in it)."""
+        if self.static_voters:
+            offset = sorted(leader.endOffsets, reverse=True)[self.majority - 1]
+        else:
+            ids = self.voter_ids_of(leader)
+            offset = sorted((leader.endOffsets[i] for i in ids), reverse=True)[len(ids) // 2]
         if offset <= leader.highWatermark:
             return leader
         if self.config.hw_needs_current_epoch and leader.log[offset - 1].epoch != leader.epoch:
@@ -320,13 +371,25 @@ class KraftQuorumModel(Model):
     # -- next ----------------------------------------------------------------------------------
     def successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
         out: list[tuple[Action, QuorumState]] = []
-        for v in self.voter_ids:
+        for v in self.replica_ids:
             me = s.voters[v]
             role = me.role
             if role == LEADER:
                 self._client_write(s, v, me, out)
                 self._check_quorum(s, v, me, out)
                 self._begin_quorum_epoch(s, v, me, out)
+                if not self.static_voters:
+                    self._voter_changes(s, v, me, out)
+                    self._resign_removed(s, v, me, out)
+            elif not self.is_voter(v, me):
+                # An observer (never a voter, removed, or with a new directory) only fetches.
+                if role == FOLLOWER:
+                    self._fetch(s, v, me, out)
+                if role == RESIGNED:
+                    leaving = self._leave_resigned(me)
+                    out.append((self._act("ElectionTimeout", v), self._set(s, (v, leaving))))
+                else:
+                    self._discover(s, v, me, out)
             elif role == FOLLOWER:
                 self._fetch(s, v, me, out)
                 self._fetch_timeout(s, v, me, out)
@@ -372,6 +435,8 @@ class KraftQuorumModel(Model):
             # Any request of a newer epoch, a pre-vote too (a Prospective sends its own current
             # epoch), first moves the voter to Unattached in that epoch.
             me = self._unattached(me, cand.epoch)
+        if self.invalid_voter_key(cand, v, me):
+            return me, False  # INVALID_VOTER_KEY: the candidate's voter set holds another directory
         if pre_vote:
             # Otherwise a pre-vote changes no state. A leader refuses, and so does a follower that
             # still hears from its leader -- since KAFKA-17641 only one that has fetched from it
@@ -410,7 +475,7 @@ class KraftQuorumModel(Model):
         Whether any was sent."""
         pre_vote = cand.role == PROSPECTIVE
         sent = False
-        for v in self.voter_ids:
+        for v in self.voter_ids_of(cand):
             result = self._vote_round(s, c, v)
             if result is not None:
                 voter, after = result
@@ -419,8 +484,9 @@ class KraftQuorumModel(Model):
         return sent
 
     def _begin_quorum_epoch(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
-        """BeginQuorumEpoch from a new leader: a voter of an epoch no later becomes its follower."""
-        for v in self.voter_ids:
+        """BeginQuorumEpoch from a new leader to each voter of its set: a replica of an epoch no later
+        becomes its follower (before KIP-853's voter-key check, so a re-formatted one too)."""
+        for v in self.voter_ids_of(leader):
             me = s.voters[v]
             if v == c or me.epoch > leader.epoch or not self.connected(s, c, v):
                 continue
@@ -455,7 +521,9 @@ class KraftQuorumModel(Model):
             )
             out.append((action, self._set(s, (f, follower))))
             return
-        new_leader = self._advance_hw(leader._replace(endOffsets=put(leader.endOffsets, f, fetch_offset)))
+        new_leader = leader
+        if self.counts_fetch(leader, f, me):
+            new_leader = self._advance_hw(leader._replace(endOffsets=put(leader.endOffsets, f, fetch_offset)))
         limit = self.config.fetch_max_records
         new_log = log + (llog[fetch_offset : fetch_offset + limit] if limit else llog[fetch_offset:])
         hw = me.highWatermark
@@ -474,19 +542,29 @@ class KraftQuorumModel(Model):
         out.append((self._act("ClientWrite", c), self._set(s, (c, written))._replace(writes=s.writes + 1)))
 
     def quorum_lost(self, s: QuorumState, c: int) -> bool:
-        """Fewer than a majority of voters (the leader included) can still fetch from the leader: the
-        others are cut off or have moved to a later epoch."""
+        """Fewer than a majority of voters (the leader included if it is one) can still fetch from the
+        leader: the others are cut off, have moved to a later epoch, or (KIP-853) are a replica of
+        the voter's id with another directory."""
         leader = s.voters[c]
+        if self.static:
+            fetching = sum(
+                1 for v in self.voter_ids if v != c and self.connected(s, c, v) and s.voters[v].epoch <= leader.epoch
+            )
+            return fetching + 1 < self.majority
+        voters = self.voters_of(leader)
         fetching = sum(
-            1 for v in self.voter_ids if v != c and self.connected(s, c, v) and s.voters[v].epoch <= leader.epoch
+            1
+            for v, d in voters
+            if v != c and s.voters[v].directoryId == d and self.connected(s, c, v) and s.voters[v].epoch <= leader.epoch
         )
-        return fetching + 1 < self.majority
+        own = 1 if (c, leader.directoryId) in voters else 0
+        return fetching + own < len(voters) // 2 + 1
 
     def _check_quorum(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
         """LeaderState.timeUntilCheckQuorumExpires ran out: the leader resigns (``transitionToResigned``)."""
         if not self.config.check_quorum:
             return
-        lone = self.config.voters == 1
+        lone = len(self.voters_of(leader)) == 1  # timeUntilCheckQuorumExpires: voterStates.size() == 1
         if lone and self.config.single_voter_exemption:
             return
         if not lone and not self.quorum_lost(s, c):
@@ -498,11 +576,12 @@ class KraftQuorumModel(Model):
         cfg = self.config
         if v in s.isolated:
             out.append((self._act("Heal", v), s._replace(isolated=s.isolated - {v})))
-        elif s.partitions < cfg.max_partitions and cfg.voters > 1:
+        elif s.partitions < cfg.max_partitions and len(self.replica_ids) > 1:
             out.append((self._act("Isolate", v), s._replace(isolated=s.isolated | {v}, partitions=s.partitions + 1)))
         if s.restarts < cfg.max_restarts:
             out.append((self._act("Restart", v), self._set(s, (v, self._restarted(v, s.voters[v])))._replace(
                 restarts=s.restarts + 1)))  # fmt: skip
+        self._lose_disk(s, v, out)
 
     def _restarted(self, v: int, me: Voter) -> Voter:
         """QuorumState.initialize from the durable quorum-state: a leader comes back Resigned, a voter
@@ -513,15 +592,18 @@ class KraftQuorumModel(Model):
             role = FOLLOWER
         else:
             role = UNATTACHED
-        return Voter(role, me.epoch, me.votedId, me.leaderId, me.log, 0, _NOBODY, (), False, False)
+        return Voter(role, me.epoch, me.votedId, me.leaderId, me.log, 0, _NOBODY, (), False, False, me.directoryId)
 
     # -- symmetry and drawing ------------------------------------------------------------------
     def symmetry(self, s: QuorumState) -> QuorumState:
-        """Voters are interchangeable: the least state over every renaming of voter ids."""
+        """Voters are interchangeable: the least state over every renaming of voter ids. Observers are
+        not (the bootstrap voter set names the voters): with them, no reduction."""
+        if self.config.observers:
+            return s
         return least_renaming(s, self.voter_ids, _permute, _sort_key)
 
     def drawing(self) -> KraftQuorumDrawing:
-        return KraftQuorumDrawing(self.config.voters)
+        return KraftQuorumDrawing(self.config.voters, self.config.observers, not self.static)
 
 
 def end_offset_for_epoch(log: tuple[Record, ...], epoch: int) -> tuple[int, int]:
@@ -550,37 +632,56 @@ def _permute(s: QuorumState, perm: tuple[int, ...]) -> QuorumState:
             for j, o in enumerate(v.endOffsets):
                 moved[perm[j]] = o
             offsets = tuple(moved)
+        log = v.log
+        if any(r.kind == VOTERS for r in log):
+            log = tuple(
+                VotersRecord(r.epoch, VOTERS, frozenset((perm[i], d) for i, d in r.voters))  # type: ignore[union-attr]
+                if r.kind == VOTERS
+                else r
+                for r in log
+            )
         voters[perm[i]] = Voter(
             v.role,
             v.epoch,
             vid(v.votedId),
             vid(v.leaderId),
-            v.log,
+            log,
             v.highWatermark,
             frozenset(perm[x] for x in v.votes),
             offsets,
             v.hasFetched,
             v.hwKnown,
+            v.directoryId,
         )
-    return s._replace(voters=tuple(voters), isolated=frozenset(perm[x] for x in s.isolated))
+    return s._replace(
+        voters=tuple(voters),
+        isolated=frozenset(perm[x] for x in s.isolated),
+        hopeless=frozenset(perm[x] for x in s.hopeless),
+    )
 
 
 def _sort_key(s: QuorumState) -> tuple:
     return (
         tuple(
             (v.role, v.epoch, v.votedId, v.leaderId, v.log, v.highWatermark, tuple(sorted(v.votes)),
-             v.endOffsets, v.hasFetched, v.hwKnown)
+             v.endOffsets, v.hasFetched, v.hwKnown, v.directoryId)
             for v in s.voters
         ),
         tuple(sorted(s.isolated)),
+        tuple(sorted(s.hopeless)),
     )  # fmt: skip
 
 
-class KraftQuorumDrawing(Drawing):
-    """Lanes: a client and one per voter. Tables: every voter's quorum state and log, the network."""
+_MARK = {LEADER_CHANGE: "*", VOTERS: "V"}
 
-    def __init__(self, voters: int) -> None:
-        self.voters = [f"voter {v}" for v in range(voters)]
+
+class KraftQuorumDrawing(Drawing):
+    """Lanes: a client and one per replica. Tables: every replica's quorum state and log, the network;
+    with KIP-853 in play, each replica's directory id and voter set too."""
+
+    def __init__(self, voters: int, observers: int = 0, keys: bool = False) -> None:
+        self.voters = [f"voter {v}" for v in range(voters)] + [f"observer {voters + o}" for o in range(observers)]
+        self.keys = keys
 
     def lanes(self) -> list[str]:
         return ["client", *self.voters]
@@ -602,13 +703,15 @@ class KraftQuorumDrawing(Drawing):
             return Arrow(self.voters[f], (self.voters[args["leader"]],), f"Fetch(offset {len(before.voters[f].log)})")
         if name == "ClientWrite":
             return Arrow("client", (self.voters[args["leader"]],), "write")
+        if name in ("AddVoter", "RemoveVoter"):
+            return Arrow(self.voters[args["leader"]], (self.voters[args["voter"]],), f"{name}({args['voter']})")
         voter = args.get("voter", args.get("leader", 0))
         return Arrow(self.voters[voter], (), name)
 
     def tables(self, state: QuorumState) -> list[Table]:
         rows = []
         for v, me in enumerate(state.voters):
-            log = " ".join(f"{o}:e{r.epoch}{'*' if r.kind == LEADER_CHANGE else ''}" for o, r in enumerate(me.log))
+            log = " ".join(f"{o}:e{r.epoch}{_MARK.get(r.kind, '')}" for o, r in enumerate(me.log))
             rows.append([
                 self.voters[v] + (" (cut off)" if v in state.isolated else ""),
                 me.role,
@@ -620,11 +723,14 @@ class KraftQuorumDrawing(Drawing):
                 describe(me.votes) if me.role in (PROSPECTIVE, CANDIDATE) else "-",
                 " ".join(str(o) for o in me.endOffsets) or "-",
             ])  # fmt: skip
-        voters = Table(
-            "voters (log = offset:epoch, * = LeaderChangeMessage)",
-            ["", "state", "epoch", "voted", "leader", "log", "HW", "votes", "end offsets"],
-            rows,
-        )
+            if self.keys:
+                voter_set = next((r.voters for r in reversed(me.log) if r.kind == VOTERS), None)  # type: ignore[union-attr]
+                shown = "bootstrap" if voter_set is None else " ".join(f"{i}/{d}" for i, d in sorted(voter_set))
+                rows[-1] += [str(me.directoryId), shown]
+        columns = ["", "state", "epoch", "voted", "leader", "log", "HW", "votes", "end offsets"]
+        if self.keys:
+            columns += ["directory", "voter set (id/directory)"]
+        voters = Table("replicas (log = offset:epoch, * = LeaderChangeMessage, V = VotersRecord)", columns, rows)
         committed = " ".join(f"{o}:e{c.epoch}@{c.commitEpoch}" for o, c in enumerate(state.committed)) or "-"
         history = Table("committed (offset:epoch@committed in epoch)", ["records"], [[committed]])
         return [voters, history]

@@ -4,7 +4,7 @@ Kafka states them, and the liveness of elections."""
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.kraft_quorum import FOLLOWER, LEADER, PROSPECTIVE, QuorumState
+from kmc.models.kraft_quorum import LEADER, PROSPECTIVE, QuorumState
 
 
 @invariant
@@ -59,8 +59,9 @@ def ReadCommitted(s: QuorumState) -> bool:
 
 @step
 def HighWatermarkMonotonic(s: QuorumState, action: Action, t: QuorumState) -> bool:
-    """No voter's high watermark ever decreases (a restart forgets it; the voter relearns it)."""
-    restarted = action.args["voter"] if action.name == "Restart" else None
+    """No voter's high watermark ever decreases (a restart forgets it and the voter relearns it; a
+    lost disk loses it)."""
+    restarted = action.args["voter"] if action.name in ("Restart", "LoseDisk") else None
     return all(
         after.highWatermark >= before.highWatermark
         for i, (before, after) in enumerate(zip(s.voters, t.voters, strict=True))
@@ -78,17 +79,18 @@ def ResignOnlyWithoutQuorum(s: QuorumState, action: Action, t: QuorumState, mode
 
 def has_functioning_leader(s: QuorumState, model) -> bool:  # type: ignore[no-untyped-def]
     """A leader that a majority of voters (itself included) follows in its epoch and can reach."""
-    for c, leader in enumerate(s.voters):
-        if leader.role != LEADER:
-            continue
-        followers = sum(
-            1
-            for v, me in enumerate(s.voters)
-            if me.role == FOLLOWER and me.leaderId == c and me.epoch == leader.epoch and model.connected(s, c, v)
-        )
-        if followers + 1 >= model.majority:
-            return True
-    return False
+    return any(model.functioning(s, c) for c in range(len(s.voters)))
+
+
+@step
+def NoDisruptiveCandidate(s: QuorumState, action: Action, t: QuorumState, model) -> bool:  # type: ignore[no-untyped-def]
+    """Pre-vote's purpose (KIP-996): a voter that could not win when it stood for election (cut off
+    from a majority of its voter set, or with a log behind a majority's) never forces a
+    functioning leader to step down -- its (pre-)vote request never takes the leader, or enough of
+    its followers, into a newer epoch."""
+    if action.name != "RequestVote" or action.args["candidate"] not in s.hopeless:
+        return True
+    return not any(model.functioning(s, v) and not model.functioning(t, v) for v in range(len(s.voters)))
 
 
 @leads_to(lambda s, model: not has_functioning_leader(s, model))

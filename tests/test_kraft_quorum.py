@@ -11,15 +11,19 @@ from kmc.checker.properties import select_properties
 from kmc.checker.replay import replay
 from kmc.checker.result import Status
 from kmc.models.kraft_quorum import (
+    CANDIDATE,
     DATA,
     FOLLOWER,
     LEADER,
     LEADER_CHANGE,
     PROSPECTIVE,
+    RESIGNED,
     UNATTACHED,
+    VOTERS,
     KraftQuorumModel,
     QuorumState,
     Record,
+    VotersRecord,
     end_offset_for_epoch,
 )
 
@@ -47,6 +51,9 @@ def test_liveness_holds_without_partitions() -> None:
         ("kip-595", "DeposedLeaderResigns", 9, 8),
         ("pre-kafka-16144", "ResignOnlyWithoutQuorum", 3, None),
         ("raft-figure-8", "LeaderCompleteness", 19, None),
+        ("kip-595", "NoDisruptiveCandidate", 7, None),
+        ("no-voter-change-guard", "LeaderCompleteness", 13, None),
+        ("pre-kip-853", "ElectionSafety", 8, None),
     ],
 )
 def test_bugs_before_their_fix(preset: str, prop: str, length: int, loop: int | None) -> None:
@@ -95,7 +102,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 def test_every_checked_in_counterexample_is_in_the_ci_suite() -> None:
     suite = (ROOT / "counterexamples" / "suite.toml").read_text()
-    assert len(TRACES) == 4
+    assert len(TRACES) == 9
     for trace in TRACES:
         assert f'replay = "kraft-quorum/{trace.name}"' in suite
 
@@ -183,3 +190,127 @@ def test_symmetry_is_a_renaming() -> None:
     reduced = bfs(model, select_properties(KraftQuorumModel, names=["ElectionSafety"]), BfsOptions(symmetry=True))
     assert reduced.stats.distinct_states < plain.stats.distinct_states
     assert reduced.stats.depth == plain.stats.depth
+
+
+# -- pre-vote's purpose ----------------------------------------------------------------------------
+def test_a_voter_that_cannot_win_deposes_the_leader_only_without_pre_vote() -> None:
+    """kip-595: voter 1 voted for 0 and never heard from it; its timer fires and it stands with an
+    empty log against two voters holding the leader's LeaderChangeMessage, and its Vote request of
+    epoch 2 makes the working leader step down."""
+    result = Check("kraft-quorum", preset="kip-595", property_names=["NoDisruptiveCandidate"]).run()
+    [violation] = result.violations
+    trace = violation.trace
+    assert [a.name for a in trace.actions[1:]] == [
+        "ElectionTimeout", "RequestVote", "BeginQuorumEpoch", "Fetch", "ElectionTimeout", "RequestVote",
+    ]  # fmt: skip
+    before, after = trace.states[-2:]
+    assert before.hopeless == frozenset({1}) and before.voters[1].role == CANDIDATE
+    assert (before.voters[0].role, after.voters[0].role, after.voters[0].epoch) == (LEADER, UNATTACHED, 2)
+    assert result.stats.distinct_states == 1031
+
+
+def test_pre_vote_does_not_stop_a_candidate_that_could_win_when_it_stood() -> None:
+    """What NoDisruptiveCandidate leaves out, on purpose: in kip-996 voter 1 passes pre-vote while
+    voter 2 has not yet heard of the leader, the leader then establishes itself, and 1's Vote of
+    epoch 2 deposes it although 1 can no longer win. Pre-vote judges the candidate once, when it
+    stands; Kafka's voters then move to any higher epoch a Vote request carries."""
+    model = KraftQuorumModel.build("kip-996", {"max_partitions": 0})
+    steps = [
+        ("ElectionTimeout", {"voter": 0}),
+        ("RequestVote", {"candidate": 0, "voter": 1, "preVote": True}),
+        ("RequestVote", {"candidate": 0, "voter": 1, "preVote": False}),
+        ("ElectionTimeout", {"voter": 1}),
+        ("RequestVote", {"candidate": 1, "voter": 2, "preVote": True}),
+        ("BeginQuorumEpoch", {"leader": 0, "voter": 2}),
+        ("Fetch", {"follower": 2, "leader": 0}),
+        ("RequestVote", {"candidate": 1, "voter": 0, "preVote": False}),
+    ]
+    [s] = model.init_states()
+    states = [s]
+    for name, args in steps:
+        [s] = [t for a, t in model.successors(s) if a.name == name and dict(a.args) == args]
+        states.append(s)
+    before, after = states[-2:]
+    assert model.functioning(before, 0) and not model.functioning(after, 0)
+    assert not model.could_win(before, 1)  # 0 and 2 hold LeaderChange(1); 1's log is empty
+    assert model.could_win(states[4], 1) and not before.hopeless  # it could win when it stood
+
+
+# -- KIP-853: dynamic voters ---------------------------------------------------------------------
+def test_a_voter_change_takes_effect_when_appended() -> None:
+    """The leader counts its HW over the voter set it just appended: removing voter 2 from three
+    makes voter 1 alone (with the leader) a majority of the new set."""
+    model = KraftQuorumModel.build("kip-853")
+    lc1 = Record(1, LEADER_CHANGE)
+    s = _state(
+        model,
+        v0=dict(role=LEADER, epoch=1, leaderId=0, log=(lc1,), highWatermark=1, hwKnown=True, endOffsets=(1, 1, 0)),
+        v1=dict(role=FOLLOWER, epoch=1, leaderId=0, log=(lc1,), highWatermark=1, hasFetched=True),
+        v2=dict(role=FOLLOWER, epoch=1, leaderId=0, hasFetched=True),
+    )
+    changes = {(a.name, a.args["voter"]): t for a, t in model.successors(s) if a.name in ("AddVoter", "RemoveVoter")}
+    assert set(changes) == {("RemoveVoter", 0), ("RemoveVoter", 1), ("RemoveVoter", 2)}  # no observer to add
+    leader = changes[("RemoveVoter", 2)].voters[0]
+    assert leader.log[-1] == VotersRecord(1, VOTERS, frozenset({(0, 0), (1, 0)}))
+    assert model.voters_of(leader) == frozenset({(0, 0), (1, 0)})
+    assert model.voters_of(changes[("RemoveVoter", 2)].voters[1]) == model.bootstrap  # not fetched yet
+    # uncommitted: no second change until voter 1 has it (one change at a time)
+    after = changes[("RemoveVoter", 2)]
+    assert not [a for a, _ in model.successors(after) if a.name in ("AddVoter", "RemoveVoter")]
+    unguarded = KraftQuorumModel.build("no-voter-change-guard")
+    assert [a for a, _ in unguarded.successors(after) if a.name == "RemoveVoter"]
+
+
+def test_a_removed_leader_leads_until_the_removal_commits_then_resigns() -> None:
+    model = KraftQuorumModel.build("kip-853")
+    lc1 = Record(1, LEADER_CHANGE)
+    removal = VotersRecord(1, VOTERS, frozenset({(1, 0), (2, 0)}))
+    s = _state(
+        model,
+        v0=dict(role=LEADER, epoch=1, leaderId=0, log=(lc1, removal), highWatermark=1, hwKnown=True,
+                endOffsets=(2, 1, 1)),
+        v1=dict(role=FOLLOWER, epoch=1, leaderId=0, log=(lc1,), highWatermark=1, hasFetched=True),
+        v2=dict(role=FOLLOWER, epoch=1, leaderId=0, log=(lc1,), highWatermark=1, hasFetched=True),
+    )  # fmt: skip
+    assert not model.is_voter(0, s.voters[0])
+    names = [a.name for a, _ in model.successors(s)]
+    assert "ResignRemoved" not in names and "BeginQuorumEpoch" not in names  # still leads, uncommitted
+    fetched = [t for a, t in model.successors(s) if a.name == "Fetch" and a.args["follower"] == 1]
+    [s] = [t for a, t in model.successors(fetched[0]) if a.name == "Fetch" and a.args["follower"] == 1]
+    assert s.voters[0].highWatermark == 1  # voter 1 has the record, but the leader's own copy does not count
+    s = next(t for a, t in model.successors(s) if a.name == "Fetch" and a.args["follower"] == 2)
+    [s] = [t for a, t in model.successors(s) if a.name == "Fetch" and a.args["follower"] == 2]
+    assert s.voters[0].highWatermark == 2  # a majority of {1, 2}: the removal is committed
+    [resigned] = [t for a, t in model.successors(s) if a.name == "ResignRemoved"]
+    assert resigned.voters[0].role == RESIGNED
+    [left] = [t for a, t in model.successors(resigned) if a.name == "ElectionTimeout" and a.args["voter"] == 0]
+    assert (left.voters[0].role, left.voters[0].epoch) == (UNATTACHED, 2)  # pollResigned: not a voter
+
+
+def test_voter_changes_hold_without_faults_and_a_restart_breaks_the_unguarded_change() -> None:
+    guarded = Check("kraft-quorum", preset="kip-853", overrides={"max_restarts": 0}, property_names=SAFETY).run()
+    assert guarded.status is Status.HOLDS_BOUNDED
+    assert guarded.stats.distinct_states == 12353
+    trace = read_trace(ROOT / "counterexamples" / "kraft-quorum" / "no-voter-change-guard-LeaderCompleteness.itf.json")
+    names = [s["#meta"]["action"]["name"] for s in trace["states"][1:]]
+    assert names[6:9] == ["RemoveVoter", "RemoveVoter", "Restart"]  # two changes in flight, then a crash
+
+
+# -- KIP-853: a lost disk and directory ids ------------------------------------------------------
+@pytest.mark.parametrize(("directory_ids", "granted"), [(True, False), (False, True)])
+def test_a_reformatted_voter_votes_as_the_old_one_only_without_directory_ids(
+    directory_ids: bool, granted: bool
+) -> None:
+    model = KraftQuorumModel.build("pre-kip-853", {"directory_ids": directory_ids})
+    s = _state(model, v1=dict(role=CANDIDATE, epoch=1, votedId=1, votes=frozenset({1})))
+    [wiped] = [t for a, t in model.successors(s) if a.name == "LoseDisk" and a.args["voter"] == 2]
+    assert wiped.voters[2].directoryId == (1 if directory_ids else 0)
+    voter, ok = model.vote_response(wiped, 1, 2, pre_vote=False)
+    assert ok is granted and voter.epoch == 1  # the epoch moves first either way (INVALID_VOTER_KEY after)
+    assert model.is_voter(2, wiped.voters[2]) is not directory_ids
+
+
+def test_a_lost_disk_is_safe_with_directory_ids() -> None:
+    result = Check("kraft-quorum", preset="pre-kip-853", overrides={"directory_ids": True}, property_names=SAFETY).run()
+    assert result.status is Status.HOLDS_BOUNDED
+    assert result.stats.distinct_states == 12587
