@@ -174,7 +174,9 @@ def handle_verify(meta: TxnMeta | None, producerId: int, producerEpoch: int, par
 
 def handle_end_txn(meta: TxnMeta | None, producerId: int, producerEpoch: int, commit: bool, tv2: bool) -> Transit:
     """EndTxn from the client: endTransactionWithTV1 or, under transaction version 2, endTransaction
-    with its retry rules (an exact retry carries the epoch before the bump)."""
+    with its retry rules (an exact retry carries the epoch before the bump). PrepareCommit and
+    PrepareAbort always have their completion pending here (the coordinator prepares it before it
+    answers the EndTxn that wrote them, and again when it reloads them after a failover)."""
     if meta is None or meta.producerId != producerId:
         return Transit(INVALID_PRODUCER_ID_MAPPING)
     state = meta.state
@@ -189,11 +191,14 @@ def handle_end_txn(meta: TxnMeta | None, producerId: int, producerEpoch: int, co
         if (state, commit) in ((PREPARE_COMMIT, True), (PREPARE_ABORT, False)):
             return Transit(CONCURRENT_TRANSACTIONS)
         return Transit(INVALID_TXN_STATE)
+    if state in (PREPARE_COMMIT, PREPARE_ABORT):
+        # KAFKA-18464: the pending CompleteCommit/CompleteAbort is answered before the epoch is
+        # checked, so the next transaction's EndTxn (at the bumped epoch) waits instead of fencing
+        # its own producer.
+        return Transit(CONCURRENT_TRANSACTIONS)
     retry = meta.producerEpoch == producerEpoch + 1
     if state in (ONGOING, EMPTY):
         valid = producerEpoch == meta.producerEpoch
-    elif state in (PREPARE_COMMIT, PREPARE_ABORT):
-        valid = retry
     else:
         valid = retry or producerEpoch == meta.producerEpoch
     if not valid:
@@ -213,8 +218,6 @@ def handle_end_txn(meta: TxnMeta | None, producerId: int, producerEpoch: int, co
         if not commit:
             return Transit(NONE, None, meta.producerEpoch) if retry else bump(PREPARE_ABORT)
         return Transit(INVALID_TXN_STATE)
-    if (state, commit) in ((PREPARE_COMMIT, True), (PREPARE_ABORT, False)):
-        return Transit(CONCURRENT_TRANSACTIONS)
     if state == EMPTY and not commit:
         return bump(PREPARE_ABORT)
     return Transit(INVALID_TXN_STATE)

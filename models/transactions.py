@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from kmc.checker import WF, Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker.drawing import Drawing
 from kmc.models import transaction_coordinator as tc
 from kmc.models.transaction_coordinator import (
     COMPLETE_ABORT,
@@ -53,6 +53,7 @@ from kmc.models.transaction_coordinator import (
     TRANSACTION_COORDINATOR_FENCED,
     TxnMeta,
 )
+from kmc.models.transactions_log import NO_OFFSET, Batch, Partition, last_stable_offset
 
 # Client (TransactionManager) states.
 UNINITIALIZED = "UNINITIALIZED"
@@ -65,7 +66,6 @@ ABORTABLE_ERROR = "ABORTABLE_ERROR"
 FATAL_ERROR = "FATAL_ERROR"
 
 COORDINATOR = "coordinator"
-NO_OFFSET = -1
 
 
 def client_lane(c: int) -> str:
@@ -92,32 +92,6 @@ class Client(NamedTuple):
     """Partitions whose record was acknowledged."""
     awaiting: str
     """The coordinator request in flight ("" for none)."""
-
-
-class Batch(NamedTuple):
-    """A batch in a partition's log: a transactional record, or a control batch (a marker)."""
-
-    control: bool
-    producerEpoch: int
-    client: int
-    """Data: which producer incarnation wrote it. Marker: -1."""
-    txn: int
-    """Data: the application's transaction (ghost). Marker: the coordinator's decision (ghost)."""
-    commit: bool
-    coordinatorEpoch: int
-
-
-class Partition(NamedTuple):
-    """A partition leader's log and its ProducerStateEntry for the producer id."""
-
-    log: tuple[Batch, ...]
-    producerEpoch: int
-    coordinatorEpoch: int
-    currentTxnFirstOffset: int
-    verificationGuard: int
-    """KAFKA-14884: the guard of a verification in progress (-1 none); the log end when it was made."""
-    verifying: tuple[tuple[int, int, int, int], ...]
-    """Produce requests parked while the coordinator is asked: (client, producerEpoch, txn, guard)."""
 
 
 class Message(NamedTuple):
@@ -189,6 +163,7 @@ ACTION_ARGS = {
     "HandleWriteTxnMarkersResponse": ("partition",),
     "WriteTxnCompletion": (),
     "TxnTimeout": (),
+    "AbortTimedOutTransaction": (),
     "CoordinatorFailover": (),
     "HandleProduce": ("partition", "client", "producerEpoch", "txn"),
     "HandleVerifyResponse": ("partition",),
@@ -253,7 +228,12 @@ PRESETS = {
     "pre-kafka-14884": Preset.of(
         "kip-890-part-1 without the verification guard: an answer that raced the abort marker opens a hanging "
         "transaction",
-        {"OpenTransactionKnownToCoordinator": "violated", "LastStableOffsetAdvances": "violated"},
+        {
+            "OpenTransactionKnownToCoordinator": "violated",
+            "LastStableOffsetAdvances": "violated",
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+        },
         **_TV1,
         verification_guard=False,
     ),
@@ -277,10 +257,12 @@ PRESETS = {
         max_failovers=1,
     ),
     "read-committed": Preset.of(
-        "kip-890-part-2 on one partition with a read_committed consumer fetching up to the LSO",
+        "kip-890-part-2 on one partition with a read_committed consumer fetching up to the LSO, through a "
+        "coordinator failover",
         _ALL_HOLD,
         partitions=1,
         consumer=True,
+        max_failovers=1,
     ),
     "zombie": Preset.of(
         "kip-890-part-2 with a second producer incarnation that fences the first (InitProducerId)",
@@ -290,11 +272,13 @@ PRESETS = {
         max_request_timeouts=0,
     ),
     "offsets": Preset.of(
-        "kip-890-part-2 with sendOffsetsToTransaction: the consumer-offsets partition is one of the transaction's",
+        "kip-890-part-2 with sendOffsetsToTransaction: the consumer-offsets partition is one of the transaction's, "
+        "through a coordinator failover",
         _ALL_HOLD,
         partitions=1,
         offsets=True,
         max_transactions=1,
+        max_failovers=1,
     ),
     "txn-timeout": Preset.of(
         "kip-890-part-2 where the coordinator times out and aborts an open transaction",
@@ -307,47 +291,10 @@ PRESETS = {
 Step = tuple[Action, TransactionsState]
 
 
-def last_stable_offset(p: Partition) -> int:
-    """UnifiedLog.lastStableOffset: the first offset of the open transaction, else the high watermark."""
-    return p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
-
-
-def closing_markers(p: Partition) -> list[int]:
-    """For each offset, the offset of the marker that closes its batch's transaction (-1: still open)."""
-    out = [-1] * len(p.log)
-    pending: list[int] = []
-    for offset, batch in enumerate(p.log):
-        if batch.control:
-            for o in pending:
-                out[o] = offset
-            pending = []
-            out[offset] = offset
-        else:
-            pending.append(offset)
-    return out
-
-
-def aborted_index(p: Partition) -> list[tuple[int, int]]:
-    """The TransactionIndex: (firstOffset, lastOffset) of every aborted transaction of the producer."""
-    out = []
-    first = -1
-    for offset, batch in enumerate(p.log):
-        if not batch.control and first == -1:
-            first = offset
-        elif batch.control:
-            if first != -1 and not batch.commit:
-                out.append((first, offset))
-            first = -1
-    return out
-
-
-def read_committed(p: Partition) -> list[tuple[int, Batch]]:
-    """What a read_committed fetch returns: data below the LSO, less what the aborted index names."""
-    lso = last_stable_offset(p)
-    closing = closing_markers(p)
-    return [
-        (o, b) for o, b in enumerate(p.log[:lso]) if not b.control and closing[o] != -1 and p.log[closing[o]].commit
-    ]
+def producers_stopped(s: TransactionsState, max_transactions: int) -> bool:
+    """No producer will send anything again: each is fenced or between transactions with none left."""
+    done = s.nextTxn >= max_transactions
+    return all(c.state == FATAL_ERROR or (c.state == READY and done) for c in s.clients)
 
 
 class TransactionsModel(Model):
@@ -492,13 +439,14 @@ class TransactionsModel(Model):
                     )
             if (cl.added or cl.produced) and cl.acked == cl.produced:
                 self._end_txn(s, c, True, out)
-        if cl.state == ABORTABLE_ERROR and not cl.awaiting:
-            if cl.added or cl.produced:
-                self._end_txn(s, c, False, out)
-            else:
-                new = cl._replace(state=READY, txn=-1)
-                out.append((Action("AbortLocally", client=c),
-                            s._replace(clients=self._set_client(s, c, new), aborted=s.aborted | {cl.txn})))  # fmt: skip
+        if cl.state in (IN_TRANSACTION, ABORTABLE_ERROR) and not cl.awaiting and not (cl.added or cl.produced):
+            # abortTransaction() before a record was sent: transactionStarted is false, so
+            # TransactionManager completes the EndTxn locally and sends nothing.
+            new = cl._replace(state=READY, txn=-1)
+            out.append((Action("AbortLocally", client=c),
+                        s._replace(clients=self._set_client(s, c, new), aborted=s.aborted | {cl.txn})))  # fmt: skip
+        elif cl.state == ABORTABLE_ERROR and not cl.awaiting:
+            self._end_txn(s, c, False, out)
         if s.requestTimeouts < self.config.max_request_timeouts:
             self._request_timeouts(s, c, out)
 
@@ -686,9 +634,15 @@ class TransactionsModel(Model):
         meta = co.metadata
         if meta is not None and meta.state in (PREPARE_COMMIT, PREPARE_ABORT) and not co.pendingMarkers:
             out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta), [], None)))
-        if meta is not None and meta.state == ONGOING and s.txnTimeouts < self.config.max_txn_timeouts:
-            nxt = self._apply(s, tc.fence_and_abort(meta, self.tv2), [], None)
-            out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
+        if meta is not None and meta.state == ONGOING:
+            if s.txnTimeouts < self.config.max_txn_timeouts:
+                nxt = self._apply(s, tc.fence_and_abort(meta, self.tv2), [], None)
+                out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
+            if producers_stopped(s, self.config.max_transactions):
+                # Nobody will end it: transaction.timeout.ms passes and abortTimedOutTransactions,
+                # which runs every few seconds, fences and aborts it. A fair step, not a fault.
+                nxt = self._apply(s, tc.fence_and_abort(meta, self.tv2), [], None)
+                out.append((Action("AbortTimedOutTransaction"), nxt))
         if s.failovers < self.config.max_failovers:
             epoch = co.coordinatorEpoch + 1
             log = s.transactionLog
@@ -785,95 +739,7 @@ class TransactionsModel(Model):
         out.append((action, s._replace(partitions=self._set_partition(s, m.partition, new),
                                        network=self._send(s, resp, drop=m))))  # fmt: skip
 
-    def drawing(self) -> TransactionsDrawing:
+    def drawing(self) -> Drawing:
+        from kmc.models.transactions_drawing import TransactionsDrawing
+
         return TransactionsDrawing(self)
-
-
-# -- how traces are drawn --------------------------------------------------------------------------
-class TransactionsDrawing(Drawing):
-    """Lanes: producers, coordinator, partition leaders, consumer. Tables: the transaction metadata
-    (in memory and in __transaction_state), each producer, each partition (log, LSO, open
-    transaction, aborted index, epochs), and the messages in flight."""
-
-    def __init__(self, model: TransactionsModel) -> None:
-        self.model = model
-        self.producers = [client_lane(c) for c in range(model.config.producers)]
-        self.leaders = [leader_lane(p) for p in range(model.n_partitions)]
-
-    def lanes(self) -> list[str]:
-        return [*self.producers, COORDINATOR, *self.leaders, "consumer"]
-
-    def arrow(self, action: Action, before: TransactionsState, after: TransactionsState) -> Arrow:
-        a, name = action.args, action.name
-        sent = [m for m in after.network if m not in before.network]
-        note = name
-        if sent:
-            m = sent[0]
-            note = (
-                f"{m.api}(p{m.partition}, e{m.producerEpoch})" if m.partition >= 0 else f"{m.api}(e{m.producerEpoch})"
-            )
-            if m.error != NONE:
-                note = f"{m.api}: {m.error}"
-            if m.api == "WriteTxnMarkers":
-                result = "COMMIT" if m.commit else "ABORT"
-                note = f"{result} markers, e{m.producerEpoch}, coordinatorEpoch {m.coordinatorEpoch}"
-            targets = tuple(dict.fromkeys(x.dst for x in sent))
-            source = sent[0].src
-            if name.startswith("Handle") and name.endswith("Response") and "client" in a:
-                return Arrow(client_lane(a["client"]), (), f"{name[6:]}")
-            return Arrow(source, targets, note)
-        if "client" in a and not name.startswith("HandleProduce"):
-            return Arrow(client_lane(a["client"]), (), name)
-        if name == "ConsumerFetch":
-            return Arrow(
-                "consumer",
-                (leader_lane(a["partition"]),),
-                f"read_committed to {after.consumerPositions[a['partition']]}",
-            )
-        if "partition" in a:
-            return Arrow(leader_lane(a["partition"]), (), name)
-        return Arrow(COORDINATOR, (), name)
-
-    def tables(self, state: TransactionsState) -> list[Table]:
-        co = state.coordinator
-
-        def meta_row(label: str, meta: TxnMeta | None) -> list[str]:
-            if meta is None:
-                return [label, "-", "-", "-", "-", "-"]
-            return [label, meta.state, str(meta.producerId), str(meta.producerEpoch), str(meta.lastProducerEpoch),
-                    describe(meta.topicPartitions)]  # fmt: skip
-
-        txn = Table(
-            f"transaction coordinator (coordinatorEpoch {co.coordinatorEpoch}, markers pending "
-            f"{describe(co.pendingMarkers)})",
-            ["", "state", "producerId", "producerEpoch", "lastProducerEpoch", "topicPartitions"],
-            [meta_row("in memory", co.metadata), meta_row("__transaction_state", state.transactionLog)],
-        )
-        producers = Table(
-            "producers",
-            ["", "state", "producerEpoch", "txn", "added", "produced", "acked", "awaiting"],
-            [[client_lane(c), cl.state, str(cl.producerEpoch), str(cl.txn), describe(cl.added), describe(cl.produced),
-              describe(cl.acked), cl.awaiting or "-"] for c, cl in enumerate(state.clients)],
-        )  # fmt: skip
-        rows = []
-        for i, p in enumerate(state.partitions):
-            entries = " ".join(
-                f"{o}:{'COMMIT' if b.commit else 'ABORT'}/e{b.producerEpoch}" if b.control
-                else f"{o}:t{b.txn}/e{b.producerEpoch}"
-                for o, b in enumerate(p.log)
-            ) or "(empty)"  # fmt: skip
-            index = " ".join(f"[{a},{b}]" for a, b in aborted_index(p)) or "-"
-            rows.append([leader_lane(i), entries, str(len(p.log)), str(last_stable_offset(p)),
-                         str(p.producerEpoch), str(p.coordinatorEpoch), index,
-                         str(state.consumerPositions[i])])  # fmt: skip
-        partitions = Table(
-            "partitions (log = offset:txn/epoch; markers COMMIT/ABORT)",
-            ["", "log", "HW", "LSO", "producerEpoch", "coordinatorEpoch", "aborted index", "consumer"],
-            rows,
-        )
-        flight = Table(
-            "in flight",
-            ["messages"],
-            [[" ".join(f"{m.api}->{m.dst}" for m in state.network) or "-"]],
-        )
-        return [txn, producers, partitions, flight]

@@ -42,6 +42,7 @@ _STEP_METHOD = {
     "HandleEndTxn": "end",
     "WriteTxnCompletion": "complete",
     "TxnTimeout": "timeout",
+    "AbortTimedOutTransaction": "timeout",
 }
 
 

@@ -17,15 +17,8 @@ from kmc.models.transaction_coordinator import (
     PREPARE_COMMIT,
     is_valid_transition,
 )
-from kmc.models.transactions import (
-    FATAL_ERROR,
-    READY,
-    TransactionsModel,
-    TransactionsState,
-    closing_markers,
-    last_stable_offset,
-    read_committed,
-)
+from kmc.models.transactions import FATAL_ERROR, TransactionsModel, TransactionsState, producers_stopped
+from kmc.models.transactions_log import closing_markers, last_stable_offset, read_committed
 
 
 def _fates(s: TransactionsState) -> dict[int, list[tuple[int, int]]]:
@@ -131,9 +124,7 @@ def TransactionCompletes(s: TransactionsState) -> bool:
 
 
 def _producers_stopped(s: TransactionsState, model: TransactionsModel) -> bool:
-    """No producer will send anything again: each is fenced or between transactions with none left."""
-    done = s.nextTxn >= model.config.max_transactions
-    return all(c.state == FATAL_ERROR or (c.state == READY and done) for c in s.clients)
+    return producers_stopped(s, model.config.max_transactions)
 
 
 @leads_to(_producers_stopped)

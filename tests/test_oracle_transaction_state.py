@@ -23,10 +23,10 @@ def _conform(model: TransactionsModel):
 @pytest.mark.parametrize(
     ("preset", "overrides", "states", "steps", "comparisons"),
     [
-        ("zombie", {}, 3118, 844, 28879),
-        ("txn-timeout", {}, 7744, 2029, 71707),
-        ("kip-890-part-1", {"partitions": 1}, 1956, 564, 18150),
-        ("pre-kip-890", {"partitions": 1}, 1076, 331, 9997),
+        ("zombie", {}, 3091, 840, 28632),
+        ("txn-timeout", {}, 7971, 2091, 73812),
+        ("kip-890-part-1", {"partitions": 1}, 2221, 633, 20604),
+        ("pre-kip-890", {"partitions": 1}, 1243, 376, 11545),
     ],
 )
 def test_kafka_agrees_with_every_coordinator_step(preset: str, overrides: dict, states: int, steps: int,

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kmc.checker import bfs
+from kmc.checker import Check, bfs
 from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import replay
 from kmc.checker.result import Status
 from kmc.models import transaction_coordinator as tc
-from kmc.models.transactions import TransactionsModel, aborted_index, read_committed
+from kmc.models.transactions import TransactionsModel
+from kmc.models.transactions_log import aborted_index, read_committed
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = sorted((ROOT / "counterexamples" / "transactions").glob("*.itf.json"))
@@ -26,17 +27,19 @@ def _check(preset: str, names: list[str] | None = None, **overrides: object):
 def test_kip_890_part_2_safety_holds_completely() -> None:
     result = _check("kip-890-part-2", SAFETY)
     assert result.status is Status.HOLDS_COMPLETE, result.violations
-    assert (result.stats.distinct_states, result.stats.depth) == (110014, 45)
+    assert (result.stats.distinct_states, result.stats.depth) == (108984, 45)
 
 
 @pytest.mark.parametrize(
     ("preset", "states"),
-    [("read-committed", 2219), ("zombie", 3118), ("txn-timeout", 7744), ("failover", 23426), ("offsets", 1830)],
+    [("read-committed", 21318), ("zombie", 3091), ("txn-timeout", 7971), ("failover", 23428), ("offsets", 23428)],
 )
 def test_fixed_presets_hold_every_property_including_liveness(preset: str, states: int) -> None:
-    result = _check(preset)
+    result = Check("transactions", preset=preset).run()
     assert result.status is Status.HOLDS_COMPLETE, result.violations
     assert result.stats.distinct_states == states
+    _enabled, failovers = result.coverage["actions"]["CoordinatorFailover"]
+    assert (failovers > 0) == (preset in ("read-committed", "offsets", "failover"))
 
 
 @pytest.mark.parametrize(
@@ -45,12 +48,13 @@ def test_fixed_presets_hold_every_property_including_liveness(preset: str, state
         ("pre-kip-890", "OpenTransactionKnownToCoordinator", 15),
         ("pre-kip-890", "AtomicVisibility", 20),
         ("pre-kip-890", "AbortedNeverVisible", 24),
+        ("pre-kip-890", "LastStableOffsetAdvances", 20),
         ("pre-kafka-14884", "OpenTransactionKnownToCoordinator", 17),
         ("kip-890-part-1", "AbortedNeverVisible", 26),
     ],
 )
 def test_each_bug_before_its_fix(preset: str, prop: str, length: int) -> None:
-    [violation] = _check(preset, [prop]).violations
+    [violation] = Check("transactions", preset=preset, property_names=[prop]).run().violations
     assert (violation.property, violation.trace_length) == (prop, length)
 
 
@@ -63,10 +67,32 @@ def test_hanging_transaction_is_a_produce_delayed_past_the_abort_marker() -> Non
     assert last.partitions[0].currentTxnFirstOffset == 1  # the data after the ABORT marker: the LSO stays at 1
 
 
+def test_a_hanging_transaction_never_ends_once_producers_stop() -> None:
+    """Before KIP-890 the LSO stays behind for good: the coordinator completed the abort, so neither
+    its markers nor its transaction timeout (which fires only for an Ongoing transaction) close the
+    partition's open transaction."""
+    doc = read_trace(ROOT / "counterexamples" / "transactions" / "pre-kip-890-LastStableOffsetAdvances.itf.json")
+    done = replay(doc)
+    loop = done.trace.states[done.trace.loop :]
+    for s in loop:
+        assert [c.state for c in s.clients] == ["READY"] and s.nextTxn == 2
+        assert s.coordinator.metadata.state == tc.COMPLETE_ABORT
+        assert s.partitions[0].currentTxnFirstOffset == 1 < len(s.partitions[0].log)
+
+
+def test_end_txn_of_the_next_transaction_waits_for_the_pending_completion() -> None:
+    """KAFKA-18464: under TV 2, an EndTxn at the bumped epoch while the previous transaction's markers
+    are being written is told CONCURRENT_TRANSACTIONS, not PRODUCER_FENCED."""
+    prepared = tc.TxnMeta(0, 1, 0, tc.PREPARE_COMMIT, frozenset({0}))
+    assert tc.handle_end_txn(prepared, 0, 1, False, tv2=True).error == tc.CONCURRENT_TRANSACTIONS
+    assert tc.handle_end_txn(prepared, 0, 0, True, tv2=True).error == tc.CONCURRENT_TRANSACTIONS
+    assert tc.handle_end_txn(prepared, 0, 0, False, tv2=False).error == tc.PRODUCER_FENCED  # 3.x: epoch first
+
+
 def test_kip_890_part_1_keeps_the_lso_moving() -> None:
     result = _check("kip-890-part-1", ["OpenTransactionKnownToCoordinator"], partitions=1)
     assert result.status is Status.HOLDS_COMPLETE
-    assert result.stats.distinct_states == 1956
+    assert result.stats.distinct_states == 2221
 
 
 def test_fifo_delivery_changes_the_state_space_not_the_verdict() -> None:
@@ -75,7 +101,7 @@ def test_fifo_delivery_changes_the_state_space_not_the_verdict() -> None:
     assert result.stats.distinct_states == FIFO_STATES
 
 
-FIFO_STATES = 588  # with "any" delivery: 1,119
+FIFO_STATES = 680  # with "any" delivery: 1,223
 
 
 def test_read_committed_skips_aborted_data_and_stops_at_the_lso() -> None:
@@ -108,6 +134,6 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 6
+    assert len(TRACES) == 7
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()

@@ -1,0 +1,78 @@
+"""A data partition's side of transactions: the log of transactional batches and markers, the
+producer's ``ProducerStateEntry`` on the leader, and what ``read_committed`` consumers derive from
+them -- the last stable offset and the aborted-transaction index."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+NO_OFFSET = -1
+
+
+class Batch(NamedTuple):
+    """A batch in a partition's log: a transactional record, or a control batch (a marker)."""
+
+    control: bool
+    producerEpoch: int
+    client: int
+    """Data: which producer incarnation wrote it. Marker: -1."""
+    txn: int
+    """Data: the application's transaction (ghost). Marker: the coordinator's decision (ghost)."""
+    commit: bool
+    coordinatorEpoch: int
+
+
+class Partition(NamedTuple):
+    """A partition leader's log and its ProducerStateEntry for the producer id."""
+
+    log: tuple[Batch, ...]
+    producerEpoch: int
+    coordinatorEpoch: int
+    currentTxnFirstOffset: int
+    verificationGuard: int
+    """KAFKA-14884: the guard of a verification in progress (-1 none); the log end when it was made."""
+    verifying: tuple[tuple[int, int, int, int], ...]
+    """Produce requests parked while the coordinator is asked: (client, producerEpoch, txn, guard)."""
+
+
+def last_stable_offset(p: Partition) -> int:
+    """UnifiedLog.lastStableOffset: the first offset of the open transaction, else the high watermark."""
+    return p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
+
+
+def closing_markers(p: Partition) -> list[int]:
+    """For each offset, the offset of the marker that closes its batch's transaction (-1: still open)."""
+    out = [-1] * len(p.log)
+    pending: list[int] = []
+    for offset, batch in enumerate(p.log):
+        if batch.control:
+            for o in pending:
+                out[o] = offset
+            pending = []
+            out[offset] = offset
+        else:
+            pending.append(offset)
+    return out
+
+
+def aborted_index(p: Partition) -> list[tuple[int, int]]:
+    """The TransactionIndex: (firstOffset, lastOffset) of every aborted transaction of the producer."""
+    out = []
+    first = -1
+    for offset, batch in enumerate(p.log):
+        if not batch.control and first == -1:
+            first = offset
+        elif batch.control:
+            if first != -1 and not batch.commit:
+                out.append((first, offset))
+            first = -1
+    return out
+
+
+def read_committed(p: Partition) -> list[tuple[int, Batch]]:
+    """What a read_committed fetch returns: data below the LSO, less what the aborted index names."""
+    lso = last_stable_offset(p)
+    closing = closing_markers(p)
+    return [
+        (o, b) for o, b in enumerate(p.log[:lso]) if not b.control and closing[o] != -1 and p.log[closing[o]].commit
+    ]
