@@ -71,14 +71,15 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The suite runs in TEST_WORKERS processes, a test file per process at a time (pytest-xdist), so
-# module-scoped fixtures such as a Spark cluster or the JVM start once per file.
+# pytest runs in TEST_WORKERS processes, a test file per process at a time (pytest-xdist), so
+# module-scoped fixtures such as a Spark cluster or the JVM start once per file; `kmc ci` runs as
+# many suite entries at a time.
 TEST_WORKERS ?= 2
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 ci-suite: $(STAMP)
-	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml
+	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml --jobs $(TEST_WORKERS)
 
 test: NEED_CHROMIUM = yes
 test: system-deps kafka-jars $(STAMP) lint unit ci-suite

@@ -535,15 +535,18 @@ def ci(
     suite: Annotated[Path, typer.Argument(help="A TOML suite of [[check]] entries.")],
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write traces of violations found under DIR/<model>/.")] = None,
+    jobs: Annotated[int, typer.Option(help="Run this many entries at a time, each in its own process.")] = 1,
 ) -> None:
     """Run every check in the suite; exit 1 if any verdict differs from the expected one."""
+    if jobs < 1:
+        raise UserError(f"--jobs must be at least 1, not {jobs}")
     entries = load_suite(suite)
 
     def report(outcome: Any) -> None:
         mark = "PASS" if outcome.ok else "FAIL"
         print(f"{mark}  {outcome.entry.name}  [{outcome.seconds:.1f} s]  {outcome.message}", flush=True)
 
-    outcomes = run_suite(entries, out, report)
+    outcomes = run_suite(entries, out, report, jobs=jobs)
     if junit is not None:
         write_junit(junit, f"kmc ci {suite.name}", [o.as_case() for o in outcomes])
     failed = sum(1 for o in outcomes if not o.ok)

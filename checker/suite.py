@@ -33,6 +33,7 @@ violate its property exactly at its last state, with ``expect_trace_length`` sta
 from __future__ import annotations
 
 import json
+import multiprocessing
 import time
 import tomllib
 from collections.abc import Callable
@@ -382,37 +383,69 @@ def _judge_vacuity(entry: Entry, result: CheckResult) -> list[str]:
 
 
 def run_suite(
-    entries: list[Entry], out_dir: str | Path | None = None, on_outcome: Callable[[Outcome], None] | None = None
+    entries: list[Entry],
+    out_dir: str | Path | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+    jobs: int = 1,
 ) -> list[Outcome]:
-    outcomes = []
-    for entry in entries:
-        start = time.perf_counter()
-        result = None
-        try:
-            if entry.conform is not None:
-                ok, message, result = _judge_conform(entry, out_dir)
-            elif entry.search:
-                result = entry.check.run()
-                if out_dir is not None:
-                    write_traces(result, Path(out_dir) / result.model)
-                problems = _judge(entry, result) + _judge_vacuity(entry, result)
-                if entry.replay is not None:
-                    problems += _judge_replay(entry)[0]
-                summary = (
-                    f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
-                    + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
-                    + (_vacuity_summary(entry) if entry.fail_on_vacuity and not problems and not result.violations
-                       else "")
-                )  # fmt: skip
-                ok, message = not problems, "; ".join(problems) or summary
-            else:
-                problems, where = _judge_replay(entry)
-                ok = not problems
-                message = "; ".join(problems) or f"violated: {where} (replayed, not searched)"
-            outcome = Outcome(entry, ok, message, time.perf_counter() - start, result)
-        except UserError as exc:
-            outcome = Outcome(entry, False, f"error: {exc}", time.perf_counter() - start, result)
-        outcomes.append(outcome)
-        if on_outcome:
-            on_outcome(outcome)
-    return outcomes
+    """Every entry's outcome, in the suite's order. With ``jobs`` > 1 the entries run in that many forked
+    processes: ``on_outcome`` sees them in the order they finish, and an outcome carries no result."""
+    if jobs <= 1 or len(entries) <= 1:
+        outcomes = []
+        for entry in entries:
+            outcomes.append(_run_entry(entry, out_dir))
+            if on_outcome:
+                on_outcome(outcomes[-1])
+        return outcomes
+    global _FORKED
+    _FORKED = (entries, out_dir)
+    by_index: dict[int, Outcome] = {}
+    try:
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(entries)), maxtasksperchild=1) as pool:
+            for index, ok, message, seconds in pool.imap_unordered(_run_forked, range(len(entries))):
+                by_index[index] = Outcome(entries[index], ok, message, seconds)
+                if on_outcome:
+                    on_outcome(by_index[index])
+    finally:
+        _FORKED = None
+    return [by_index[i] for i in range(len(entries))]
+
+
+_FORKED: tuple[list[Entry], str | Path | None] | None = None
+"""The suite a forked worker runs entries of: inherited through fork, so models of one's own need not pickle."""
+
+
+def _run_forked(index: int) -> tuple[int, bool, str, float]:
+    assert _FORKED is not None
+    entries, out_dir = _FORKED
+    outcome = _run_entry(entries[index], out_dir)
+    return index, outcome.ok, outcome.message, outcome.seconds
+
+
+def _run_entry(entry: Entry, out_dir: str | Path | None) -> Outcome:
+    start = time.perf_counter()
+    result = None
+    try:
+        if entry.conform is not None:
+            ok, message, result = _judge_conform(entry, out_dir)
+        elif entry.search:
+            result = entry.check.run()
+            if out_dir is not None:
+                write_traces(result, Path(out_dir) / result.model)
+            problems = _judge(entry, result) + _judge_vacuity(entry, result)
+            if entry.replay is not None:
+                problems += _judge_replay(entry)[0]
+            summary = (
+                f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
+                + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
+                + (_vacuity_summary(entry) if entry.fail_on_vacuity and not problems and not result.violations
+                   else "")
+            )  # fmt: skip
+            ok, message = not problems, "; ".join(problems) or summary
+        else:
+            problems, where = _judge_replay(entry)
+            ok = not problems
+            message = "; ".join(problems) or f"violated: {where} (replayed, not searched)"
+        return Outcome(entry, ok, message, time.perf_counter() - start, result)
+    except UserError as exc:
+        return Outcome(entry, False, f"error: {exc}", time.perf_counter() - start, result)

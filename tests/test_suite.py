@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -125,3 +126,25 @@ def test_malformed_suites_are_bad_input(kmc, tmp_path: Path) -> None:
         code, _, err = kmc("ci", path)
         assert code == 2, name
         assert len(err.strip().splitlines()) == 1, name
+
+
+def test_entries_run_in_parallel_give_the_same_outcomes_in_the_suite_order(kmc, toy: str, tmp_path: Path) -> None:
+    suite = tmp_path / "mixed.toml"
+    suite.write_text(SUITE.format(toy=toy) + STALE.format(toy=toy))
+    one, many = tmp_path / "one.xml", tmp_path / "many.xml"
+    code, out_one, _ = kmc("ci", suite, "--junit", one)
+    assert code == 1 and out_one.strip().splitlines()[-1] == "2 passed, 3 failed"
+    code, out_many, _ = kmc("ci", suite, "--junit", many, "--jobs", "3", "--out", tmp_path / "traces")
+    assert code == 1 and out_many.strip().splitlines()[-1] == "2 passed, 3 failed"
+
+    def lines(out: str) -> list[str]:
+        return sorted(re.sub(r"\[[0-9.]+ s\]", "", line) for line in out.splitlines()[:-1])
+
+    assert lines(out_many) == lines(out_one)
+
+    def cases(junit: Path) -> list[tuple[str | None, bool]]:
+        return [(c.get("name"), c.find("failure") is None) for c in ET.parse(junit).getroot().iter("testcase")]
+
+    assert cases(many) == cases(one)
+    assert [name for name, _ in cases(many)][:2] == ["2PC holds", "buggy 2PC is caught"]
+    assert (tmp_path / "traces" / "two-phase" / "buggy-Consistent.itf.json").exists()  # written by a worker
