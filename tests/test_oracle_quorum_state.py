@@ -88,3 +88,32 @@ def test_a_vote_for_a_stale_log_is_caught_with_the_shortest_trace() -> None:
         assert (action, after) in model.successors(before)
     last = list(oracle.compare_step(trace.states[-2], trace.actions[-1], trace.states[-1]))
     assert [c.question for c in last if not c.agree] == ["canGrantVote"]
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "states", "steps", "comparisons"),
+    [
+        ("kip-853", {"max_restarts": 0}, 12353, 20193, 25281),  # two voter changes, one at a time
+        ("pre-kip-853", {"directory_ids": True}, 12587, 23535, 26283),  # a lost disk, a new directory id
+    ],
+)
+def test_kip_853_conforms_to_kafka_raft(
+    preset: str, overrides: dict[str, object], states: int, steps: int, comparisons: int
+) -> None:
+    """Voter sets from the log, AddVoter/RemoveVoter's checks and VoterSet, the voter-key check."""
+    model = KraftQuorumModel.build(preset, overrides)
+    result = conform(model, [_oracle(model)], BfsOptions())
+    [tally] = result.tallies
+    assert result.check.stats.distinct_states == states
+    assert (tally.steps, tally.comparisons, tally.mismatches) == (steps, comparisons, 0)
+    if preset == "kip-853":
+        assert {"AddVoter/RemoveVoter: no uncommitted VotersRecord", "VoterSet.removeVoter"} <= set(tally.by_question)
+
+
+@pytest.mark.parametrize(
+    ("preset", "flag"), [("no-voter-change-guard", "one_voter_change_at_a_time"), ("pre-kip-853", "kraft.version 0")]
+)
+def test_what_ifs_and_kraft_version_0_are_not_compared(preset: str, flag: str) -> None:
+    model = KraftQuorumModel.build(preset)
+    with pytest.raises(UserError, match=flag):
+        conform(model, [_oracle(model)], BfsOptions())
