@@ -210,7 +210,10 @@ PRESETS = {
 
 class KraftQuorumModel(DynamicVoters, Model):
     name = "kraft-quorum"
-    description = "the KRaft metadata quorum (KIP-595, KIP-996): elections, fetch replication, check-quorum"
+    description = (
+        "the KRaft metadata quorum (KIP-595, KIP-996, KIP-853): elections, fetch replication, check-quorum, "
+        "dynamic voters"
+    )
     Config = KraftQuorumConfig
     presets = PRESETS
     default_preset = "kip-996"
