@@ -15,6 +15,15 @@ bounced broker harmless, and each is a config flag so the behaviour before it ca
   earlier incarnation of itself (``STALE_BROKER_EPOCH``).
 * ``controller_epoch_check`` (since 0.8): a broker rejects a request whose controller epoch is
   older than the newest it has seen (``STALE_CONTROLLER_EPOCH``).
+* ``bounced_broker_detection`` (KAFKA-1120, fixed with KIP-380 in 2.2): ``processBrokerChange``
+  compares the broker epochs it reads with those it holds, so a broker that re-registered before
+  the watch was processed is handled as failed and started again (``bouncedBrokerIds``). Before,
+  it compared broker ids only: the id set looks unchanged, and the new incarnation is never sent
+  the partition state.
+
+The controller sends the partition state it holds to every live broker when it is elected
+(``onControllerFailover``) and to every broker it sees start (``onBrokerStartup``); it drops what
+it still had queued for a broker it sees fail or bounce (``ControllerChannelManager.removeBroker``).
 
 One partition, replicated on every broker. LeaderAndIsr stands for the three control requests
 (LeaderAndIsr, UpdateMetadata, StopReplica): the broker runs the same two epoch checks on each.
@@ -27,6 +36,7 @@ from typing import Any, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table
+from kmc.checker.liveness import WF
 from kmc.models.tuples import put
 
 NONE = -1
@@ -124,6 +134,9 @@ class ZkControllerConfig:
     conditional_writes: bool = param(True, "KAFKA-6082: metadata writes check the /controller_epoch zkVersion")
     broker_epochs: bool = param(True, "KIP-380: brokers reject requests meant for an earlier incarnation")
     controller_epoch_check: bool = param(True, "brokers reject requests from an older controller epoch")
+    bounced_broker_detection: bool = param(
+        True, "KAFKA-1120 (with KIP-380): processBrokerChange treats a broker whose epoch changed as bounced"
+    )
 
 
 PRESETS = {
@@ -135,18 +148,26 @@ PRESETS = {
             "NoStaleControllerEpochApplied": "holds",
             "NoRequestForEarlierIncarnation": "holds",
             "LeaderEpochsOnlyIncrease": "holds",
+            "EveryBrokerGetsItsState": "holds",
         },
     ),
+    "pre-kafka-1120": Preset.of(
+        "KIP-380's broker epochs without the controller's bounce detection: a fast bounce is missed",
+        {"EveryBrokerGetsItsState": "violated"},
+        bounced_broker_detection=False,
+    ),
     "pre-kip-380": Preset.of(
-        "Kafka 1.1 to 2.1: conditional writes, no broker epochs",
-        {"NoRequestForEarlierIncarnation": "violated"},
+        "Kafka 1.1 to 2.1: conditional writes, no broker epochs, bounces missed",
+        {"NoRequestForEarlierIncarnation": "violated", "EveryBrokerGetsItsState": "violated"},
         broker_epochs=False,
+        bounced_broker_detection=False,
     ),
     "pre-kafka-6082": Preset.of(
         "Kafka 1.0 and before: a zombie controller's metadata writes succeed",
         {"OnlyNewestControllerWrites": "violated", "NoRequestForEarlierIncarnation": "violated"},
         conditional_writes=False,
         broker_epochs=False,
+        bounced_broker_detection=False,
     ),
 }
 
@@ -158,6 +179,15 @@ class ZkControllerModel(Model):
     presets = PRESETS
     default_preset = "kip-380"
     spec_modules = ("kmc.specs.zk_controller",)
+    fairness = (
+        WF("Elect"),
+        WF("ZkReconnect", each=True),
+        WF("RegisterBrokerAndReelect", each=True),
+        WF("BrokerChange", each=True),
+        WF("HandleLeaderAndIsr", each=True),
+    )
+    """The controller's reactions and the delivery of requests happen if they stay enabled; session
+    expiries, bounces and leadership moves (``ElectLeader``) need not."""
 
     config: ZkControllerConfig
 
@@ -203,11 +233,14 @@ class ZkControllerModel(Model):
             return
         epoch = zk.controllerEpoch + 1
         new_zk = zk._replace(controller=b, controllerEpoch=epoch)
-        # onControllerFailover: read the live brokers and the partition state into the context.
+        # onControllerFailover: read the live brokers and the partition state into the context, and
+        # send that state to every live broker (UpdateMetadata, and LeaderAndIsr for online replicas).
         elected = broker._replace(
             isController=True, controllerEpoch=epoch, liveBrokerEpochs=zk.brokerEpochs, cachedPartition=zk.partition
         )
-        out.append((Action("Elect", broker=b), s._replace(zk=new_zk, brokers=put(s.brokers, b, elected))))
+        sent = _state_requests(elected, [(t, e) for t, e in enumerate(zk.brokerEpochs) if e != 0])
+        nxt = s._replace(zk=new_zk, brokers=put(s.brokers, b, elected), requests=s.requests | sent)
+        out.append((Action("Elect", broker=b), nxt))
 
     def _session_expire(self, s: ZkControllerState, b: int, out: list) -> None:
         """ZooKeeper expires the session: it deletes /brokers/ids/<b> and, if b holds it, /controller.
@@ -279,13 +312,38 @@ class ZkControllerModel(Model):
 
     # -- the controller ------------------------------------------------------------------------
     def _broker_change(self, s: ZkControllerState, c: int, out: list) -> None:
-        """processBrokerChange: the /brokers/ids watch fires and the controller re-reads the live brokers
-        and their epochs (a bounced broker shows up with a larger czxid). A zombie gets no watches."""
+        """processBrokerChange: the /brokers/ids watch fires and the controller re-reads the live
+        brokers and their epochs. A new broker is started (``onBrokerStartup``: it is sent the
+        partition state), a dead one failed (what was queued for it is dropped). A broker that
+        bounced before the watch was processed has the same id and a larger czxid: with
+        ``bounced_broker_detection`` it is failed and started again; without, the id set looks
+        unchanged and nothing happens to it. A zombie gets no watches."""
         broker = s.brokers[c]
-        if not broker.isController or not broker.session or broker.liveBrokerEpochs == s.zk.brokerEpochs:
+        if not broker.isController or not broker.session:
             return
-        updated = broker._replace(liveBrokerEpochs=s.zk.brokerEpochs)
-        out.append((Action("BrokerChange", controller=c), s._replace(brokers=put(s.brokers, c, updated))))
+        seen = list(broker.liveBrokerEpochs)
+        dropped, started = set(), []
+        for t, (known, current) in enumerate(zip(broker.liveBrokerEpochs, s.zk.brokerEpochs, strict=True)):
+            if known == current:
+                continue
+            if current == 0:  # dead
+                dropped.add(t)
+            elif known == 0:  # new
+                started.append((t, current))
+            elif not self.config.bounced_broker_detection:
+                continue  # bounced, and missed: the same id is still there
+            else:  # bounced
+                dropped.add(t)
+                started.append((t, current))
+            seen[t] = current
+        if tuple(seen) == broker.liveBrokerEpochs:
+            return
+        updated = broker._replace(liveBrokerEpochs=tuple(seen))
+        kept = frozenset(
+            r for r in s.requests if not (r.controllerEpoch == broker.controllerEpoch and r.broker in dropped)
+        )
+        nxt = s._replace(brokers=put(s.brokers, c, updated), requests=kept | _state_requests(updated, started))
+        out.append((Action("BrokerChange", controller=c), nxt))
 
     def _elect_leader(self, s: ZkControllerState, c: int, out: list) -> None:
         """The controller moves the partition's leadership -- a failed leader, a preferred-replica election
@@ -368,6 +426,17 @@ class ZkControllerModel(Model):
 
     def drawing(self) -> ZkControllerDrawing:
         return ZkControllerDrawing(self.config.brokers)
+
+
+def _state_requests(controller: Broker, targets: list[tuple[int, int]]) -> frozenset[LeaderAndIsr]:
+    """The partition state the controller holds, sent to each (broker, broker epoch); nothing while
+    the partition has never been written."""
+    state = controller.cachedPartition
+    if state.leaderEpoch == NO_EPOCH:
+        return frozenset()
+    return frozenset(
+        LeaderAndIsr(controller.controllerEpoch, t, epoch, state.leader, state.leaderEpoch) for t, epoch in targets
+    )
 
 
 class ZkControllerDrawing(Drawing):

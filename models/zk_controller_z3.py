@@ -3,8 +3,11 @@
 Two facts of the explicit model make the encoding small. Every successful write of the partition
 state bumps its zkVersion and its leader epoch by one, from (-1, version 0), so a version is the
 leader epoch plus one and is not stored. And since a write needs the current version, each leader
-epoch is written once: the requests in flight are a flag per (leader epoch, broker), with the
-controller epoch and leader of that epoch's write and the broker epoch each target was sent.
+epoch is written once, with one leader. A controller sends a leader epoch to a broker when it
+writes it, when it is elected and when it sees the broker start, and drops what it queued for a
+broker it sees fail or bounce, so it has at most one request of a leader epoch in flight to a
+broker: the requests in flight are a flag per (leader epoch, controller epoch, broker), with the
+broker epoch each was sent to, and the leader of each leader epoch.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ class ZkControllerEncoding(SymbolicEncoding):
         c = model.config
         self.n = c.brokers
         self.epochs = c.max_leader_epoch + 1
-        n, e = self.n, self.epochs
+        self.controller_epochs = c.max_controller_epoch + 1
+        n, e, k = self.n, self.epochs, self.controller_epochs
         self.state_schema = {
             "zkController": Var("int"),
             "zkControllerEpoch": Var("int"),
@@ -55,10 +59,9 @@ class ZkControllerEncoding(SymbolicEncoding):
             "liveBrokerEpochs": Var("int", (n, n)),
             "cachedLeader": Var("int", (n,)),
             "cachedLeaderEpoch": Var("int", (n,)),
-            "pending": Var("bool", (e, n)),
-            "requestControllerEpoch": Var("int", (e,)),
+            "pending": Var("bool", (e, k, n)),
             "requestLeader": Var("int", (e,)),
-            "requestBrokerEpoch": Var("int", (e, n)),
+            "requestBrokerEpoch": Var("int", (e, k, n)),
             "nextCzxid": Var("int"),
             "sessionExpiries": Var("int"),
             "restarts": Var("int"),
@@ -66,21 +69,22 @@ class ZkControllerEncoding(SymbolicEncoding):
 
     # -- explicit <-> symbolic -----------------------------------------------------------------
     def values(self, s: ZkControllerState) -> dict[str, Any]:
-        n, e = self.n, self.epochs
+        n, e, k = self.n, self.epochs, self.controller_epochs
         zk = s.zk
         if zk.partition.zkVersion != zk.partition.leaderEpoch + 1:
             raise ValueError("partition zkVersion is not leaderEpoch + 1")
-        pending = [[False] * n for _ in range(e)]
-        ctrl, leader = [0] * e, [NONE] * e
-        sent = [[0] * n for _ in range(e)]
-        for r in s.requests:
-            if pending[r.leaderEpoch][r.broker] or (any(pending[r.leaderEpoch]) and
-                                                    (ctrl[r.leaderEpoch], leader[r.leaderEpoch]) !=
-                                                    (r.controllerEpoch, r.leader)):  # fmt: skip
-                raise ValueError(f"two writes of leader epoch {r.leaderEpoch}")
-            pending[r.leaderEpoch][r.broker] = True
-            ctrl[r.leaderEpoch], leader[r.leaderEpoch] = r.controllerEpoch, r.leader
-            sent[r.leaderEpoch][r.broker] = r.brokerEpoch
+        pending = [[[False] * n for _ in range(k)] for _ in range(e)]
+        leader = [NONE] * e
+        sent = [[[0] * n for _ in range(k)] for _ in range(e)]
+        for r in sorted(s.requests):
+            epoch, ctrl = r.leaderEpoch, r.controllerEpoch
+            if pending[epoch][ctrl][r.broker]:
+                raise ValueError(f"two requests of leader epoch {epoch} from controller epoch {ctrl} to {r.broker}")
+            if leader[epoch] not in (NONE, r.leader):
+                raise ValueError(f"two writes of leader epoch {epoch}")
+            pending[epoch][ctrl][r.broker] = True
+            leader[epoch] = r.leader
+            sent[epoch][ctrl][r.broker] = r.brokerEpoch
         b = s.brokers
         return {
             "zkController": zk.controller,
@@ -99,7 +103,6 @@ class ZkControllerEncoding(SymbolicEncoding):
             "cachedLeader": [x.cachedPartition.leader for x in b],
             "cachedLeaderEpoch": [x.cachedPartition.leaderEpoch for x in b],
             "pending": pending,
-            "requestControllerEpoch": ctrl,
             "requestLeader": leader,
             "requestBrokerEpoch": sent,
             "nextCzxid": s.nextCzxid,
@@ -132,10 +135,11 @@ class ZkControllerEncoding(SymbolicEncoding):
             for b in range(self.n)
         )
         requests = frozenset(
-            LeaderAndIsr(v["requestControllerEpoch"][e], b, v["requestBrokerEpoch"][e][b], v["requestLeader"][e], e)
+            LeaderAndIsr(k, b, v["requestBrokerEpoch"][e][k][b], v["requestLeader"][e], e)
             for e in range(self.epochs)
+            for k in range(self.controller_epochs)
             for b in range(self.n)
-            if v["pending"][e][b]
+            if v["pending"][e][k][b]
         )
         return ZkControllerState(zk, brokers, requests, v["nextCzxid"], v["sessionExpiries"], v["restarts"])
 
@@ -147,19 +151,52 @@ class ZkControllerEncoding(SymbolicEncoding):
         n, e = self.n, self.epochs
         ids = lambda x: z3.And(x >= NONE, x < n)  # noqa: E731
         parts = [ids(v.zkController), ids(v.zkLeader), v.zkLeaderEpoch >= NO_EPOCH, v.zkLeaderEpoch < e]
-        parts.append(v.zkControllerEpoch >= INITIAL_CONTROLLER_EPOCH)
+        top = self.config.max_controller_epoch
+        parts += [v.zkControllerEpoch >= INITIAL_CONTROLLER_EPOCH, v.zkControllerEpoch <= top]
         for b in range(n):
+            parts += [v.controllerEpoch[b] >= 0, v.controllerEpoch[b] <= top]
             parts += [ids(v.leader[b]), ids(v.cachedLeader[b]), v.cachedLeaderEpoch[b] <= v.zkLeaderEpoch]
             parts += [v.cachedLeaderEpoch[b] >= NO_EPOCH]
         for epoch in range(e):
-            written = z3.Or(v.pending[epoch])
+            written = self._any_pending(v, epoch)
             parts.append(z3.Implies(written, epoch <= v.zkLeaderEpoch))
-            parts.append(z3.Implies(z3.Not(written), z3.And(v.requestControllerEpoch[epoch] == 0,
-                                                             v.requestLeader[epoch] == NONE)))  # fmt: skip
+            parts.append(z3.Implies(z3.Not(written), v.requestLeader[epoch] == NONE))
             parts.append(ids(v.requestLeader[epoch]))
-            for b in range(n):
-                parts.append(z3.Implies(z3.Not(v.pending[epoch][b]), v.requestBrokerEpoch[epoch][b] == 0))
+            for b in range(n):  # controller epoch 0 is no controller's: it sends nothing
+                parts += [z3.Not(v.pending[epoch][0][b]), v.requestBrokerEpoch[epoch][0][b] == 0]
+            for k in range(1, self.controller_epochs):
+                for b in range(n):
+                    parts.append(z3.Implies(z3.Not(v.pending[epoch][k][b]), v.requestBrokerEpoch[epoch][k][b] == 0))
+                    parts.append(z3.Implies(v.pending[epoch][k][b], k <= v.zkControllerEpoch))
         return z3.And(parts)
+
+    def _any_pending(self, v: Frame, epoch: int) -> z3.BoolRef:
+        return z3.Or([v.pending[epoch][k][b] for k in range(1, self.controller_epochs) for b in range(self.n)])
+
+    def _requests(self, v: Frame, c: Any, sends: list[tuple[Any, Any]], drops: list[Any], epoch: Any,
+                  leader: Any) -> dict[tuple, Any]:  # fmt: skip
+        """Updates for the controller of epoch ``c``: drop its requests to every broker whose
+        condition in ``drops`` holds, then send ``epoch`` (led by ``leader``) to every broker whose
+        condition in ``sends`` holds, with the broker epoch given there."""
+        updates: dict[tuple, Any] = {}
+        for e in range(self.epochs):
+            remaining, sent_here = [], []
+            for k in range(1, self.controller_epochs):
+                mine = c == k
+                for t in range(self.n):
+                    send_t, broker_epoch = sends[t]
+                    send = z3.And(mine, epoch == e, send_t)
+                    keep = z3.And(v.pending[e][k][t], z3.Not(z3.And(mine, drops[t])))
+                    updates[("pending", e, k, t)] = z3.Or(send, keep)
+                    updates[("requestBrokerEpoch", e, k, t)] = z3.If(
+                        send, broker_epoch, z3.If(keep, v.requestBrokerEpoch[e][k][t], 0)
+                    )
+                    remaining.append(z3.Or(send, keep))
+                    sent_here.append(send)
+            updates[("requestLeader", e)] = z3.If(
+                z3.Or(sent_here), leader, z3.If(z3.Or(remaining), v.requestLeader[e], NONE)
+            )
+        return updates
 
     def init(self, v: Frame) -> z3.BoolRef:
         return v.equals(self.values(self.model.init_states()[0]))
@@ -176,7 +213,11 @@ class ZkControllerEncoding(SymbolicEncoding):
                 self._broker_change(v, w, b),
             ]
             steps += [self._elect_leader(v, w, b, leader) for leader in range(self.n)]
-            steps += [self._handle(v, w, epoch, b) for epoch in range(self.epochs)]
+            steps += [
+                self._handle(v, w, epoch, ctrl, b)
+                for epoch in range(self.epochs)
+                for ctrl in range(1, self.controller_epochs)
+            ]
         return z3.Or([z3.And(LABELS.label(a, name, args), guard_and_effect) for name, args, guard_and_effect in steps])
 
     def _elect(self, v: Frame, w: Frame, b: int) -> tuple:
@@ -198,6 +239,11 @@ class ZkControllerEncoding(SymbolicEncoding):
         }
         for j in range(self.n):
             updates[("liveBrokerEpochs", b, j)] = v.zkBrokerEpochs[j]
+        # onControllerFailover sends the partition state it read to every live broker
+        written = v.zkLeaderEpoch != NO_EPOCH
+        sends = [(z3.And(written, v.zkBrokerEpochs[t] != 0), v.zkBrokerEpochs[t]) for t in range(self.n)]
+        no_drops = [z3.BoolVal(False)] * self.n
+        updates.update(self._requests(v, epoch, sends, no_drops, v.zkLeaderEpoch, v.zkLeader))
         return "Elect", (b,), z3.And(guard, becomes(v, w, updates))
 
     def _session_expire(self, v: Frame, w: Frame, b: int) -> tuple:
@@ -245,9 +291,18 @@ class ZkControllerEncoding(SymbolicEncoding):
         return "BrokerRestart", (b,), z3.And(guard, becomes(v, w, updates))
 
     def _broker_change(self, v: Frame, w: Frame, c: int) -> tuple:
-        live = v.liveBrokerEpochs[c]
-        guard = z3.And(v.isController[c], v.session[c], z3.Or([live[j] != v.zkBrokerEpochs[j] for j in range(self.n)]))
-        updates = {("liveBrokerEpochs", c, j): v.zkBrokerEpochs[j] for j in range(self.n)}
+        live, zk = v.liveBrokerEpochs[c], v.zkBrokerEpochs
+        detect = self.config.bounced_broker_detection
+        dead = [z3.And(live[j] != 0, zk[j] == 0) for j in range(self.n)]
+        new = [z3.And(live[j] == 0, zk[j] != 0) for j in range(self.n)]
+        bounced = [z3.And(live[j] != 0, zk[j] != 0, live[j] != zk[j], z3.BoolVal(detect)) for j in range(self.n)]
+        seen = [z3.If(z3.Or(dead[j], new[j], bounced[j]), zk[j], live[j]) for j in range(self.n)]
+        guard = z3.And(v.isController[c], v.session[c], z3.Or([seen[j] != live[j] for j in range(self.n)]))
+        updates: dict[tuple, Any] = {("liveBrokerEpochs", c, j): seen[j] for j in range(self.n)}
+        written = v.cachedLeaderEpoch[c] != NO_EPOCH
+        sends = [(z3.And(written, z3.Or(new[j], bounced[j])), zk[j]) for j in range(self.n)]
+        drops = [z3.Or(dead[j], bounced[j]) for j in range(self.n)]
+        updates.update(self._requests(v, v.controllerEpoch[c], sends, drops, v.cachedLeaderEpoch[c], v.cachedLeader[c]))
         return "BrokerChange", (c,), z3.And(guard, becomes(v, w, updates))
 
     def _elect_leader(self, v: Frame, w: Frame, c: int, leader: int) -> tuple:
@@ -270,36 +325,33 @@ class ZkControllerEncoding(SymbolicEncoding):
             ("cachedLeader", c): leader,
             ("cachedLeaderEpoch", c): epoch,
         }
-        for e in range(self.epochs):
-            here = epoch == e
-            for t in range(self.n):
-                send = z3.And(here, live[t] != 0)
-                updates[("pending", e, t)] = z3.Or(send, v.pending[e][t])
-                updates[("requestBrokerEpoch", e, t)] = z3.If(send, live[t], v.requestBrokerEpoch[e][t])
-            any_sent = z3.And(here, z3.Or([live[t] != 0 for t in range(self.n)]))
-            updates[("requestControllerEpoch", e)] = z3.If(any_sent, v.controllerEpoch[c], v.requestControllerEpoch[e])
-            updates[("requestLeader", e)] = z3.If(any_sent, leader, v.requestLeader[e])
+        sends = [(live[t] != 0, live[t]) for t in range(self.n)]
+        no_drops = [z3.BoolVal(False)] * self.n
+        updates.update(self._requests(v, v.controllerEpoch[c], sends, no_drops, epoch, z3.IntVal(leader)))
         write = becomes(v, w, updates)
         effect = z3.If(moved, resign, z3.If(stale, refresh, write))
         return "ElectLeader", (c, leader), z3.And(guard, effect)
 
-    def handle_outcome(self, v: Frame, epoch: int, b: int) -> tuple[z3.BoolRef, z3.BoolRef]:
-        """(accepted, applied) for the pending request of this leader epoch to broker b."""
+    def handle_outcome(self, v: Frame, epoch: int, ctrl: int, b: int) -> tuple[z3.BoolRef, z3.BoolRef]:
+        """(accepted, applied) for the pending request of this leader epoch and controller epoch to broker b."""
         c = self.config
-        ctrl = v.requestControllerEpoch[epoch]
-        stale_broker = v.requestBrokerEpoch[epoch][b] < v.brokerEpoch[b] if c.broker_epochs else z3.BoolVal(False)
+        sent = v.requestBrokerEpoch[epoch][ctrl][b]
+        stale_broker = sent < v.brokerEpoch[b] if c.broker_epochs else z3.BoolVal(False)
         stale_ctrl = ctrl < v.lastSeenControllerEpoch[b] if c.controller_epoch_check else z3.BoolVal(False)
         accepted = z3.And(z3.Not(stale_broker), z3.Not(stale_ctrl))
         return accepted, z3.And(accepted, epoch > v.leaderEpoch[b])
 
-    def _handle(self, v: Frame, w: Frame, epoch: int, b: int) -> tuple:
-        ctrl = v.requestControllerEpoch[epoch]
-        accepted, applied = self.handle_outcome(v, epoch, b)
-        still = [v.pending[epoch][t] if t != b else z3.BoolVal(False) for t in range(self.n)]
+    def _handle(self, v: Frame, w: Frame, epoch: int, ctrl: int, b: int) -> tuple:
+        accepted, applied = self.handle_outcome(v, epoch, ctrl, b)
+        still = [
+            v.pending[epoch][k][t]
+            for k in range(1, self.controller_epochs)
+            for t in range(self.n)
+            if (k, t) != (ctrl, b)
+        ]
         updates: dict[tuple, Any] = {
-            ("pending", epoch, b): False,
-            ("requestBrokerEpoch", epoch, b): 0,
-            ("requestControllerEpoch", epoch): z3.If(z3.Or(still), ctrl, 0),
+            ("pending", epoch, ctrl, b): False,
+            ("requestBrokerEpoch", epoch, ctrl, b): 0,
             ("requestLeader", epoch): z3.If(z3.Or(still), v.requestLeader[epoch], NONE),
             ("lastSeenControllerEpoch", b): z3.If(
                 z3.And(accepted, ctrl > v.lastSeenControllerEpoch[b]), ctrl, v.lastSeenControllerEpoch[b]
@@ -307,8 +359,8 @@ class ZkControllerEncoding(SymbolicEncoding):
             ("leader", b): z3.If(applied, v.requestLeader[epoch], v.leader[b]),
             ("leaderEpoch", b): z3.If(applied, epoch, v.leaderEpoch[b]),
         }
-        args = (b, ctrl, v.requestBrokerEpoch[epoch][b], epoch)
-        return "HandleLeaderAndIsr", args, z3.And(v.pending[epoch][b], becomes(v, w, updates))
+        args = (b, ctrl, v.requestBrokerEpoch[epoch][ctrl][b], epoch)
+        return "HandleLeaderAndIsr", args, z3.And(v.pending[epoch][ctrl][b], becomes(v, w, updates))
 
 
 # -- the properties, symbolically ------------------------------------------------------------------
@@ -391,7 +443,7 @@ def broker_epochs_never_run_ahead(enc: ZkControllerEncoding, v: Frame) -> z3.Boo
         own = v.brokerEpoch[b]
         parts += [own >= 1, own < v.nextCzxid, z3.Or(v.zkBrokerEpochs[b] == 0, v.zkBrokerEpochs[b] == own)]
         parts += [v.liveBrokerEpochs[c][b] <= own for c in range(enc.n)]
-        parts += [v.requestBrokerEpoch[e][b] <= own for e in range(enc.epochs)]
+        parts += [v.requestBrokerEpoch[e][k][b] <= own for e in range(enc.epochs) for k in range(enc.controller_epochs)]
     return z3.And(parts)
 
 

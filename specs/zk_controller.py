@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kmc.checker import Action, invariant, step
+from kmc.checker import Action, invariant, leads_to, step
 from kmc.models.zk_controller import NONE, ZkControllerState
 
 
@@ -68,3 +68,23 @@ def LeaderEpochsOnlyIncrease(s: ZkControllerState, action: Action, t: ZkControll
         for b, (before, after) in enumerate(zip(s.brokers, t.brokers, strict=True))
         if b != restarted
     )
+
+
+def _lacks_state(s: ZkControllerState) -> bool:
+    """Some live broker incarnation -- the one registered in /brokers/ids -- has not applied the
+    partition state in ZooKeeper."""
+    current = s.zk.partition.leaderEpoch
+    return any(
+        broker.session and s.zk.brokerEpochs[b] == broker.brokerEpoch and broker.leaderEpoch < current
+        for b, broker in enumerate(s.brokers)
+    )
+
+
+@leads_to(_lacks_state)
+def EveryBrokerGetsItsState(s: ZkControllerState, model) -> bool:  # type: ignore[no-untyped-def]
+    """Every live broker incarnation eventually applies the partition state in ZooKeeper: the
+    controller sends it LeaderAndIsr when it is elected, when it writes the state, and when it sees
+    the broker start (KAFKA-1120: also when the broker bounced before it noticed). Within the
+    model's bounds, unless no controller can be elected any more (/controller_epoch at its bound)."""
+    exhausted = s.zk.controller == NONE and s.zk.controllerEpoch >= model.config.max_controller_epoch
+    return exhausted or not _lacks_state(s)

@@ -1,19 +1,89 @@
-"""The ZooKeeper-era controller model: exact state counts, the two bugs, the guard that fixes each."""
+"""The ZooKeeper-era controller model: exact state counts, the three bugs, the guard that fixes each."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kmc.checker import Check, bfs
+from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
+from kmc.checker.replay import replay
 from kmc.checker.result import Status
-from kmc.models.zk_controller import LeaderAndIsr, ZkControllerModel
+from kmc.models.zk_controller import NO_EPOCH, LeaderAndIsr, ZkControllerModel
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = sorted((ROOT / "counterexamples" / "zk-controller").glob("*.itf.json"))
 
 
 def test_kip_380_holds_completely() -> None:
+    """Every safety property and EveryBrokerGetsItsState, on the whole state space."""
     result = Check("zk-controller", preset="kip-380").run()
     assert result.status is Status.HOLDS_COMPLETE, result.violations
-    assert result.stats.distinct_states == 29705
-    assert result.stats.depth == 14
+    assert result.stats.distinct_states == 45841
+    assert result.stats.depth == 15
+    assert result.vacuity == []
+
+
+def test_kafka_1120_a_fast_bounce_is_missed() -> None:
+    """The controller writes the partition state and sends it; broker 1 bounces before the
+    controller's watch is processed, so the request meant for its old incarnation is rejected
+    (STALE_BROKER_EPOCH), and the controller, seeing the same broker ids, never sends the new one
+    anything: a lasso that stutters with broker 1 holding no partition state."""
+    result = Check("zk-controller", preset="pre-kafka-1120", property_names=["EveryBrokerGetsItsState"]).run()
+    [violation] = result.violations
+    trace = violation.trace
+    assert (violation.kind, trace.loop, len(trace.states)) == ("liveness", 5, 6)
+    assert [a.name for a in trace.actions[1:]] == [
+        "Elect", "ElectLeader", "BrokerRestart", "HandleLeaderAndIsr", "HandleLeaderAndIsr",
+    ]  # fmt: skip
+    last = trace.states[-1]
+    assert (last.zk.partition.leaderEpoch, last.brokers[1].leaderEpoch, last.requests) == (0, NO_EPOCH, frozenset())
+    controller = last.brokers[0]
+    assert controller.liveBrokerEpochs == (1, 2) and last.zk.brokerEpochs == (1, 3)  # the bounce, unseen
+    assert result.stats.distinct_states == 45239
+    assert ZkControllerModel.make_config("pre-kafka-1120") == ZkControllerModel.make_config(
+        "kip-380", {"bounced_broker_detection": False}
+    )  # the flag alone is what makes the difference
+
+
+def test_with_the_fix_the_bounced_broker_is_started_again() -> None:
+    """After the same three steps, BrokerChange sees broker 1's larger czxid, drops what it queued
+    for the old incarnation and sends the new one the partition state, which it applies."""
+    model = ZkControllerModel.build("kip-380")
+    [s] = model.init_states()
+    for name, args in [("Elect", {"broker": 0}), ("ElectLeader", {"controller": 0, "leader": 0}),
+                       ("BrokerRestart", {"broker": 1}), ("BrokerChange", {"controller": 0})]:  # fmt: skip
+        [s] = [t for a, t in model.successors(s) if a.name == name and a.args == args]
+    assert s.brokers[0].liveBrokerEpochs == (1, 3)
+    assert s.requests == {LeaderAndIsr(1, 0, 1, 0, 0), LeaderAndIsr(1, 1, 3, 0, 0)}
+    [(_, s)] = [(a, t) for a, t in model.successors(s) if a.name == "HandleLeaderAndIsr" and a.args["broker"] == 1]
+    assert (s.brokers[1].leader, s.brokers[1].leaderEpoch) == (0, 0)
+
+
+def test_pre_kip_380_misses_the_bounce_too() -> None:
+    """Kafka 1.1 to 2.1 had neither guard: the bounce is missed as well (the same 6-state lasso)."""
+    result = Check("zk-controller", preset="pre-kip-380", property_names=["EveryBrokerGetsItsState"]).run()
+    [violation] = result.violations
+    assert (violation.trace.loop, len(violation.trace.states)) == (5, 6)
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
+def test_checked_in_counterexamples_replay(trace: Path) -> None:
+    doc = read_trace(trace)
+    done = replay(doc)
+    prop = select_properties(ZkControllerModel, names=[doc["#meta"]["property"]]).all()[0]
+    states = done.trace.states
+    if prop.kind == "step":
+        assert not prop.bind(done.model)(states[-2], done.trace.actions[-1], states[-1])
+    else:  # a lasso: the trigger held and the goal never holds again
+        goal, trigger = prop.bind(done.model), prop.bind_trigger(done.model)
+        assert done.trace.loop is not None
+        start = min(i for i, s in enumerate(states) if trigger(s) and not goal(s))
+        assert not any(goal(s) for s in states[start:])
+    suite = (ROOT / "counterexamples" / "suite.toml").read_text()
+    assert f'replay = "zk-controller/{trace.name}"' in suite
+    assert len(TRACES) == 3
 
 
 @pytest.mark.parametrize(
