@@ -172,7 +172,9 @@ def handle_verify(meta: TxnMeta | None, producerId: int, producerEpoch: int, par
     return NONE if partition in meta.topicPartitions else TRANSACTION_ABORTABLE
 
 
-def handle_end_txn(meta: TxnMeta | None, producerId: int, producerEpoch: int, commit: bool, tv2: bool) -> Transit:
+def handle_end_txn(
+    meta: TxnMeta | None, producerId: int, producerEpoch: int, commit: bool, tv2: bool, kafka_18464: bool = True
+) -> Transit:
     """EndTxn from the client: endTransactionWithTV1 or, under transaction version 2, endTransaction
     with its retry rules (an exact retry carries the epoch before the bump). PrepareCommit and
     PrepareAbort always have their completion pending here (the coordinator prepares it before it
@@ -191,7 +193,7 @@ def handle_end_txn(meta: TxnMeta | None, producerId: int, producerEpoch: int, co
         if (state, commit) in ((PREPARE_COMMIT, True), (PREPARE_ABORT, False)):
             return Transit(CONCURRENT_TRANSACTIONS)
         return Transit(INVALID_TXN_STATE)
-    if state in (PREPARE_COMMIT, PREPARE_ABORT):
+    if state in (PREPARE_COMMIT, PREPARE_ABORT) and kafka_18464:
         # KAFKA-18464: the pending CompleteCommit/CompleteAbort is answered before the epoch is
         # checked, so the next transaction's EndTxn (at the bumped epoch) waits instead of fencing
         # its own producer.
@@ -199,6 +201,8 @@ def handle_end_txn(meta: TxnMeta | None, producerId: int, producerEpoch: int, co
     retry = meta.producerEpoch == producerEpoch + 1
     if state in (ONGOING, EMPTY):
         valid = producerEpoch == meta.producerEpoch
+    elif state in (PREPARE_COMMIT, PREPARE_ABORT):
+        valid = retry
     else:
         valid = retry or producerEpoch == meta.producerEpoch
     if not valid:
@@ -218,6 +222,8 @@ def handle_end_txn(meta: TxnMeta | None, producerId: int, producerEpoch: int, co
         if not commit:
             return Transit(NONE, None, meta.producerEpoch) if retry else bump(PREPARE_ABORT)
         return Transit(INVALID_TXN_STATE)
+    if (state, commit) in ((PREPARE_COMMIT, True), (PREPARE_ABORT, False)):
+        return Transit(CONCURRENT_TRANSACTIONS)
     if state == EMPTY and not commit:
         return bump(PREPARE_ABORT)
     return Transit(INVALID_TXN_STATE)

@@ -194,6 +194,9 @@ class TransactionsConfig:
     verification: bool = param(True, "KIP-890 part 1 (KAFKA-14561): leaders verify a partition is in the transaction")
     verification_guard: bool = param(True, "KAFKA-14884: a verification races no marker (unique guard)")
     transaction_version: int = param(2, "2: KIP-890 part 2 (KAFKA-14562), epoch bump per transaction", min=0, max=2)
+    kafka_18464: bool = param(
+        True, "KAFKA-18464 (4.0): TV 2's EndTxn answers a pending completion before it checks the epoch"
+    )
     consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
 
     def __post_init__(self) -> None:
@@ -210,6 +213,7 @@ _PROPS = (
     "UniqueLiveProducerIdentity",
     "TransactionCompletes",
     "LastStableOffsetAdvances",
+    "FencedOnlyByANewerProducer",
 )
 _ALL_HOLD = {name: "holds" for name in _PROPS}
 _TV1 = {"transaction_version": 1}
@@ -222,7 +226,12 @@ PRESETS = {
     "kip-890-part-1": Preset.of(
         "Kafka 3.6-3.9 (transaction version 1 with verification): a produce delayed past its abort joins the "
         "next transaction of the same epoch",
-        {**_ALL_HOLD, "AbortedNeverVisible": "violated", "AtomicVisibility": "violated"},
+        {
+            **_ALL_HOLD,
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+            "FencedOnlyByANewerProducer": "violated",
+        },
         **_TV1,
     ),
     "pre-kafka-14884": Preset.of(
@@ -233,6 +242,7 @@ PRESETS = {
             "LastStableOffsetAdvances": "violated",
             "AbortedNeverVisible": "violated",
             "AtomicVisibility": "violated",
+            "FencedOnlyByANewerProducer": "violated",
         },
         **_TV1,
         verification_guard=False,
@@ -248,6 +258,12 @@ PRESETS = {
         },
         **_TV1,
         verification=False,
+    ),
+    "pre-kafka-18464": Preset.of(
+        "kip-890-part-2 as first written: an EndTxn at the bumped epoch during the previous transaction's "
+        "markers is told PRODUCER_FENCED, and the producer fences itself",
+        {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated"},
+        kafka_18464=False,
     ),
     "failover": Preset.of(
         "kip-890-part-2 with one coordinator failover (one transaction): the new coordinator reloads "
@@ -602,7 +618,9 @@ class TransactionsModel(Model):
         out.append((Action("HandleAddPartitionsToTxn", client=m.client, partition=m.partition), nxt))
 
     def _on_EndTxn(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        r = tc.handle_end_txn(s.coordinator.metadata, tc.PRODUCER_ID, m.producerEpoch, m.commit, self.tv2)
+        r = tc.handle_end_txn(
+            s.coordinator.metadata, tc.PRODUCER_ID, m.producerEpoch, m.commit, self.tv2, self.config.kafka_18464
+        )
         resp = m._replace(
             api="EndTxnResponse", src=COORDINATOR, dst=m.src, error=r.error, producerEpoch=r.producerEpoch
         )

@@ -17,7 +17,13 @@ from kmc.models.transaction_coordinator import (
     PREPARE_COMMIT,
     is_valid_transition,
 )
-from kmc.models.transactions import FATAL_ERROR, TransactionsModel, TransactionsState, producers_stopped
+from kmc.models.transactions import (
+    FATAL_ERROR,
+    UNINITIALIZED,
+    TransactionsModel,
+    TransactionsState,
+    producers_stopped,
+)
 from kmc.models.transactions_log import closing_markers, last_stable_offset, read_committed
 
 
@@ -109,6 +115,19 @@ def UniqueLiveProducerIdentity(s: TransactionsState) -> bool:
     """No two producers that are not fenced hold the same producer id and epoch."""
     held = [(c.producerId, c.producerEpoch) for c in s.clients if c.producerId != -1 and c.state != FATAL_ERROR]
     return len(held) == len(set(held))
+
+
+@invariant
+def FencedOnlyByANewerProducer(s: TransactionsState) -> bool:
+    """A producer is fenced (a fatal error) only by another incarnation of its transactional id or by
+    the coordinator aborting its transaction on a timeout, never by answers to its own requests."""
+    for c, client in enumerate(s.clients):
+        if client.state != FATAL_ERROR:
+            continue
+        other = any(o.state != UNINITIALIZED for i, o in enumerate(s.clients) if i != c)
+        if not (other or s.txnTimeouts > 0):
+            return False
+    return True
 
 
 def _prepared(s: TransactionsState) -> bool:

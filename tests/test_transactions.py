@@ -49,6 +49,8 @@ def test_fixed_presets_hold_every_property_including_liveness(preset: str, state
         ("pre-kip-890", "AtomicVisibility", 20),
         ("pre-kip-890", "AbortedNeverVisible", 24),
         ("pre-kip-890", "LastStableOffsetAdvances", 20),
+        ("pre-kafka-18464", "FencedOnlyByANewerProducer", 19),
+        ("kip-890-part-1", "FencedOnlyByANewerProducer", 29),
         ("pre-kafka-14884", "OpenTransactionKnownToCoordinator", 17),
         ("kip-890-part-1", "AbortedNeverVisible", 26),
     ],
@@ -87,6 +89,26 @@ def test_end_txn_of_the_next_transaction_waits_for_the_pending_completion() -> N
     assert tc.handle_end_txn(prepared, 0, 1, False, tv2=True).error == tc.CONCURRENT_TRANSACTIONS
     assert tc.handle_end_txn(prepared, 0, 0, True, tv2=True).error == tc.CONCURRENT_TRANSACTIONS
     assert tc.handle_end_txn(prepared, 0, 0, False, tv2=False).error == tc.PRODUCER_FENCED  # 3.x: epoch first
+
+
+class NoTimeoutFairness(TransactionsModel):
+    """The coordinator's timeout as a fault only, as the model first had it."""
+
+    fairness = tuple(f for f in TransactionsModel.fairness if f.pattern != "AbortTimedOutTransaction")
+
+
+def test_the_coordinator_timeout_closes_what_a_self_fenced_producer_left_open() -> None:
+    """Before KAFKA-18464 the producer fences itself with a record open on the partition; only the
+    coordinator's timeout aborts it, so the LSO advances under its fairness and not without."""
+    result = Check("transactions", preset="pre-kafka-18464", overrides={"partitions": 1},
+                   property_names=["LastStableOffsetAdvances"]).run()  # fmt: skip
+    assert (result.status, result.stats.distinct_states) == (Status.HOLDS_COMPLETE, 1292)
+    assert result.coverage["actions"]["AbortTimedOutTransaction"] == [6, 6]
+    unfair = Check(f"{Path(__file__)}:NoTimeoutFairness", preset="pre-kafka-18464", overrides={"partitions": 1},
+                   property_names=["LastStableOffsetAdvances"]).run()  # fmt: skip
+    [violation] = unfair.violations
+    assert violation.property == "LastStableOffsetAdvances"
+    assert violation.trace.states[-1].clients[0].state == "FATAL_ERROR"
 
 
 def test_kip_890_part_1_keeps_the_lso_moving() -> None:
@@ -134,6 +156,6 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 7
+    assert len(TRACES) == 8
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
