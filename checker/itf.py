@@ -160,6 +160,11 @@ def write_trace(path: Path, document: Mapping[str, Any]) -> Path:
     if isinstance(meta, Mapping) and isinstance(meta.get("model_ref"), str):
         relative = relative_reference(meta["model_ref"], Path(path).parent)
         document = {**document, "#meta": {**meta, "model_ref": relative}}
+    meta = document.get("#meta")
+    if isinstance(meta, Mapping) and isinstance(meta.get("spec_files"), list):
+        folder = Path(path).parent.resolve()
+        specs = [os.path.relpath(Path(spec).resolve(), folder) for spec in meta["spec_files"]]
+        document = {**document, "#meta": {**meta, "spec_files": specs}}
     write_atomically(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
     return path
 
@@ -200,6 +205,11 @@ def read_trace(path: str | Path) -> dict[str, Any]:
         raise UserError(f"malformed trace {path}: '#meta'.model_ref must be a string")
     if ref:  # a model file is named relative to the trace's folder (in older traces: absolute)
         meta["model_ref"] = resolve_reference(ref, path.parent)
+    specs = meta.get("spec_files")
+    if specs is not None:
+        if not isinstance(specs, list) or not all(isinstance(spec, str) for spec in specs):
+            raise UserError(f"malformed trace {path}: '#meta'.spec_files must be a list of paths")
+        meta["spec_files"] = [str(path.parent / spec) for spec in specs]  # relative to the trace's folder
     return doc
 
 

@@ -78,6 +78,10 @@ class CheckResult:
     violations: list[Violation] = field(default_factory=list)
     bound_reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    property_docs: dict[str, str] = field(default_factory=dict)
+    """Each checked property's docstring, for the traces a report explains."""
+    spec_files: list[str] = field(default_factory=list)
+    """The spec files the properties came from (absolute), so a trace's property can be found again."""
     seed: int | None = None
     error: str | None = None
     model_ref: str | None = None

@@ -106,6 +106,8 @@ class Check:
                 "None"
             ) from None
         result.warnings[:0] = props.notes
+        result.property_docs = {prop.name: prop.doc for prop in props.all() if prop.doc}
+        result.spec_files = [str(Path(spec).resolve()) for spec in self.spec_files]
         if props.liveness:
             self._check_liveness(model, props, result, bounds, recorder, coverage)
         if coverage is not None:
@@ -242,6 +244,10 @@ def write_traces(result: CheckResult, out_dir: str | Path) -> list[Path]:
             extra["model_ref"] = result.model_ref
         if result.seed is not None:
             extra["seed"] = result.seed
+        if result.property_docs.get(violation.property):
+            extra["property_doc"] = result.property_docs[violation.property]
+        if result.spec_files:
+            extra["spec_files"] = result.spec_files
         doc = trace_to_itf(
             violation.trace,
             model=result.model,

@@ -223,3 +223,26 @@ def test_debug_keeps_exit_code_2_for_bad_input(kmc, examples: Path) -> None:
     assert err.strip().splitlines()[-1] == f"kmc: error: model file not found: {examples / 'nope.py'}"
     code, _out, err = kmc("check", ELECTIONS, "--no-such-option", "--debug")
     assert code == 2 and err.strip().splitlines()[-1].startswith("kmc: error: No such option")
+
+
+def test_a_trace_keeps_its_property_docstring_and_spec_file_when_the_folder_moves(kmc, examples: Path) -> None:
+    """A report explains a property of one's own spec file after the project moved: the trace carries
+    the docstring and names the spec file relative to itself."""
+    (examples / "first.py").write_text(
+        "from kmc.checker import step\n\n\n@step\ndef NoSecondElection(s, action, t) -> bool:\n"
+        '    """A partition keeps its first leader epoch."""\n    return t.leaderEpoch == s.leaderEpoch\n'
+    )
+    model = f"{examples / 'elections.py'}:Elections"
+    code, out, err = kmc("check", model, "--spec", examples / "first.py", "-P", "NoSecondElection",
+                         "--out", examples / "traces")  # fmt: skip
+    assert code == 1, out + err
+    [trace] = (examples / "traces").glob("*NoSecondElection*.itf.json")
+    meta = json.loads(trace.read_text())["#meta"]
+    assert meta["property_doc"] == "A partition keeps its first leader epoch."
+    assert meta["spec_files"] == ["../first.py"]
+    moved = examples.parent / "moved"
+    examples.rename(moved)
+    html = moved / "report.html"
+    code, out, err = kmc("render", moved / "traces" / trace.name, "-o", html)
+    assert code == 0, out + err
+    assert "A partition keeps its first leader epoch." in html.read_text()
