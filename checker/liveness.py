@@ -128,7 +128,8 @@ class LivenessSearch:
 
     Sets of states are byte masks over the state numbers; the strongly connected components are
     found by Pearce's iterative algorithm (one array of ``rindex``, no recursion), so the memory
-    is a few bytes a state and a path of millions of states is no deeper than one of two."""
+    is a few bytes a state and a path of millions of states needs no deeper a Python stack than a
+    path of two."""
 
     def __init__(self, graph: ExploredGraph, inits: list[int], fairness: Sequence[Fairness]) -> None:
         self.graph = graph
