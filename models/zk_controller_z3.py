@@ -155,6 +155,7 @@ class ZkControllerEncoding(SymbolicEncoding):
         parts += [v.zkControllerEpoch >= INITIAL_CONTROLLER_EPOCH, v.zkControllerEpoch <= top]
         for b in range(n):
             parts += [v.controllerEpoch[b] >= 0, v.controllerEpoch[b] <= top]
+            parts.append(z3.Implies(v.isController[b], v.controllerEpoch[b] >= 1))
             parts += [ids(v.leader[b]), ids(v.cachedLeader[b]), v.cachedLeaderEpoch[b] <= v.zkLeaderEpoch]
             parts += [v.cachedLeaderEpoch[b] >= NO_EPOCH]
         for epoch in range(e):
@@ -167,7 +168,6 @@ class ZkControllerEncoding(SymbolicEncoding):
             for k in range(1, self.controller_epochs):
                 for b in range(n):
                     parts.append(z3.Implies(z3.Not(v.pending[epoch][k][b]), v.requestBrokerEpoch[epoch][k][b] == 0))
-                    parts.append(z3.Implies(v.pending[epoch][k][b], k <= v.zkControllerEpoch))
         return z3.And(parts)
 
     def _any_pending(self, v: Frame, epoch: int) -> z3.BoolRef:
