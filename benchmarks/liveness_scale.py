@@ -85,7 +85,9 @@ def run_child(args: argparse.Namespace, mode: str) -> dict:
         cmd += ["--set", s]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"the {mode} run failed: {done.stderr.strip()[-2000:]}")
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        print(f"liveness_scale: the {mode} run failed: {lines[-1]}", file=sys.stderr)
+        raise SystemExit(2)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -100,7 +102,13 @@ def main() -> None:
     if args.set is None:
         args.set = ["max_restarts=1"]
     if args.child:
-        print(json.dumps(child(args.model, args.preset, args.set, args.child)))
+        from kmc.checker.errors import UserError
+
+        try:
+            print(json.dumps(child(args.model, args.preset, args.set, args.child)))
+        except UserError as exc:
+            print(exc, file=sys.stderr)
+            raise SystemExit(2) from None
         return
 
     safety = run_child(args, "safety")
