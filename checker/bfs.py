@@ -458,9 +458,7 @@ def _bfs(
     elapsed = time.perf_counter() - start
     distinct = len(parents)
     if recorder is not None and rows is not None:
-        graph = rows.finish(parents, beyond, unexpanded, distinct + len(beyond))
-        # The liveness check reads the arrays instead of the recorder's own tables (left empty).
-        recorder.explored = lambda: graph  # type: ignore[method-assign]
+        recorder.graph = rows.finish(parents, beyond, unexpanded, distinct + len(beyond))
     stats = Stats(
         distinct_states=distinct,
         generated_states=generated,

@@ -14,10 +14,13 @@ import inspect
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .model import Action, Model, State
 from .properties import PropertySet, holds
+
+if TYPE_CHECKING:
+    from .bfs import ExploredGraph
 
 
 class SearchObserver:
@@ -212,6 +215,8 @@ class GraphRecorder(SearchObserver):
     def __init__(self) -> None:
         self.order: dict[State, None] = {}
         self.edges: dict[State, Sequence[tuple[Action, State]]] = {}
+        self.graph: ExploredGraph | None = None
+        """Set by an engine that keeps the graph itself, as integer arrays (bfs); its hooks then record nothing."""
 
     def state(self, state: State) -> None:
         self.order[state] = None
@@ -219,9 +224,11 @@ class GraphRecorder(SearchObserver):
     def expanded(self, state: State, successors: Sequence[tuple[Action, State]], all_taken: bool) -> None:
         self.edges[state] = successors
 
-    def explored(self) -> tuple[dict[State, list[tuple[Action, State]]], set[State]]:
+    def explored(self) -> ExploredGraph | tuple[dict[State, list[tuple[Action, State]]], set[State]]:
         """The graph in discovery order, and the states not expanded: those a bound cut off,
         including successors the search saw but did not keep (beyond --max-states)."""
+        if self.graph is not None:
+            return self.graph
         graph = {s: list(self.edges.get(s, ())) for s in self.order}
         for edges in self.edges.values():
             for _action, target in edges:

@@ -257,6 +257,7 @@ class _AdjacencyRecorder(SearchObserver):
     def __init__(self) -> None:
         self.order = {}
         self.edges = {}
+        self.graph = None
 
 
 @pytest.mark.parametrize(
