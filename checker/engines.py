@@ -1,17 +1,37 @@
-"""The registered engines: adding one is its module plus a line here."""
+"""The registered engines: adding one is its module plus a line here. An engine's module is imported
+when the engine is first used, so a command pays for z3 or Hypothesis only when it runs them."""
 
 from __future__ import annotations
 
-from .bfs import BfsEngine
-from .bmc import BmcEngine
-from .engine import Engine
-from .hypothesis_engine import HypothesisEngine
-from .simulation import SimulateEngine
-from .spark import SparkEngine
+import importlib
+from collections.abc import Iterator, Mapping
 
-ENGINES: dict[str, type[Engine]] = {
-    engine.name: engine for engine in (BfsEngine, SimulateEngine, SparkEngine, HypothesisEngine, BmcEngine)
+from .engine import Engine
+
+_ENGINE_CLASSES = {
+    "bfs": ".bfs:BfsEngine",
+    "simulate": ".simulation:SimulateEngine",
+    "spark": ".spark:SparkEngine",
+    "hypothesis": ".hypothesis_engine:HypothesisEngine",
+    "bmc": ".bmc:BmcEngine",
 }
+
+
+class _Registry(Mapping[str, type[Engine]]):
+    """Engine name -> engine class, importing the class's module on first use."""
+
+    def __getitem__(self, name: str) -> type[Engine]:
+        module, _, cls = _ENGINE_CLASSES[name].partition(":")
+        return getattr(importlib.import_module(module, __package__), cls)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_ENGINE_CLASSES)
+
+    def __len__(self) -> int:
+        return len(_ENGINE_CLASSES)
+
+
+ENGINES: Mapping[str, type[Engine]] = _Registry()
 
 
 def engine_class(name: str) -> type[Engine]:

@@ -262,3 +262,15 @@ def test_a_spec_redefining_a_built_in_property_says_so(kmc, toy: str, tmp_path: 
     code, _, err = kmc("check", f"{toy}:TwoPhaseCommit", "--spec", spec, "--out", tmp_path, "--no-progress")
     assert code == 0
     assert f"kmc: warning: spec file {spec} redefines the property Consistent of model two-phase" in err
+
+
+def test_engines_are_imported_when_used_and_registered_under_their_names() -> None:
+    """`kmc` starts without z3 or Hypothesis; each registered engine is the class of that name."""
+    code = (
+        "import sys, kmc.checker.cli\n"
+        "assert not {'z3', 'hypothesis', 'kmc.checker.bmc', 'kmc.checker.hypothesis_engine'} & set(sys.modules)\n"
+        "from kmc.checker.engines import ENGINES\n"
+        "assert [cls.name for cls in ENGINES.values()] == list(ENGINES) == "
+        "['bfs', 'simulate', 'spark', 'hypothesis', 'bmc']\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
