@@ -53,6 +53,8 @@ $(KAFKA_JARS)/.complete: oracles/java/pom.xml
 $(STAMP): pyproject.toml setup.py checker/_canonical.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	@# the distribution was called kmc before it took a PyPI name of its own: drop that one
+	@$(BIN)/python -m pip uninstall -q -y kmc >/dev/null 2>&1 || true
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $@
 
