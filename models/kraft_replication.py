@@ -40,148 +40,38 @@ Offsets count from 0; a log's end offset (LEO) is its length; a leader epoch of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from kmc.checker import Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.models.kraft_replication_controller import KraftController
+from kmc.models.kraft_replication_drawing import KraftReplicationDrawing
+from kmc.models.kraft_replication_state import (
+    DIVERGING_EPOCH,
+    ERROR_NONE,
+    FENCED_LEADER_EPOCH,
+    FETCHING,
+    NO_LEADER,
+    NOT_LEADER_OR_FOLLOWER,
+    OFFSET_OUT_OF_RANGE,
+    TRUNCATING,
+    UNDEFINED,
+    UNKNOWN_LEADER_EPOCH,
+    AlterPartition,
+    Controller,
+    Fetch,
+    FetchRequest,
+    FetchResponse,
+    KraftReplicationState,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    Record,
+    Replica,
+    dense_partition_epochs,
+    end_offset_for_epoch,
+    epoch_start_offset,
+    last_epoch,
+)
 from kmc.models.tuples import put
-
-NO_LEADER = -1
-"""LeaderConstants.NO_LEADER: the partition has no leader."""
-UNDEFINED = -1
-"""UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET in epoch lookups; an unknown follower offset or epoch."""
-
-ERROR_NONE = "NONE"
-NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
-FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
-UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
-OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
-DIVERGING_EPOCH = "DIVERGING_EPOCH"
-"""Not an error code in Kafka: a response with the divergingEpoch field set."""
-FETCHING = "Fetching"
-TRUNCATING = "Truncating"
-"""A follower's fetch state (AbstractFetcherThread's PartitionFetchState): with truncation by
-OffsetsForLeaderEpoch it is Truncating from becoming a follower until its log matches the leader's."""
-
-
-class Record(NamedTuple):
-    id: int
-    """Which produce request wrote it (a value that is never written twice)."""
-    epoch: int
-    """The leader epoch the batch was stamped with."""
-
-
-class Replica(NamedTuple):
-    """One broker: its process, its copy of the partition, and the partition metadata it applied."""
-
-    running: bool
-    brokerEpoch: int
-    """The epoch of its current registration with the controller."""
-    cleanShutdownEpoch: int
-    """KIP-966: the broker epoch it wrote on a clean shutdown, sent as previousBrokerEpoch when it
-    registers again; UNDEFINED after an unclean one."""
-    log: tuple[Record, ...]
-    highWatermark: int
-    leader: int
-    leaderEpoch: int
-    """The partition's leader and leader epoch in the last PartitionChangeRecord it applied."""
-    partitionEpoch: int
-    isr: frozenset[int]
-    """Only a leader keeps these two (followers store UNDEFINED and the empty set)."""
-    pendingAlterPartition: AlterPartition | None
-    """Its AlterPartition request in flight, if any."""
-    followerState: tuple[tuple[int, int], ...]
-    """On a leader, per replica: (logEndOffset, brokerEpoch) of its last accepted fetch, or
-    (UNDEFINED, UNDEFINED). Partition.remoteReplicasMap."""
-    fetchState: str = FETCHING
-    """On a follower, TRUNCATING or FETCHING; always FETCHING unless truncation is by OffsetsForLeaderEpoch."""
-
-
-class AlterPartition(NamedTuple):
-    """A leader's request to the controller to change the ISR."""
-
-    isr: frozenset[int]
-    brokerEpochs: tuple[tuple[int, int], ...]
-    """KIP-903's BrokerState: (brokerId, brokerEpoch) of each member joining the ISR, from the fetch
-    that made it eligible -- as it was when the request was sent. Empty before KIP-903."""
-
-
-class Controller(NamedTuple):
-    """The active controller's image: broker registrations and the PartitionRegistration."""
-
-    brokerEpochs: tuple[int, ...]
-    fenced: frozenset[int]
-    leader: int
-    leaderEpoch: int
-    partitionEpoch: int
-    isr: frozenset[int]
-    elr: frozenset[int]
-    nextBrokerEpoch: int
-    """Broker epochs are offsets of registration records in the metadata log: always larger."""
-
-
-class FetchRequest(NamedTuple):
-    leader: int
-    """The broker it is sent to."""
-    fetchOffset: int
-    lastFetchedEpoch: int
-    currentLeaderEpoch: int
-    replicaEpoch: int
-    """The follower's broker epoch (KIP-903)."""
-
-
-class FetchResponse(NamedTuple):
-    leader: int
-    leaderEpoch: int
-    """The follower's leader epoch when it sent the request: which fetch state the answer belongs to."""
-    fetchOffset: int
-    error: str
-    records: tuple[Record, ...]
-    highWatermark: int
-    divergingEpoch: tuple[int, int]
-    """(epoch, endOffset) when the error is DIVERGING_EPOCH."""
-    logEndOffset: int
-    """The leader's LEO, which a follower needs after OFFSET_OUT_OF_RANGE."""
-
-
-class OffsetsForLeaderEpochRequest(NamedTuple):
-    """KIP-279's request (2.0 to 2.6): where does the follower's last epoch end on the leader?"""
-
-    leader: int
-    currentLeaderEpoch: int
-    """The follower's leader epoch (KIP-320): the leader fences a request of another epoch."""
-    leaderEpoch: int
-    """The epoch of the follower's last record."""
-
-
-class OffsetsForLeaderEpochResponse(NamedTuple):
-    leader: int
-    leaderEpoch: int
-    """The follower's leader epoch when it sent the request."""
-    error: str
-    endOffset: tuple[int, int]
-    """(epoch, endOffset): the largest epoch on the leader's log up to the one asked for, and its end."""
-
-
-Fetch = FetchRequest | FetchResponse | OffsetsForLeaderEpochRequest | OffsetsForLeaderEpochResponse | None
-
-
-class KraftReplicationState(NamedTuple):
-    controller: Controller
-    replicas: tuple[Replica, ...]
-    fetches: tuple[Fetch, ...]
-    """Each follower's one fetch in flight (request or response), or None."""
-    nextRecordId: int
-    crashes: int
-    fences: int
-    shutdowns: int
-    committed: tuple[Record, ...]
-    """Ghost: the longest log prefix any non-stale leader exposed below its HW."""
-    consumed: tuple[Record, ...]
-    """Ghost: the longest log prefix consumers have read from any broker acting as leader."""
-    acked: frozenset[int]
-    """Ghost: ids of the records whose produce request was acknowledged as successful."""
-
 
 ACTION_ARGS = {
     "Produce": ("leader", "id"),
@@ -332,39 +222,7 @@ PRESETS = {
 Step = tuple[Action, KraftReplicationState]
 
 
-def end_offset_for_epoch(log: tuple[Record, ...], requested: int, latest: int) -> tuple[int, int]:
-    """LeaderEpochFileCache.endOffsetFor: the largest epoch <= ``requested`` in the log's epoch cache
-    and the offset where the next epoch starts (the LEO for the latest epoch). ``latest`` is the
-    cache's newest epoch: on a leader, its own epoch even before it has written a record of it."""
-    if requested == UNDEFINED:
-        return UNDEFINED, UNDEFINED
-    if requested == latest:
-        return requested, len(log)
-    if requested > latest:
-        return UNDEFINED, UNDEFINED
-    floor = UNDEFINED
-    for offset, record in enumerate(log):
-        if record.epoch > requested:
-            return (floor if floor != UNDEFINED else requested), offset
-        floor = record.epoch
-    # The next entry is the latest epoch's, which starts at the LEO: a leader that has not yet
-    # written in its own epoch (maybeAssignEpochStartOffset put it in the cache when it was elected).
-    return (floor if floor != UNDEFINED else requested), len(log)
-
-
-def last_epoch(log: tuple[Record, ...]) -> int:
-    return log[-1].epoch if log else UNDEFINED
-
-
-def epoch_start_offset(replica: Replica) -> int:
-    """The leader epoch start offset (LESO): where the leader's own epoch begins in its log."""
-    for offset, record in enumerate(replica.log):
-        if record.epoch >= replica.leaderEpoch:
-            return offset
-    return len(replica.log)
-
-
-class KraftReplicationModel(Model):
+class KraftReplicationModel(KraftController, Model):
     name = "kraft-replication"
     description = "KRaft-era replication: acks, min ISR, fetch sessions, AlterPartition, fencing, ELR, crashes"
     Config = KraftReplicationConfig
@@ -430,7 +288,7 @@ class KraftReplicationModel(Model):
                 self._handle_fetch(s, request.leader, f, request, out)
             elif type(request) is OffsetsForLeaderEpochRequest:
                 self._handle_offsets_for_leader_epoch(s, request.leader, f, request, out)
-        return [(action, _dense_partition_epochs(t)) for action, t in out]
+        return [(action, dense_partition_epochs(t)) for action, t in out]
 
     # -- the leader ----------------------------------------------------------------------------
     def hw_quorum(self, replica: Replica) -> frozenset[int]:
@@ -577,34 +435,6 @@ class KraftReplicationModel(Model):
                 proposed = leader._replace(pendingAlterPartition=AlterPartition(leader.isr | {r}, epochs))
                 out.append((Action("ExpandIsr", leader=leader_id, replica=r), self._update(s, leader_id, proposed)))
 
-    def _handle_alter_partition(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
-        """ReplicationControlManager.alterPartition, and the leader handling the response. The
-        controller rejects a request from a stale leader epoch or partition epoch, and a new ISR
-        member that is fenced (INELIGIBLE_REPLICA) or, with KIP-903, whose fetch came from an earlier
-        broker epoch (STALE_BROKER_EPOCH)."""
-        leader = s.replicas[leader_id]
-        request = leader.pendingAlterPartition
-        if request is None:
-            return
-        c = s.controller
-        accepted = (
-            c.leader == leader_id and c.leaderEpoch == leader.leaderEpoch and c.partitionEpoch == leader.partitionEpoch
-        )
-        if any(r in c.fenced for r in request.isr - c.isr):
-            accepted = False  # INELIGIBLE_REPLICA (KIP-841)
-        if any(epoch != c.brokerEpochs[r] for r, epoch in request.brokerEpochs):
-            accepted = False  # STALE_BROKER_EPOCH (KIP-903)
-        action = Action("HandleAlterPartition", leader=leader_id)
-        if not accepted:
-            out.append((action, self._update(s, leader_id, leader._replace(pendingAlterPartition=None))))
-            return
-        committed = self._partition_change(c, isr=request.isr)
-        if committed is None:
-            return  # a shrink that bumps the leader epoch past the bound (before KAFKA-15021)
-        updated = leader._replace(isr=request.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None)
-        updated = self._maybe_increment_hw(updated, leader_id)
-        out.append((action, self._update(s, leader_id, updated, controller=committed)))
-
     # -- followers -----------------------------------------------------------------------------
     def _send_fetch(self, s: KraftReplicationState, f: int, out: list[Step]) -> None:
         """ReplicaFetcherThread: one request in flight to the leader it knows -- OffsetsForLeaderEpoch
@@ -742,21 +572,6 @@ class KraftReplicationModel(Model):
             nxt = self._update(s, b, down, fetches=self._drop_fetches(s, b), crashes=s.crashes + 1)
             out.append((Action("BrokerCrash", broker=b, logEndOffset=keep), nxt))
 
-    def _controlled_shutdown(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
-        """BrokerLifecycleManager's controlled shutdown: the controller moves leadership away and takes
-        the broker out of the ISR (as fencing does), then the broker flushes its log and writes its
-        broker epoch to the clean-shutdown file."""
-        if s.shutdowns >= self.config.max_shutdowns:
-            return
-        c = s.controller
-        fenced = self._fence_in_controller(c, b)
-        if fenced is None:
-            return
-        replica = s.replicas[b]
-        down = self._stopped(replica, replica.log, replica.highWatermark, replica.brokerEpoch)
-        nxt = self._update(s, b, down, controller=fenced, fetches=self._drop_fetches(s, b), shutdowns=s.shutdowns + 1)
-        out.append((Action("ControlledShutdown", broker=b), nxt))
-
     def _stopped(self, replica: Replica, log: tuple[Record, ...], hw: int, clean_epoch: int) -> Replica:
         return Replica(False, replica.brokerEpoch, clean_epoch, log, hw, NO_LEADER, UNDEFINED, UNDEFINED, frozenset(),
                        None, self.unknown_followers)  # fmt: skip
@@ -765,258 +580,5 @@ class KraftReplicationModel(Model):
         """A stopped broker's connections close: its own fetch and every fetch sent to it are gone."""
         return tuple(None if f == b or (m is not None and m.leader == b) else m for f, m in enumerate(s.fetches))
 
-    def _fence(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
-        """BrokerHeartbeatManager's session timeout -> ReplicationControlManager.handleBrokerFenced.
-        A stopped broker is always fenced in the end; fencing a running one is a fault (a network
-        partition from the controller, a long GC pause) and is bounded."""
-        running = s.replicas[b].running
-        if running and s.fences >= self.config.max_fences:
-            return
-        fenced = self._fence_in_controller(s.controller, b)
-        if fenced is None:
-            return
-        out.append((Action("FenceBroker", broker=b), s._replace(controller=fenced, fences=s.fences + running)))
-
-    def _fence_in_controller(self, c: Controller, b: int) -> Controller | None:
-        """The broker leaves the ISR and loses leadership, and a new leader is elected. Before
-        KIP-966 the last ISR member stays in the ISR with no leader; with it the ISR may become empty
-        and whoever leaves an ISR below min ISR joins the ELR. None if the fence is not possible
-        within the bounds."""
-        if b in c.fenced:
-            return None
-        isr = c.isr - {b}
-        if not isr and not self.config.elr:
-            isr = c.isr
-        leader = NO_LEADER if c.leader == b else c.leader
-        return self._partition_change(c._replace(fenced=c.fenced | {b}), isr=isr, leader=leader, elect=True)
-
-    def _restart(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
-        """The broker starts and registers (ClusterControlManager.registerBroker) once its old
-        registration is fenced: it gets a new broker epoch and stays fenced until it has caught up.
-        With KIP-966, a previousBrokerEpoch that is not its last registration's marks an unclean
-        shutdown, and the controller takes it out of the ISR and the ELR."""
-        c = s.controller
-        if b not in c.fenced:
-            return
-        replica = s.replicas[b]
-        epoch = c.nextBrokerEpoch
-        registered = c._replace(brokerEpochs=put(c.brokerEpochs, b, epoch), nextBrokerEpoch=epoch + 1)
-        if self.config.elr and replica.cleanShutdownEpoch != c.brokerEpochs[b]:
-            changed = self._partition_change(
-                registered, isr=registered.isr - {b}, elr=registered.elr - {b}, ineligible=frozenset({b})
-            )
-            if changed is None:
-                return
-            registered = changed
-        log, hw = replica.log, replica.highWatermark
-        if self.config.truncation == "hw":
-            log = log[:hw]  # makeFollower before KIP-101
-        started = self._restarted_view(registered, b, epoch, log, hw)
-        out.append((Action("BrokerRestart", broker=b), self._update(s, b, started, controller=registered)))
-
-    def _unfence(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
-        """A heartbeat of a caught-up broker unfences it (handleBrokerUnfenced); a partition without a
-        leader gets one if it can."""
-        c = s.controller
-        if b not in c.fenced or s.replicas[b].brokerEpoch != c.brokerEpochs[b]:
-            return
-        unfenced = self._partition_change(c._replace(fenced=c.fenced - {b}), elect=True)
-        if unfenced is None:
-            return
-        out.append((Action("UnfenceBroker", broker=b), s._replace(controller=unfenced)))
-
-    def _partition_change(
-        self,
-        c: Controller,
-        *,
-        isr: frozenset[int] | None = None,
-        elr: frozenset[int] | None = None,
-        leader: int | None = None,
-        elect: bool = False,
-        ineligible: frozenset[int] = frozenset(),
-    ) -> Controller | None:
-        """PartitionChangeBuilder: apply an ISR, ELR or leader change, elect a leader if asked to and
-        there is none, keep the ELR rule of KIP-966, and bump the partition epoch (and the leader
-        epoch when the leader changes). ``ineligible`` replicas (an unclean restart) never join the
-        ELR, and after an unclean election the ELR is empty. None when the new leader epoch would
-        pass the bound. Before KAFKA-15021 an ISR shrink bumps the leader epoch as well."""
-        new_isr = c.isr if isr is None else isr
-        new_elr = c.elr if elr is None else elr
-        new_leader = c.leader if leader is None else leader
-        unclean = False
-        if elect and (new_leader == NO_LEADER or new_leader in c.fenced):
-            candidates = new_isr | new_elr
-            new_leader, new_isr, new_elr = self.elect_leader(c, new_isr, new_elr)
-            unclean = new_leader != NO_LEADER and new_leader not in candidates
-        if self.config.elr and not unclean:
-            # An unclean election clears the ELR (PartitionChangeBuilder.maybeUpdateRecordElr): no
-            # replica that left the ISR is known to hold what the new leader lacks.
-            if len(new_isr) >= self.config.min_insync_replicas:
-                new_elr = frozenset()
-            else:
-                new_elr = (new_elr | (c.isr - new_isr - ineligible)) - new_isr
-        if (new_leader, new_isr, new_elr) == (c.leader, c.isr, c.elr):
-            return c
-        epoch = c.leaderEpoch
-        # Before KAFKA-15021 a shrink bumped the leader epoch too (triggerLeaderEpochBumpForIsrShrinkIfNeeded).
-        shrink_bump = not self.config.shrink_keeps_leader_epoch and not c.isr <= new_isr
-        if new_leader != c.leader or shrink_bump:
-            if epoch >= self.config.max_leader_epoch:
-                return None
-            epoch += 1
-        return c._replace(leader=new_leader, leaderEpoch=epoch, partitionEpoch=c.partitionEpoch + 1, isr=new_isr,
-                          elr=new_elr)  # fmt: skip
-
-    def elect_leader(
-        self, c: Controller, isr: frozenset[int], elr: frozenset[int]
-    ) -> tuple[int, frozenset[int], frozenset[int]]:
-        """PartitionChangeBuilder.electLeader: the first unfenced ISR member; then (KIP-966) the first
-        unfenced ELR member, which moves into the ISR; then, only with unclean leader election, the
-        first unfenced replica, alone in a new ISR."""
-        for r in sorted(isr):
-            if r not in c.fenced:
-                return r, isr, elr
-        if self.config.elr:
-            for r in sorted(elr):
-                if r not in c.fenced:
-                    return r, isr | {r}, elr - {r}
-        if self.config.unclean_election:
-            for r in self.ids:
-                if r not in c.fenced:
-                    return r, frozenset({r}), frozenset()
-        return NO_LEADER, isr, elr
-
     def drawing(self) -> KraftReplicationDrawing:
         return KraftReplicationDrawing(self.config.brokers)
-
-
-def _dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
-    """Partition epochs are only ever compared for equality (a leader's view against the
-    controller's, which is always the newest), so they are kept as ranks 0..k-1 of the values
-    present. Without this, every ISR shrink and expand would make a new state forever."""
-    c = s.controller
-    present = {r.partitionEpoch for r in s.replicas if r.partitionEpoch != UNDEFINED}
-    present.add(c.partitionEpoch)
-    if c.partitionEpoch == len(present) - 1:
-        return s
-    rank = {epoch: i for i, epoch in enumerate(sorted(present))}
-    replicas = tuple(
-        r if r.partitionEpoch == UNDEFINED else r._replace(partitionEpoch=rank[r.partitionEpoch]) for r in s.replicas
-    )
-    return s._replace(controller=c._replace(partitionEpoch=rank[c.partitionEpoch]), replicas=replicas)
-
-
-# -- how traces are drawn --------------------------------------------------------------------------
-FLIGHT = {
-    FetchRequest: "request",
-    FetchResponse: "response",
-    OffsetsForLeaderEpochRequest: "OffsetsForLeaderEpoch",
-    OffsetsForLeaderEpochResponse: "its answer",
-}
-
-
-class KraftReplicationDrawing(Drawing):
-    """Lanes: producer, controller, one per broker. Tables: every replica (log, LEO, HW, role, ISR
-    as the leader sees it), the controller's registrations and partition, and what producers and
-    consumers were told."""
-
-    def __init__(self, brokers: int) -> None:
-        self.brokers = [f"broker {b}" for b in range(brokers)]
-
-    def lanes(self) -> list[str]:
-        return ["producer", "controller", *self.brokers]
-
-    def arrow(self, action: Action, before: KraftReplicationState, after: KraftReplicationState) -> Arrow:
-        args, name = action.args, action.name
-        if name == "Produce":
-            return Arrow("producer", (self.brokers[args["leader"]],), f"Produce(record {args['id']})")
-        if name == "SendFetch":
-            f = args["follower"]
-            req = after.fetches[f]
-            note = f"Fetch(offset {req.fetchOffset}, epoch {req.lastFetchedEpoch})" if req else "Fetch"
-            return Arrow(self.brokers[f], (self.brokers[args["leader"]],), note)
-        if name == "HandleFetch":
-            f = args["follower"]
-            resp = after.fetches[f]
-            if resp is None:
-                note = "records"
-            elif resp.error == ERROR_NONE:
-                note = f"{len(resp.records)} records, HW {resp.highWatermark}"
-            elif resp.error == DIVERGING_EPOCH:
-                note = f"diverging epoch {resp.divergingEpoch[0]} at {resp.divergingEpoch[1]}"
-            else:
-                note = resp.error
-            return Arrow(self.brokers[args["leader"]], (self.brokers[f],), note)
-        if name == "SendOffsetsForLeaderEpoch":
-            f = args["follower"]
-            note = f"OffsetsForLeaderEpoch(epoch {after.fetches[f].leaderEpoch})"
-            return Arrow(self.brokers[f], (self.brokers[args["leader"]],), note)
-        if name == "HandleOffsetsForLeaderEpoch":
-            f = args["follower"]
-            answer = after.fetches[f]
-            epoch, end = answer.endOffset
-            note = answer.error if answer.error != ERROR_NONE else f"epoch {epoch} ends at {end}"
-            return Arrow(self.brokers[args["leader"]], (self.brokers[f],), note)
-        if name in ("ShrinkIsr", "ExpandIsr"):
-            proposed = after.replicas[args["leader"]].pendingAlterPartition
-            isr = describe(proposed.isr) if proposed else "?"
-            return Arrow(self.brokers[args["leader"]], ("controller",), f"AlterPartition(ISR {isr})")
-        if name == "HandleAlterPartition":
-            ok = after.controller.partitionEpoch != before.controller.partitionEpoch
-            return Arrow("controller", (self.brokers[args["leader"]],), "accepted" if ok else "rejected")
-        if name == "ApplyMetadata":
-            c = after.controller
-            return Arrow("controller", (self.brokers[args["broker"]],), f"leader {c.leader}, epoch {c.leaderEpoch}")
-        if name in ("FenceBroker", "UnfenceBroker"):
-            return Arrow("controller", (), f"{name[:-6].lower()} broker {args['broker']}")
-        if name == "BrokerRestart":
-            return Arrow(self.brokers[args["broker"]], ("controller",), "register")
-        if name == "BrokerCrash":
-            return Arrow(self.brokers[args["broker"]], (), f"crash, log kept to {args['logEndOffset']}")
-        if name == "ControlledShutdown":
-            return Arrow(self.brokers[args["broker"]], ("controller",), "controlled shutdown")
-        return Arrow(self.brokers[next(iter(args.values()))])
-
-    def tables(self, state: KraftReplicationState) -> list[Table]:
-        c = state.controller
-        rows = []
-        for b, r in enumerate(state.replicas):
-            entries = " ".join(f"{o}:r{rec.id}/e{rec.epoch}" for o, rec in enumerate(r.log)) or "(empty)"
-            if not r.running:
-                role = "down (clean)" if r.cleanShutdownEpoch != UNDEFINED else "down"
-            elif r.leader == b:
-                role = f"leader e{r.leaderEpoch}"
-            else:
-                role = "no leader" if r.leader == NO_LEADER else f"follows {r.leader} e{r.leaderEpoch}"
-            isr = describe(r.isr) if r.leader == b and r.running else "-"
-            if r.pendingAlterPartition is not None:
-                isr += f" -> {describe(r.pendingAlterPartition.isr)}"
-            flight = state.fetches[b]
-            fetch = "-" if flight is None else FLIGHT[type(flight)]
-            if r.fetchState == TRUNCATING:
-                fetch = f"truncating, {fetch}"
-            rows.append([f"broker {b}", entries, str(len(r.log)), str(r.highWatermark), role, isr, str(r.brokerEpoch),
-                         fetch])  # fmt: skip
-        replicas = Table(
-            "replicas (log = offset:record/epoch)",
-            ["", "log", "LEO", "HW", "role", "ISR", "broker epoch", "fetch"],
-            rows,
-        )
-        controller = Table(
-            "controller",
-            ["leader", "epoch", "partition epoch", "ISR", "ELR", "fenced", "broker epochs"],
-            [[
-                "none" if c.leader == NO_LEADER else f"broker {c.leader}", str(c.leaderEpoch), str(c.partitionEpoch),
-                describe(c.isr), describe(c.elr), describe(c.fenced), " ".join(map(str, c.brokerEpochs)),
-            ]],
-        )  # fmt: skip
-        clients = Table(
-            "clients",
-            ["acknowledged", "committed", "consumed"],
-            [[
-                describe(state.acked),
-                " ".join(f"r{rec.id}" for rec in state.committed) or "-",
-                " ".join(f"r{rec.id}" for rec in state.consumed) or "-",
-            ]],
-        )  # fmt: skip
-        return [replicas, controller, clients]

@@ -20,13 +20,8 @@ from typing import Any, NamedTuple
 
 from kmc.checker import Action
 from kmc.checker.conformance import Comparison, Oracle
-from kmc.models.kraft_replication import (
-    NO_LEADER,
-    Controller,
-    KraftReplicationModel,
-    KraftReplicationState,
-    _dense_partition_epochs,
-)
+from kmc.models.kraft_replication import KraftReplicationModel
+from kmc.models.kraft_replication_state import NO_LEADER, Controller, KraftReplicationState, dense_partition_epochs
 from kmc.oracles import jvm
 
 BUILDER = "org.apache.kafka.controller.PartitionChangeBuilder"
@@ -181,7 +176,7 @@ class PartitionChangeOracle(Oracle):
         out: list[tuple[Action, KraftReplicationState]] = []
         method(state, next(iter(action.args.values())), out)
         for generated, raw in out:
-            if generated == action and _dense_partition_epochs(raw) == next_state:
+            if generated == action and dense_partition_epochs(raw) == next_state:
                 return raw.controller
         raise AssertionError(f"the model does not generate {action} again from the same state")
 

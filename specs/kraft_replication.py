@@ -10,7 +10,8 @@ cannot be read until it restarts, and then it is checked again.
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, step
-from kmc.models.kraft_replication import NO_LEADER, KraftReplicationModel, KraftReplicationState
+from kmc.models.kraft_replication import KraftReplicationModel
+from kmc.models.kraft_replication_state import NO_LEADER, KraftReplicationState
 
 
 def _running_leader(s: KraftReplicationState) -> int:

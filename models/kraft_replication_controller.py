@@ -1,0 +1,207 @@
+"""The controller's side of the `kraft-replication` model: AlterPartition requests, fencing,
+controlled shutdown, registration and unfencing of brokers, and the partition changes and leader
+elections of ``PartitionChangeBuilder`` (the ISR, KIP-966's eligible leader replicas, unclean
+election). Mixed into ``KraftReplicationModel``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kmc.checker import Action
+from kmc.models.kraft_replication_state import (
+    NO_LEADER,
+    Controller,
+    Fetch,
+    KraftReplicationState,
+    Record,
+    Replica,
+)
+from kmc.models.tuples import put
+
+if TYPE_CHECKING:
+    from kmc.models.kraft_replication import KraftReplicationConfig
+
+Step = tuple[Action, KraftReplicationState]
+
+
+class KraftController:
+    """The active controller, and the leader's handling of its AlterPartition answers."""
+
+    config: KraftReplicationConfig
+    ids: tuple[int, ...]
+
+    if TYPE_CHECKING:  # the model's own helpers, used here
+
+        def _update(
+            self, s: KraftReplicationState, b: int, replica: Replica, **changes: object
+        ) -> KraftReplicationState: ...
+        def _maybe_increment_hw(self, replica: Replica, b: int) -> Replica: ...
+        def _stopped(self, replica: Replica, log: tuple[Record, ...], hw: int, clean_epoch: int) -> Replica: ...
+        def _drop_fetches(self, s: KraftReplicationState, b: int) -> tuple[Fetch, ...]: ...
+        def _restarted_view(
+            self, c: Controller, b: int, broker_epoch: int, log: tuple[Record, ...], hw: int
+        ) -> Replica: ...
+
+    def _handle_alter_partition(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
+        """ReplicationControlManager.alterPartition, and the leader handling the response. The
+        controller rejects a request from a stale leader epoch or partition epoch, and a new ISR
+        member that is fenced (INELIGIBLE_REPLICA) or, with KIP-903, whose fetch came from an earlier
+        broker epoch (STALE_BROKER_EPOCH)."""
+        leader = s.replicas[leader_id]
+        request = leader.pendingAlterPartition
+        if request is None:
+            return
+        c = s.controller
+        accepted = (
+            c.leader == leader_id and c.leaderEpoch == leader.leaderEpoch and c.partitionEpoch == leader.partitionEpoch
+        )
+        if any(r in c.fenced for r in request.isr - c.isr):
+            accepted = False  # INELIGIBLE_REPLICA (KIP-841)
+        if any(epoch != c.brokerEpochs[r] for r, epoch in request.brokerEpochs):
+            accepted = False  # STALE_BROKER_EPOCH (KIP-903)
+        action = Action("HandleAlterPartition", leader=leader_id)
+        if not accepted:
+            out.append((action, self._update(s, leader_id, leader._replace(pendingAlterPartition=None))))
+            return
+        committed = self._partition_change(c, isr=request.isr)
+        if committed is None:
+            return  # a shrink that bumps the leader epoch past the bound (before KAFKA-15021)
+        updated = leader._replace(isr=request.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None)
+        updated = self._maybe_increment_hw(updated, leader_id)
+        out.append((action, self._update(s, leader_id, updated, controller=committed)))
+
+    def _controlled_shutdown(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
+        """BrokerLifecycleManager's controlled shutdown: the controller moves leadership away and takes
+        the broker out of the ISR (as fencing does), then the broker flushes its log and writes its
+        broker epoch to the clean-shutdown file."""
+        if s.shutdowns >= self.config.max_shutdowns:
+            return
+        c = s.controller
+        fenced = self._fence_in_controller(c, b)
+        if fenced is None:
+            return
+        replica = s.replicas[b]
+        down = self._stopped(replica, replica.log, replica.highWatermark, replica.brokerEpoch)
+        nxt = self._update(s, b, down, controller=fenced, fetches=self._drop_fetches(s, b), shutdowns=s.shutdowns + 1)
+        out.append((Action("ControlledShutdown", broker=b), nxt))
+
+    def _fence(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
+        """BrokerHeartbeatManager's session timeout -> ReplicationControlManager.handleBrokerFenced.
+        A stopped broker is always fenced in the end; fencing a running one is a fault (a network
+        partition from the controller, a long GC pause) and is bounded."""
+        running = s.replicas[b].running
+        if running and s.fences >= self.config.max_fences:
+            return
+        fenced = self._fence_in_controller(s.controller, b)
+        if fenced is None:
+            return
+        out.append((Action("FenceBroker", broker=b), s._replace(controller=fenced, fences=s.fences + running)))
+
+    def _fence_in_controller(self, c: Controller, b: int) -> Controller | None:
+        """The broker leaves the ISR and loses leadership, and a new leader is elected. Before
+        KIP-966 the last ISR member stays in the ISR with no leader; with it the ISR may become empty
+        and whoever leaves an ISR below min ISR joins the ELR. None if the fence is not possible
+        within the bounds."""
+        if b in c.fenced:
+            return None
+        isr = c.isr - {b}
+        if not isr and not self.config.elr:
+            isr = c.isr
+        leader = NO_LEADER if c.leader == b else c.leader
+        return self._partition_change(c._replace(fenced=c.fenced | {b}), isr=isr, leader=leader, elect=True)
+
+    def _restart(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
+        """The broker starts and registers (ClusterControlManager.registerBroker) once its old
+        registration is fenced: it gets a new broker epoch and stays fenced until it has caught up.
+        With KIP-966, a previousBrokerEpoch that is not its last registration's marks an unclean
+        shutdown, and the controller takes it out of the ISR and the ELR."""
+        c = s.controller
+        if b not in c.fenced:
+            return
+        replica = s.replicas[b]
+        epoch = c.nextBrokerEpoch
+        registered = c._replace(brokerEpochs=put(c.brokerEpochs, b, epoch), nextBrokerEpoch=epoch + 1)
+        if self.config.elr and replica.cleanShutdownEpoch != c.brokerEpochs[b]:
+            changed = self._partition_change(
+                registered, isr=registered.isr - {b}, elr=registered.elr - {b}, ineligible=frozenset({b})
+            )
+            if changed is None:
+                return
+            registered = changed
+        log, hw = replica.log, replica.highWatermark
+        if self.config.truncation == "hw":
+            log = log[:hw]  # makeFollower before KIP-101
+        started = self._restarted_view(registered, b, epoch, log, hw)
+        out.append((Action("BrokerRestart", broker=b), self._update(s, b, started, controller=registered)))
+
+    def _unfence(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
+        """A heartbeat of a caught-up broker unfences it (handleBrokerUnfenced); a partition without a
+        leader gets one if it can."""
+        c = s.controller
+        if b not in c.fenced or s.replicas[b].brokerEpoch != c.brokerEpochs[b]:
+            return
+        unfenced = self._partition_change(c._replace(fenced=c.fenced - {b}), elect=True)
+        if unfenced is None:
+            return
+        out.append((Action("UnfenceBroker", broker=b), s._replace(controller=unfenced)))
+
+    def _partition_change(
+        self,
+        c: Controller,
+        *,
+        isr: frozenset[int] | None = None,
+        elr: frozenset[int] | None = None,
+        leader: int | None = None,
+        elect: bool = False,
+        ineligible: frozenset[int] = frozenset(),
+    ) -> Controller | None:
+        """PartitionChangeBuilder: apply an ISR, ELR or leader change, elect a leader if asked to and
+        there is none, keep the ELR rule of KIP-966, and bump the partition epoch (and the leader
+        epoch when the leader changes). ``ineligible`` replicas (an unclean restart) never join the
+        ELR, and after an unclean election the ELR is empty. None when the new leader epoch would
+        pass the bound. Before KAFKA-15021 an ISR shrink bumps the leader epoch as well."""
+        new_isr = c.isr if isr is None else isr
+        new_elr = c.elr if elr is None else elr
+        new_leader = c.leader if leader is None else leader
+        unclean = False
+        if elect and (new_leader == NO_LEADER or new_leader in c.fenced):
+            candidates = new_isr | new_elr
+            new_leader, new_isr, new_elr = self.elect_leader(c, new_isr, new_elr)
+            unclean = new_leader != NO_LEADER and new_leader not in candidates
+        if self.config.elr and not unclean:
+            # An unclean election clears the ELR (PartitionChangeBuilder.maybeUpdateRecordElr): no
+            # replica that left the ISR is known to hold what the new leader lacks.
+            if len(new_isr) >= self.config.min_insync_replicas:
+                new_elr = frozenset()
+            else:
+                new_elr = (new_elr | (c.isr - new_isr - ineligible)) - new_isr
+        if (new_leader, new_isr, new_elr) == (c.leader, c.isr, c.elr):
+            return c
+        epoch = c.leaderEpoch
+        # Before KAFKA-15021 a shrink bumped the leader epoch too (triggerLeaderEpochBumpForIsrShrinkIfNeeded).
+        shrink_bump = not self.config.shrink_keeps_leader_epoch and not c.isr <= new_isr
+        if new_leader != c.leader or shrink_bump:
+            if epoch >= self.config.max_leader_epoch:
+                return None
+            epoch += 1
+        return c._replace(leader=new_leader, leaderEpoch=epoch, partitionEpoch=c.partitionEpoch + 1, isr=new_isr,
+                          elr=new_elr)  # fmt: skip
+
+    def elect_leader(
+        self, c: Controller, isr: frozenset[int], elr: frozenset[int]
+    ) -> tuple[int, frozenset[int], frozenset[int]]:
+        """PartitionChangeBuilder.electLeader: the first unfenced ISR member; then (KIP-966) the first
+        unfenced ELR member, which moves into the ISR; then, only with unclean leader election, the
+        first unfenced replica, alone in a new ISR."""
+        for r in sorted(isr):
+            if r not in c.fenced:
+                return r, isr, elr
+        if self.config.elr:
+            for r in sorted(elr):
+                if r not in c.fenced:
+                    return r, isr | {r}, elr - {r}
+        if self.config.unclean_election:
+            for r in self.ids:
+                if r not in c.fenced:
+                    return r, frozenset({r}), frozenset()
+        return NO_LEADER, isr, elr

@@ -1,0 +1,191 @@
+"""The `kraft-replication` model's state: the records, the replicas, the controller's image, the
+messages in flight, and the rules on logs that every side of the protocol reads (epoch caches,
+end offsets). Offsets count from 0; a log's end offset (LEO) is its length."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+NO_LEADER = -1
+"""LeaderConstants.NO_LEADER: the partition has no leader."""
+UNDEFINED = -1
+"""UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET in epoch lookups; an unknown follower offset or epoch."""
+
+ERROR_NONE = "NONE"
+NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
+FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
+UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
+OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
+DIVERGING_EPOCH = "DIVERGING_EPOCH"
+"""Not an error code in Kafka: a response with the divergingEpoch field set."""
+FETCHING = "Fetching"
+TRUNCATING = "Truncating"
+"""A follower's fetch state (AbstractFetcherThread's PartitionFetchState): with truncation by
+OffsetsForLeaderEpoch it is Truncating from becoming a follower until its log matches the leader's."""
+
+
+class Record(NamedTuple):
+    id: int
+    """Which produce request wrote it (a value that is never written twice)."""
+    epoch: int
+    """The leader epoch the batch was stamped with."""
+
+
+class Replica(NamedTuple):
+    """One broker: its process, its copy of the partition, and the partition metadata it applied."""
+
+    running: bool
+    brokerEpoch: int
+    """The epoch of its current registration with the controller."""
+    cleanShutdownEpoch: int
+    """KIP-966: the broker epoch it wrote on a clean shutdown, sent as previousBrokerEpoch when it
+    registers again; UNDEFINED after an unclean one."""
+    log: tuple[Record, ...]
+    highWatermark: int
+    leader: int
+    leaderEpoch: int
+    """The partition's leader and leader epoch in the last PartitionChangeRecord it applied."""
+    partitionEpoch: int
+    isr: frozenset[int]
+    """Only a leader keeps these two (followers store UNDEFINED and the empty set)."""
+    pendingAlterPartition: AlterPartition | None
+    """Its AlterPartition request in flight, if any."""
+    followerState: tuple[tuple[int, int], ...]
+    """On a leader, per replica: (logEndOffset, brokerEpoch) of its last accepted fetch, or
+    (UNDEFINED, UNDEFINED). Partition.remoteReplicasMap."""
+    fetchState: str = FETCHING
+    """On a follower, TRUNCATING or FETCHING; always FETCHING unless truncation is by OffsetsForLeaderEpoch."""
+
+
+class AlterPartition(NamedTuple):
+    """A leader's request to the controller to change the ISR."""
+
+    isr: frozenset[int]
+    brokerEpochs: tuple[tuple[int, int], ...]
+    """KIP-903's BrokerState: (brokerId, brokerEpoch) of each member joining the ISR, from the fetch
+    that made it eligible -- as it was when the request was sent. Empty before KIP-903."""
+
+
+class Controller(NamedTuple):
+    """The active controller's image: broker registrations and the PartitionRegistration."""
+
+    brokerEpochs: tuple[int, ...]
+    fenced: frozenset[int]
+    leader: int
+    leaderEpoch: int
+    partitionEpoch: int
+    isr: frozenset[int]
+    elr: frozenset[int]
+    nextBrokerEpoch: int
+    """Broker epochs are offsets of registration records in the metadata log: always larger."""
+
+
+class FetchRequest(NamedTuple):
+    leader: int
+    """The broker it is sent to."""
+    fetchOffset: int
+    lastFetchedEpoch: int
+    currentLeaderEpoch: int
+    replicaEpoch: int
+    """The follower's broker epoch (KIP-903)."""
+
+
+class FetchResponse(NamedTuple):
+    leader: int
+    leaderEpoch: int
+    """The follower's leader epoch when it sent the request: which fetch state the answer belongs to."""
+    fetchOffset: int
+    error: str
+    records: tuple[Record, ...]
+    highWatermark: int
+    divergingEpoch: tuple[int, int]
+    """(epoch, endOffset) when the error is DIVERGING_EPOCH."""
+    logEndOffset: int
+    """The leader's LEO, which a follower needs after OFFSET_OUT_OF_RANGE."""
+
+
+class OffsetsForLeaderEpochRequest(NamedTuple):
+    """KIP-279's request (2.0 to 2.6): where does the follower's last epoch end on the leader?"""
+
+    leader: int
+    currentLeaderEpoch: int
+    """The follower's leader epoch (KIP-320): the leader fences a request of another epoch."""
+    leaderEpoch: int
+    """The epoch of the follower's last record."""
+
+
+class OffsetsForLeaderEpochResponse(NamedTuple):
+    leader: int
+    leaderEpoch: int
+    """The follower's leader epoch when it sent the request."""
+    error: str
+    endOffset: tuple[int, int]
+    """(epoch, endOffset): the largest epoch on the leader's log up to the one asked for, and its end."""
+
+
+Fetch = FetchRequest | FetchResponse | OffsetsForLeaderEpochRequest | OffsetsForLeaderEpochResponse | None
+
+
+class KraftReplicationState(NamedTuple):
+    controller: Controller
+    replicas: tuple[Replica, ...]
+    fetches: tuple[Fetch, ...]
+    """Each follower's one fetch in flight (request or response), or None."""
+    nextRecordId: int
+    crashes: int
+    fences: int
+    shutdowns: int
+    committed: tuple[Record, ...]
+    """Ghost: the longest log prefix any non-stale leader exposed below its HW."""
+    consumed: tuple[Record, ...]
+    """Ghost: the longest log prefix consumers have read from any broker acting as leader."""
+    acked: frozenset[int]
+    """Ghost: ids of the records whose produce request was acknowledged as successful."""
+
+
+def end_offset_for_epoch(log: tuple[Record, ...], requested: int, latest: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor: the largest epoch <= ``requested`` in the log's epoch cache
+    and the offset where the next epoch starts (the LEO for the latest epoch). ``latest`` is the
+    cache's newest epoch: on a leader, its own epoch even before it has written a record of it."""
+    if requested == UNDEFINED:
+        return UNDEFINED, UNDEFINED
+    if requested == latest:
+        return requested, len(log)
+    if requested > latest:
+        return UNDEFINED, UNDEFINED
+    floor = UNDEFINED
+    for offset, record in enumerate(log):
+        if record.epoch > requested:
+            return (floor if floor != UNDEFINED else requested), offset
+        floor = record.epoch
+    # The next entry is the latest epoch's, which starts at the LEO: a leader that has not yet
+    # written in its own epoch (maybeAssignEpochStartOffset put it in the cache when it was elected).
+    return (floor if floor != UNDEFINED else requested), len(log)
+
+
+def last_epoch(log: tuple[Record, ...]) -> int:
+    return log[-1].epoch if log else UNDEFINED
+
+
+def epoch_start_offset(replica: Replica) -> int:
+    """The leader epoch start offset (LESO): where the leader's own epoch begins in its log."""
+    for offset, record in enumerate(replica.log):
+        if record.epoch >= replica.leaderEpoch:
+            return offset
+    return len(replica.log)
+
+
+def dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
+    """Partition epochs are only ever compared for equality (a leader's view against the
+    controller's, which is always the newest), so they are kept as ranks 0..k-1 of the values
+    present. Without this, every ISR shrink and expand would make a new state forever."""
+    c = s.controller
+    present = {r.partitionEpoch for r in s.replicas if r.partitionEpoch != UNDEFINED}
+    present.add(c.partitionEpoch)
+    if c.partitionEpoch == len(present) - 1:
+        return s
+    rank = {epoch: i for i, epoch in enumerate(sorted(present))}
+    replicas = tuple(
+        r if r.partitionEpoch == UNDEFINED else r._replace(partitionEpoch=rank[r.partitionEpoch]) for r in s.replicas
+    )
+    return s._replace(controller=c._replace(partitionEpoch=rank[c.partitionEpoch]), replicas=replicas)
