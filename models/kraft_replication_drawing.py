@@ -73,7 +73,8 @@ class KraftReplicationDrawing(Drawing):
             isr = describe(proposed.isr) if proposed else "?"
             return Arrow(self.brokers[args["leader"]], ("controller",), f"AlterPartition(ISR {isr})")
         if name == "HandleAlterPartition":
-            ok = after.controller.partitionEpoch != before.controller.partitionEpoch
+            # Partition epochs are ranks (dense_partition_epochs): an accepted change may keep the number.
+            ok = after.controller != before.controller
             return Arrow("controller", (self.brokers[args["leader"]],), "accepted" if ok else "rejected")
         if name == "ApplyMetadata":
             c = after.controller
