@@ -31,6 +31,9 @@ Every guard that a KIP or a JIRA added is a flag, so the protocol before the fix
 * ``elr`` (KIP-966, KAFKA-15584): replicas that leave an ISR smaller than min.insync.replicas
   become eligible leader replicas; the ISR may be empty; a broker that restarts after an unclean
   shutdown leaves the ELR.
+* ``diverging_fetch_not_counted`` (KAFKA-13141, 2.7.2/2.8.1/3.0): a fetch the leader answers with a
+  diverging epoch does not update the follower's fetch state; before it the leader recorded the
+  fetch offset as the follower's LEO, though the follower's log diverges below it.
 * ``shrink_keeps_leader_epoch`` (KAFKA-15021, metadata.version 3.6): the controller no longer bumps
   the leader epoch when the ISR shrinks; before it, every shrink started a new leader epoch.
 
@@ -119,6 +122,9 @@ class KraftReplicationConfig:
     isr_broker_epoch: bool = param(True, "KIP-903/KAFKA-14617: a new ISR member's fetch has its current broker epoch")
     hw_min_isr: bool = param(True, "KAFKA-15583: no HW advance while the ISR is below min.insync.replicas")
     elr: bool = param(True, "KIP-966/KAFKA-15584: eligible leader replicas")
+    diverging_fetch_not_counted: bool = param(
+        True, "KAFKA-13141: a fetch answered with a diverging epoch does not update the follower's fetch state"
+    )
     shrink_keeps_leader_epoch: bool = param(
         True, "KAFKA-15021 (metadata.version 3.6): an ISR shrink does not bump the leader epoch"
     )
@@ -190,6 +196,15 @@ PRESETS = {
         "kip-966 without KIP-903: the ISR is expanded on the fetch state of an earlier incarnation",
         {"LeaderCandidateCompleteness": "violated"},
         isr_broker_epoch=False,
+    ),
+    "pre-kafka-13141": Preset.of(
+        "kip-966 without KAFKA-13141: a fetch answered with a diverging epoch still counts as the follower's LEO",
+        {
+            "LeaderCandidateCompleteness": "violated",
+            "AcknowledgedWriteNeverLost": "violated",
+            "LeaderCompleteness": "violated",
+        },
+        diverging_fetch_not_counted=False,
     ),
     "kip-320": Preset.of(
         "kip-966 with truncation by a separate OffsetsForLeaderEpoch request (brokers 2.1 to 2.6), fenced by "
@@ -369,7 +384,14 @@ class KraftReplicationModel(KraftController, Model):
             epoch, end = end_offset_for_epoch(leader.log, req.lastFetchedEpoch, leader.leaderEpoch)
             if end < req.fetchOffset or epoch < req.lastFetchedEpoch:
                 response = respond._replace(error=DIVERGING_EPOCH, divergingEpoch=(epoch, end))
-                out.append((action, s._replace(fetches=put(s.fetches, f, response))))
+                if self.config.diverging_fetch_not_counted:
+                    out.append((action, s._replace(fetches=put(s.fetches, f, response))))
+                    return
+                # Before KAFKA-13141 the leader recorded the fetch offset as the follower's LEO all the
+                # same (updateFollowerFetchState skipped errors only), though the log below it diverges.
+                followers = put(leader.followerState, f, (req.fetchOffset, req.replicaEpoch))
+                updated = self._maybe_increment_hw(leader._replace(followerState=followers), leader_id)
+                out.append((action, self._update(s, leader_id, updated, fetches=put(s.fetches, f, response))))
                 return
         elif error is None and req.fetchOffset > len(leader.log):
             error = OFFSET_OUT_OF_RANGE

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kmc.checker import BfsOptions, Check, UserError, bfs
+from kmc.checker import Action, BfsOptions, Check, UserError, bfs
 from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import Replayed, confirm_violation, replay
@@ -50,6 +50,10 @@ def test_kip_966_holds_completely() -> None:
         ("pre-kafka-7128", "LeaderCandidateCompleteness", 16, None),
         ("pre-kip-903", "LeaderCandidateCompleteness", 14, None),
         ("pre-kip-101", "LogMatching", 21, None),
+        ("pre-kafka-13141", "LeaderCandidateCompleteness", 11,
+         ["Produce", "FenceBroker", "ApplyMetadata", "SendFetch", "UnfenceBroker", "ApplyMetadata", "HandleFetch",
+          "ExpandIsr", "HandleAlterPartition", "Produce"]),
+        ("pre-kafka-13141", "AcknowledgedWriteNeverLost", 13, None),
     ],
 )  # fmt: skip
 def test_each_bug_before_its_fix(preset: str, prop: str, length: int, actions: list[str] | None) -> None:
@@ -124,6 +128,32 @@ def test_pre_kip_320_zombie_fetch_and_the_fixes_that_stop_it() -> None:
         assert after.fetches[last_action.args["follower"]].error == error
 
 
+PRE_KAFKA_13141_TRACE = (
+    ROOT / "counterexamples" / "kraft-replication" / "pre-kafka-13141-LeaderCandidateCompleteness.itf.json"
+)
+
+
+def test_pre_kafka_13141_a_diverging_fetch_counts_as_the_followers_leo() -> None:
+    """Broker 0 fetches from offset 1 in epoch 0; the new leader, with an empty log, answers with a
+    diverging epoch. Before KAFKA-13141 it records offset 1 as the follower's LEO all the same, which
+    lets the follower into the ISR and, after the next write, the HW past a record the follower lacks.
+    With the fix the follower stays unknown until a fetch that matches the leader's log."""
+    doc = read_trace(PRE_KAFKA_13141_TRACE)
+    done = replay(doc)
+    assert confirm_violation(done) == "LeaderCandidateCompleteness"
+    fetch = done.trace.actions[7]
+    assert fetch == Action("HandleFetch", leader=1, follower=0)
+    counted = done.trace.states[7]
+    assert counted.fetches[0].error == DIVERGING_EPOCH
+    assert counted.replicas[1].followerState[0] == (1, counted.replicas[0].brokerEpoch)
+    fixed = replay({**doc, "#meta": {**doc["#meta"], "config": {**doc["#meta"]["config"],
+                    "diverging_fetch_not_counted": True}}, "states": doc["states"][:7]})  # fmt: skip
+    [after] = [t for a, t in fixed.model.successors(fixed.trace.states[-1]) if a == fetch]
+    assert after.fetches[0].error == DIVERGING_EPOCH
+    assert after.replicas[1].followerState[0] == (UNDEFINED, UNDEFINED)
+    assert not [a for a, _ in fixed.model.successors(after) if a.name == "ExpandIsr"]
+
+
 def test_min_isr_one_tolerates_no_power_loss() -> None:
     """KIP-966 tolerates min.insync.replicas - 1 unclean shutdowns: with min ISR 1, none."""
     result = Check("kraft-replication", preset="kip-966", overrides={"min_insync_replicas": 1},
@@ -145,7 +175,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 def test_every_checked_in_counterexample_is_in_the_ci_suite() -> None:
     suite = (ROOT / "counterexamples" / "suite.toml").read_text()
-    assert len(TRACES) == 11
+    assert len(TRACES) == 13
     for trace in TRACES:
         assert f'replay = "kraft-replication/{trace.name}"' in suite
 
