@@ -7,7 +7,9 @@ epoch is written once, with one leader. A controller sends a leader epoch to a b
 writes it, when it is elected and when it sees the broker start, and drops what it queued for a
 broker it sees fail or bounce, so it has at most one request of a leader epoch in flight to a
 broker: the requests in flight are a flag per (leader epoch, controller epoch, broker), with the
-broker epoch each was sent to, and the leader of each leader epoch.
+broker epoch each was sent to, and the leader of each leader epoch. Those values are only read
+while the flag is set: a handled or dropped request leaves them as they were (no reset, so the
+solver has less to do), and ``values`` writes 0 and -1 there.
 """
 
 from __future__ import annotations
@@ -159,15 +161,10 @@ class ZkControllerEncoding(SymbolicEncoding):
             parts += [ids(v.leader[b]), ids(v.cachedLeader[b]), v.cachedLeaderEpoch[b] <= v.zkLeaderEpoch]
             parts += [v.cachedLeaderEpoch[b] >= NO_EPOCH]
         for epoch in range(e):
-            written = self._any_pending(v, epoch)
-            parts.append(z3.Implies(written, epoch <= v.zkLeaderEpoch))
-            parts.append(z3.Implies(z3.Not(written), v.requestLeader[epoch] == NONE))
+            parts.append(z3.Implies(self._any_pending(v, epoch), epoch <= v.zkLeaderEpoch))
             parts.append(ids(v.requestLeader[epoch]))
             for b in range(n):  # controller epoch 0 is no controller's: it sends nothing
-                parts += [z3.Not(v.pending[epoch][0][b]), v.requestBrokerEpoch[epoch][0][b] == 0]
-            for k in range(1, self.controller_epochs):
-                for b in range(n):
-                    parts.append(z3.Implies(z3.Not(v.pending[epoch][k][b]), v.requestBrokerEpoch[epoch][k][b] == 0))
+                parts.append(z3.Not(v.pending[epoch][0][b]))
         return z3.And(parts)
 
     def _any_pending(self, v: Frame, epoch: int) -> z3.BoolRef:
@@ -180,7 +177,7 @@ class ZkControllerEncoding(SymbolicEncoding):
         condition in ``sends`` holds, with the broker epoch given there."""
         updates: dict[tuple, Any] = {}
         for e in range(self.epochs):
-            remaining, sent_here = [], []
+            sent_here = []
             for k in range(1, self.controller_epochs):
                 mine = c == k
                 for t in range(self.n):
@@ -188,14 +185,9 @@ class ZkControllerEncoding(SymbolicEncoding):
                     send = z3.And(mine, epoch == e, send_t)
                     keep = z3.And(v.pending[e][k][t], z3.Not(z3.And(mine, drops[t])))
                     updates[("pending", e, k, t)] = z3.Or(send, keep)
-                    updates[("requestBrokerEpoch", e, k, t)] = z3.If(
-                        send, broker_epoch, z3.If(keep, v.requestBrokerEpoch[e][k][t], 0)
-                    )
-                    remaining.append(z3.Or(send, keep))
+                    updates[("requestBrokerEpoch", e, k, t)] = z3.If(send, broker_epoch, v.requestBrokerEpoch[e][k][t])
                     sent_here.append(send)
-            updates[("requestLeader", e)] = z3.If(
-                z3.Or(sent_here), leader, z3.If(z3.Or(remaining), v.requestLeader[e], NONE)
-            )
+            updates[("requestLeader", e)] = z3.If(z3.Or(sent_here), leader, v.requestLeader[e])
         return updates
 
     def init(self, v: Frame) -> z3.BoolRef:
@@ -343,16 +335,8 @@ class ZkControllerEncoding(SymbolicEncoding):
 
     def _handle(self, v: Frame, w: Frame, epoch: int, ctrl: int, b: int) -> tuple:
         accepted, applied = self.handle_outcome(v, epoch, ctrl, b)
-        still = [
-            v.pending[epoch][k][t]
-            for k in range(1, self.controller_epochs)
-            for t in range(self.n)
-            if (k, t) != (ctrl, b)
-        ]
         updates: dict[tuple, Any] = {
             ("pending", epoch, ctrl, b): False,
-            ("requestBrokerEpoch", epoch, ctrl, b): 0,
-            ("requestLeader", epoch): z3.If(z3.Or(still), v.requestLeader[epoch], NONE),
             ("lastSeenControllerEpoch", b): z3.If(
                 z3.And(accepted, ctrl > v.lastSeenControllerEpoch[b]), ctrl, v.lastSeenControllerEpoch[b]
             ),
@@ -443,7 +427,11 @@ def broker_epochs_never_run_ahead(enc: ZkControllerEncoding, v: Frame) -> z3.Boo
         own = v.brokerEpoch[b]
         parts += [own >= 1, own < v.nextCzxid, z3.Or(v.zkBrokerEpochs[b] == 0, v.zkBrokerEpochs[b] == own)]
         parts += [v.liveBrokerEpochs[c][b] <= own for c in range(enc.n)]
-        parts += [v.requestBrokerEpoch[e][k][b] <= own for e in range(enc.epochs) for k in range(enc.controller_epochs)]
+        parts += [
+            z3.Implies(v.pending[e][k][b], v.requestBrokerEpoch[e][k][b] <= own)
+            for e in range(enc.epochs)
+            for k in range(enc.controller_epochs)
+        ]
     return z3.And(parts)
 
 
