@@ -25,7 +25,7 @@ from .model import config_keys, parse_sets
 from .outputs import check_output_dir, check_output_file, write_atomically
 from .properties import model_properties
 from .registry import load_model_class, registered_models
-from .replay import replay
+from .replay import recheck, replay
 from .result import CheckResult, Status
 from .runner import ENGINES, Check, trace_stem, vacuity_failures, write_traces
 from .show import render_text
@@ -404,8 +404,11 @@ def render(
     from .render import FORMATS, render_replayed
 
     check_output_file(output, "-o", tuple(f".{f}" for f in FORMATS))
-    render_replayed(replay(read_trace(trace)), output)
+    done = recheck(replay(read_trace(trace)))
+    render_replayed(done, output)
     print(f"{trace} -> {output}")
+    if done.meta.get("not_violated"):
+        print(f"warning: {_not_violated(done.meta)}; drawn without marking a violation", file=sys.stderr)
 
 
 @app.command()
@@ -441,12 +444,28 @@ def graph(
 @app.command("replay")
 def replay_cmd(
     traces: Annotated[list[Path], typer.Argument(help="ITF trace files.")],
+    specs: Annotated[list[Path], typer.Option("--spec", help="A Python file of properties the traces name.")] = [],  # noqa: B006
 ) -> None:
-    """Re-execute each trace's actions on its model; fail at the first state that differs."""
+    """Re-execute each trace's actions on its model (an error at the first state that differs), then
+    check that its property still fails where it did; exit 1 if some trace no longer shows its bug."""
+    gone = 0
     for path in traces:
-        done = replay(read_trace(path))
+        done = recheck(replay(read_trace(path)), tuple(str(s) for s in specs))
         loop = f", loop back to state {done.trace.loop}" if done.trace.loop is not None else ""
-        print(f"{path}: replays on {done.model.name} ({len(done.trace)} states{loop})")
+        line = f"{path}: replays on {done.model.name} ({len(done.trace)} states{loop})"
+        if done.meta.get("property"):
+            line += f", {done.meta['property']} violated"
+        elif done.meta.get("not_violated"):
+            line += f", but {_not_violated(done.meta)}"
+            gone += 1
+        print(line)
+    if gone:
+        raise typer.Exit(EXIT_VIOLATED)
+
+
+def _not_violated(meta: dict[str, Any]) -> str:
+    """Why a trace recorded as a violation no longer shows one (see replay.recheck)."""
+    return meta["not_violated"]["reason"]
 
 
 @app.command()
@@ -455,7 +474,15 @@ def show(
     full: Annotated[bool, typer.Option("--full", help="Print every state in full.")] = False,
 ) -> None:
     """Print a trace, showing only the fields that changed at each step."""
-    print(render_text(read_trace(trace), full=full))
+    doc = read_trace(trace)
+    try:
+        done = recheck(replay(doc))
+    except UserError as exc:  # still worth reading; nothing in it is confirmed
+        note = f"not replayed on the model: {exc}"
+    else:
+        doc = {**doc, "#meta": done.meta}
+        note = f"not confirmed: {_not_violated(done.meta)}" if done.meta.get("not_violated") else ""
+    print(render_text(doc, full=full, note=note))
 
 
 @app.command()

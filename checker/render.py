@@ -329,6 +329,8 @@ def trace_title(meta: dict[str, Any]) -> str:
         title += f" --preset {meta['preset']}"
     if meta.get("property"):
         title += f": {meta['property']} violated"
+    elif meta.get("not_violated"):
+        title += f": recorded as a violation of {meta['not_violated']['property']}, not confirmed on the model now"
     return title
 
 

@@ -39,7 +39,12 @@ def model_for_trace(doc: Mapping[str, Any]) -> Model:
     meta = doc["#meta"]
     if not isinstance(meta.get("model"), str):
         raise UserError("malformed trace: '#meta'.model is missing")
-    cls = load_model_class(meta.get("model_ref") or meta["model"])
+    try:
+        cls = load_model_class(meta.get("model_ref") or meta["model"])
+    except UserError as exc:
+        if not meta.get("model_ref"):
+            raise
+        raise UserError(f"{exc} (named by the trace's '#meta'.model_ref, relative to the trace's folder)") from None
     if meta.get("model_ref") and cls.name and cls.name != meta["model"]:
         raise UserError(f"malformed trace: '#meta' names model {meta['model']}, but its model_ref is {cls.name}")
     config = meta.get("config") or {}
@@ -106,10 +111,12 @@ def _confirm_lasso(done: Replayed, prop: Any) -> str:
 
 def confirm_violation(done: Replayed, spec_files: tuple[str, ...] = ()) -> str:
     """The property a replayed safety counterexample violates, checked again on the model: it must
-    hold up to the last state (or step) and fail there. Raise UserError otherwise."""
+    hold up to the last state (or step) and fail there. Raise UserError otherwise. A property of a
+    spec file is looked for in ``spec_files``, else in the spec files the trace names."""
     name = done.meta.get("property")
     if not isinstance(name, str):
         raise UserError("malformed trace: '#meta'.property is missing")
+    spec_files = spec_files or tuple(done.meta.get("spec_files") or ())
     props = select_properties(type(done.model), spec_files, [name])
     states, actions = done.trace.states, done.trace.actions
     if props.invariants:
@@ -126,3 +133,19 @@ def confirm_violation(done: Replayed, spec_files: tuple[str, ...] = ()) -> str:
         return name
     where = "nowhere" if all(verdicts) else f"first at state {verdicts.index(False)} of {len(states)}"
     raise UserError(f"the trace no longer shows {name} violated at its last state (violated {where})")
+
+
+def recheck(done: Replayed, spec_files: tuple[str, ...] = ()) -> Replayed:
+    """The replayed trace with its recorded violation checked again on the model as it is now. One
+    that is not confirmed loses ``property`` from its metadata and gains ``not_violated`` (the
+    property and why), so no report or chart marks a step where nothing fails."""
+    name = done.meta.get("property")
+    if not name:
+        return done
+    try:
+        confirm_violation(done, spec_files)
+    except UserError as exc:
+        meta = {key: value for key, value in done.meta.items() if key != "property"}
+        meta["not_violated"] = {"property": name, "reason": str(exc)}
+        return Replayed(model=done.model, trace=done.trace, meta=meta)
+    return done

@@ -112,6 +112,12 @@ def _violation_html(done: Replayed, labels: list[str]) -> str:
     """What the trace shows: the property, where it fails (or where the run starts to loop), its docstring."""
     meta, trace = done.meta, done.trace
     name = meta.get("property")
+    if not name and meta.get("not_violated"):
+        gone = meta["not_violated"]
+        return (
+            f"<div class='violation'><p class='what'>This trace was recorded as a violation of "
+            f"<b>{_esc(gone['property'])}</b>, but on the model as it is now: {_esc(gone['reason'])}.</p></div>"
+        )
     if not name:
         return ""
     last, loop = len(trace) - 1, trace.loop

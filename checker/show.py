@@ -53,8 +53,9 @@ def touches(path: str, changed: list[str]) -> bool:
     )
 
 
-def render_text(doc: Mapping[str, Any], full: bool = False) -> str:
-    """The trace as text: the initial state in full, then each action and the fields it changed."""
+def render_text(doc: Mapping[str, Any], full: bool = False, note: str = "") -> str:
+    """The trace as text: the initial state in full, then each action and the fields it changed
+    (``note``: what replaying it on the model found, when that is not the recorded violation)."""
     meta = doc.get("#meta", {})
     lines = []
     title = f"{meta.get('model')}"
@@ -63,6 +64,8 @@ def render_text(doc: Mapping[str, Any], full: bool = False) -> str:
     if meta.get("property"):
         title += f": {meta['property']} violated"
     lines.append(title)
+    if note:
+        lines.append(f"({note})")
     states = doc["states"]
     loop = doc.get("loop")
     for index, state in enumerate(states):

@@ -67,3 +67,29 @@ def test_a_model_file_is_stored_relative_to_the_trace_and_read_back_absolute(tmp
     assert relative_reference("pkg.mod:M", tmp_path) == "pkg.mod:M"
     assert resolve_reference("pkg.mod:M", tmp_path) == "pkg.mod:M"
     assert resolve_reference("/abs/m.py:M", tmp_path) == "/abs/m.py:M"
+
+
+def test_a_trace_that_no_longer_shows_its_bug_fails_replay_and_is_not_marked(kmc, tmp_path: Path) -> None:
+    """Replay, show and render check the recorded property again: a trace cut before its violating
+    state still replays, but replay exits 1 saying so, and nothing marks a violation in it."""
+    from conftest import ROOT
+
+    stored = ROOT / "counterexamples" / "replication" / "truncate-to-hw-StrongIsr.itf.json"
+    doc = json.loads(stored.read_text())
+    doc["states"] = doc["states"][:-1]
+    short = tmp_path / "short.itf.json"
+    short.write_text(json.dumps(doc))
+    code, out, _ = kmc("replay", stored, short)
+    assert code == 1
+    assert f"{stored}: replays on replication (10 states), StrongIsr violated" in out
+    assert (
+        f"{short}: replays on replication (9 states), but the trace no longer shows StrongIsr violated at its last "
+        "state (violated nowhere)" in out
+    )
+    code, out, _ = kmc("show", short)
+    assert code == 0 and "violated here" not in out and "(not confirmed: the trace no longer shows StrongIsr" in out
+    assert "violated here" in kmc("show", stored)[1]
+    code, _, err = kmc("render", short, "-o", tmp_path / "short.html")
+    assert code == 0 and "drawn without marking a violation" in err
+    page = (tmp_path / "short.html").read_text()
+    assert "recorded as a violation of <b>StrongIsr</b>" in page and "is violated in this state" not in page

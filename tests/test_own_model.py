@@ -71,7 +71,7 @@ def test_a_trace_names_its_model_relative_to_itself_and_replays_after_the_folder
     monkeypatch.chdir(tmp_path)
     moved_trace = moved / "out" / "traces" / trace.name
     code, out, err = kmc("replay", moved_trace)
-    assert (code, out.strip()) == (0, f"{moved_trace}: replays on elections (4 states)"), err
+    assert (code, out.strip()) == (0, f"{moved_trace}: replays on elections (4 states), ElectedFromIsr violated"), err
     code, out, err = kmc("render", moved_trace, "-o", tmp_path / "unclean.svg")
     assert code == 0, err
     assert (tmp_path / "unclean.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
@@ -114,7 +114,10 @@ def test_a_trace_whose_model_file_stayed_behind_says_which_file(kmc, examples: P
     shutil.copy(examples / "traces" / "unclean-ElectedFromIsr.itf.json", trace)
     code, _out, err = kmc("replay", trace)
     assert code == 2
-    assert _one_error_line(err) == f"kmc: error: model file not found: {(tmp_path.parent / 'elections.py').resolve()}"
+    assert _one_error_line(err) == (
+        f"kmc: error: model file not found: {(tmp_path.parent / 'elections.py').resolve()} "
+        "(named by the trace's '#meta'.model_ref, relative to the trace's folder)"
+    )
 
 
 def test_a_suite_names_model_and_spec_relative_to_itself(examples: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -135,8 +135,12 @@ def _lasso(tmp_path: Path) -> Path:
     model = Ring.build(None, {"n": 3})
     trace = Trace(states=[0, 1, 2], actions=[None, *[a for a, _ in (next(iter(model.successors(s))) for s in (0, 1))]],
                   loop=0)  # fmt: skip
+    spec = tmp_path / "ring_props.py"  # the lasso's property, found again through the trace's spec_files
+    spec.write_text("from kmc.checker import eventually\n\n\n@eventually\ndef Progress(s) -> bool:\n"
+                    '    """The counter reaches a value it never takes."""\n    return s == 99\n')  # fmt: skip
     doc = trace_to_itf(trace, model="ring", config={"n": 3, "limit": 1000}, preset=None, property="Progress",
-                       engine="bfs", extra_meta={"model_ref": f"{TESTS / 'toy_models.py'}:Ring"})  # fmt: skip
+                       engine="bfs", extra_meta={"model_ref": f"{TESTS / 'toy_models.py'}:Ring",
+                                                 "spec_files": [str(spec)]})  # fmt: skip
     return write_trace(tmp_path / "ring.itf.json", doc)
 
 
