@@ -204,7 +204,7 @@ def spec_module(model_cls: type, module_name: str) -> ModuleType:
             raise UserError(f"spec module {module_name} of {model_cls.__name__} failed to import: {exc}") from None
         where = f" next to {model_file} or" if model_file else ""
         raise UserError(
-            f"model {model_cls.__name__} names spec module {module_name!r} in spec_modules, but there is no "
+            f"model {_model_label(model_cls)} names spec module {module_name!r} in spec_modules, but there is no "
             f"{module_name.replace('.', '/')}.py{where} on sys.path (PYTHONPATH)"
         ) from None
     except UserError as exc:
@@ -217,17 +217,32 @@ def spec_module_names(model_cls: type) -> tuple[str, ...]:
     names = getattr(model_cls, "spec_modules", ())
     if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
         raise UserError(
-            f"model {model_cls.__name__}: spec_modules must be a tuple of module names, e.g. spec_modules = "
+            f"model {_model_label(model_cls)}: spec_modules must be a tuple of module names, e.g. spec_modules = "
             f"({(names if isinstance(names, str) else 'my_specs')!r},)"
         )
     return tuple(names)
 
 
 def model_properties(model_cls: type) -> list[Property]:
+    """The properties of every module in the model's ``spec_modules``; a module with none is an error
+    (a misspelled name may import some unrelated module)."""
     props: list[Property] = []
     for module_name in spec_module_names(model_cls):
-        props.extend(properties_of(spec_module(model_cls, module_name)))
+        module = spec_module(model_cls, module_name)
+        found = properties_of(module)
+        if not found:
+            where = getattr(module, "__file__", None) or module_name
+            raise UserError(
+                f"model {_model_label(model_cls)}: spec module {module_name} ({where}) defines no property: decorate "
+                "functions with @invariant, @step, @eventually or @leads_to from kmc.checker"
+            )
+        props.extend(found)
     return props
+
+
+def _model_label(model_cls: type) -> str:
+    """A model as the messages name it: its registered name, else its class."""
+    return getattr(model_cls, "name", "") or model_cls.__name__
 
 
 @dataclass

@@ -341,7 +341,7 @@ CHECK_CASES = [
                 "name = 'm'", "name = 'm'\n    spec_modules = ('m_specs',)"
             )
         },
-        says="model M names spec module 'm_specs' in spec_modules, but there is no m_specs.py next to",
+        says="model m names spec module 'm_specs' in spec_modules, but there is no m_specs.py next to",
     ),
     case(
         "spec-module-fails",

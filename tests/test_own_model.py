@@ -186,16 +186,27 @@ def test_a_check_with_no_properties_is_an_error(kmc, examples: Path) -> None:
         ),
         (
             ('spec_modules = ("elections_specs",)', 'spec_modules = ("election_specs",)'),
-            "model Elections names spec module 'election_specs' in spec_modules, but there is no election_specs.py "
+            "model elections names spec module 'election_specs' in spec_modules, but there is no election_specs.py "
             "next to {folder}/elections.py or on sys.path (PYTHONPATH)",
         ),
         (
             ('spec_modules = ("elections_specs",)', 'spec_modules = "elections_specs"'),
-            "model Elections: spec_modules must be a tuple of module names, e.g. spec_modules = ('elections_specs',)",
+            "model elections: spec_modules must be a tuple of module names, e.g. spec_modules = ('elections_specs',)",
         ),
         (("from typing import NamedTuple", "from typing import NamedTuples"), "failed to import (line 4): ImportError"),
+        (
+            ('spec_modules = ("elections_specs",)', 'spec_modules = ("elections_specs", "json")'),
+            "model elections: spec module json (",  # the standard library's: it has no property
+        ),
     ],
-    ids=["set-state", "list-successor", "spec-module-missing", "spec-modules-a-string", "model-fails-to-import"],
+    ids=[
+        "set-state",
+        "list-successor",
+        "spec-module-missing",
+        "spec-modules-a-string",
+        "model-fails-to-import",
+        "spec-module-without-properties",
+    ],
 )
 def test_mistakes_in_a_model_are_one_line(kmc, examples: Path, edit: tuple[str, str], says: str) -> None:
     model = examples / "elections.py"
