@@ -274,3 +274,16 @@ def test_engines_are_imported_when_used_and_registered_under_their_names() -> No
         "['bfs', 'simulate', 'spark', 'hypothesis', 'bmc']\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_outputs_get_the_umask_permissions(kmc, tmp_path: Path) -> None:
+    """A trace, chart or report is as readable as any new file, not owner-only like a temporary file."""
+    import os
+
+    trace = ROOT / "counterexamples" / "replication" / "truncate-to-hw-StrongIsr.itf.json"
+    previous = os.umask(0o022)
+    try:
+        assert kmc("render", trace, "-o", tmp_path / "chart.dot")[0] == 0
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "chart.dot").stat().st_mode & 0o777 == 0o644
