@@ -34,6 +34,10 @@ Every guard that a KIP or a JIRA added is a flag, so the protocol before the fix
 * ``diverging_fetch_not_counted`` (KAFKA-13141, 2.7.2/2.8.1/3.0): a fetch the leader answers with a
   diverging epoch does not update the follower's fetch state; before it the leader recorded the
   fetch offset as the follower's LEO, though the follower's log diverges below it.
+* ``alter_partition_awaits_metadata`` (``Partition.handleAlterPartitionError``): an AlterPartition that
+  fails with FENCED_LEADER_EPOCH or INVALID_UPDATE_VERSION keeps the leader's pending (maximal) ISR
+  until metadata arrives; off, it is dropped at once -- unsafe once ``max_controller_failovers`` lets a
+  controller commit a request and fail over before answering it.
 * ``shrink_keeps_leader_epoch`` (KAFKA-15021, metadata.version 3.6): the controller no longer bumps
   the leader epoch when the ISR shrinks; before it, every shrink started a new leader epoch.
 
@@ -93,6 +97,7 @@ ACTION_ARGS = {
     "FenceBroker": ("broker",),
     "BrokerRestart": ("broker",),
     "UnfenceBroker": ("broker",),
+    "ControllerFailover": ("committed",),
 }
 """Every action of the model and the names of its arguments."""
 
@@ -125,6 +130,17 @@ class KraftReplicationConfig:
     diverging_fetch_not_counted: bool = param(
         True, "KAFKA-13141: a fetch answered with a diverging epoch does not update the follower's fetch state"
     )
+    max_controller_failovers: int = param(
+        0,
+        "failovers of the active controller, each possibly after committing an AlterPartition it never answers",
+        min=0,
+        max=3,
+    )
+    alter_partition_awaits_metadata: bool = param(
+        False,
+        "Partition.handleAlterPartitionError: a stale-epoch error keeps the pending ISR until metadata arrives "
+        "(off: it is dropped at once)",
+    )
     shrink_keeps_leader_epoch: bool = param(
         True, "KAFKA-15021 (metadata.version 3.6): an ISR shrink does not bump the leader epoch"
     )
@@ -150,6 +166,7 @@ _ALL_HOLD = {
     )
 }
 _PRE_KIP_966 = {"elr": False, "hw_min_isr": False}
+_FAILOVER = {"max_controller_failovers": 1, "brokers": 3, "max_leader_epoch": 0, "max_crashes": 0, "max_fences": 0}
 
 PRESETS = {
     "kip-966": Preset.of(
@@ -206,6 +223,20 @@ PRESETS = {
         },
         diverging_fetch_not_counted=False,
     ),
+    "controller-failover": Preset.of(
+        "kip-966 with a failover of the active controller, which may commit an AlterPartition and never answer "
+        "it; NOT_CONTROLLER is retried, a stale-epoch error keeps the pending ISR until metadata arrives "
+        "(3 brokers, leader epoch 0, no crashes or fences)",
+        {**_ALL_HOLD, "PendingIsrChangeResolved": _HOLDS},
+        **_FAILOVER,
+        alter_partition_awaits_metadata=True,
+    ),
+    "drop-pending-on-error": Preset.of(
+        "controller-failover, but a stale-epoch error drops the pending ISR at once (no Kafka release did): "
+        "after a lost answer the leader forgets an ISR expansion the controller committed",
+        {"ReplicationQuorumSuperset": "violated", "LeaderCandidateCompleteness": "violated"},
+        **_FAILOVER,
+    ),
     "kip-320": Preset.of(
         "kip-966 with truncation by a separate OffsetsForLeaderEpoch request (brokers 2.1 to 2.6), fenced by "
         "the current leader epoch of KIP-320",
@@ -252,6 +283,9 @@ class KraftReplicationModel(KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
 
+    def inactive_actions(self) -> tuple[str, ...]:
+        return () if self.config.max_controller_failovers else ("ControllerFailover",)
+
     # -- the initial state ---------------------------------------------------------------------
     def init_states(self) -> list[KraftReplicationState]:
         """Every broker registered and unfenced (broker epochs 1..n); the partition created with
@@ -297,6 +331,7 @@ class KraftReplicationModel(KraftController, Model):
             else:
                 self._restart(s, b, out)
             self._fence(s, b, out)
+        self._controller_failover(s, out)
         for f in self.ids:
             request = s.fetches[f]
             if type(request) is FetchRequest:
@@ -437,7 +472,7 @@ class KraftReplicationModel(KraftController, Model):
         leo = len(leader.log)
         for r in sorted(leader.isr):
             if r != leader_id and leader.followerState[r][0] < leo:
-                proposed = leader._replace(pendingAlterPartition=AlterPartition(leader.isr - {r}, ()))
+                proposed = leader._replace(pendingAlterPartition=AlterPartition(leader.isr - {r}, (), s.failovers))
                 proposed = self._maybe_increment_hw(proposed, leader_id)
                 out.append((Action("ShrinkIsr", leader=leader_id, replica=r), self._update(s, leader_id, proposed)))
 
@@ -454,7 +489,7 @@ class KraftReplicationModel(KraftController, Model):
             leo = leader.followerState[r][0]
             if leo >= leader.highWatermark and leo >= leso:
                 epochs = ((r, leader.followerState[r][1]),) if self.config.isr_broker_epoch else ()
-                proposed = leader._replace(pendingAlterPartition=AlterPartition(leader.isr | {r}, epochs))
+                proposed = leader._replace(pendingAlterPartition=AlterPartition(leader.isr | {r}, epochs, s.failovers))
                 out.append((Action("ExpandIsr", leader=leader_id, replica=r), self._update(s, leader_id, proposed)))
 
     # -- followers -----------------------------------------------------------------------------
@@ -603,4 +638,4 @@ class KraftReplicationModel(KraftController, Model):
         return tuple(None if f == b or (m is not None and m.leader == b) else m for f, m in enumerate(s.fetches))
 
     def drawing(self) -> KraftReplicationDrawing:
-        return KraftReplicationDrawing(self.config.brokers)
+        return KraftReplicationDrawing(self.config.brokers, failovers=self.config.max_controller_failovers > 0)

@@ -1,7 +1,8 @@
 """The controller's side of the `kraft-replication` model: AlterPartition requests, fencing,
 controlled shutdown, registration and unfencing of brokers, and the partition changes and leader
 elections of ``PartitionChangeBuilder`` (the ISR, KIP-966's eligible leader replicas, unclean
-election). Mixed into ``KraftReplicationModel``."""
+election), and failovers of the active controller with the leader's handling of NOT_CONTROLLER and
+stale-epoch errors. Mixed into ``KraftReplicationModel``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import TYPE_CHECKING
 
 from kmc.checker import Action
 from kmc.models.kraft_replication_state import (
+    AWAITING_METADATA,
+    ERROR_NONE,
+    FENCED_LEADER_EPOCH,
+    INELIGIBLE_REPLICA,
+    INVALID_UPDATE_VERSION,
     NO_LEADER,
+    STALE_BROKER_EPOCH,
+    AlterPartition,
     Controller,
     Fetch,
     KraftReplicationState,
@@ -49,26 +57,69 @@ class KraftController:
         broker epoch (STALE_BROKER_EPOCH)."""
         leader = s.replicas[leader_id]
         request = leader.pendingAlterPartition
-        if request is None:
+        if request is None or request.sentTo == AWAITING_METADATA:
             return
-        c = s.controller
-        accepted = (
-            c.leader == leader_id and c.leaderEpoch == leader.leaderEpoch and c.partitionEpoch == leader.partitionEpoch
-        )
-        if any(r in c.fenced for r in request.isr - c.isr):
-            accepted = False  # INELIGIBLE_REPLICA (KIP-841)
-        if any(epoch != c.brokerEpochs[r] for r, epoch in request.brokerEpochs):
-            accepted = False  # STALE_BROKER_EPOCH (KIP-903)
         action = Action("HandleAlterPartition", leader=leader_id)
-        if not accepted:
-            out.append((action, self._update(s, leader_id, leader._replace(pendingAlterPartition=None))))
+        if request.sentTo != s.failovers:
+            # NOT_CONTROLLER from a controller that has failed over: NodeToControllerChannelManager
+            # finds the active controller and sends the same request again.
+            resent = leader._replace(pendingAlterPartition=request._replace(sentTo=s.failovers))
+            out.append((action, self._update(s, leader_id, resent)))
             return
-        committed = self._partition_change(c, isr=request.isr)
-        if committed is None:
-            return  # a shrink that bumps the leader epoch past the bound (before KAFKA-15021)
-        updated = leader._replace(isr=request.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None)
-        updated = self._maybe_increment_hw(updated, leader_id)
-        out.append((action, self._update(s, leader_id, updated, controller=committed)))
+        error = self._alter_partition_error(s.controller, leader_id, leader, request)
+        if error == ERROR_NONE:
+            committed = self._commit_alter_partition(s.controller, request)
+            if committed is None:
+                return  # a shrink that bumps the leader epoch past the bound (before KAFKA-15021)
+            updated = leader._replace(
+                isr=request.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None
+            )
+            updated = self._maybe_increment_hw(updated, leader_id)
+            out.append((action, self._update(s, leader_id, updated, controller=committed)))
+        elif error in (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION) and self.config.alter_partition_awaits_metadata:
+            # The request may have been applied by a controller whose answer was lost: keep the
+            # maximal ISR, propose nothing, and wait for the partition's next metadata.
+            waiting = leader._replace(pendingAlterPartition=request._replace(sentTo=AWAITING_METADATA))
+            out.append((action, self._update(s, leader_id, waiting)))
+        else:
+            out.append((action, self._update(s, leader_id, leader._replace(pendingAlterPartition=None))))
+
+    def _alter_partition_error(self, c: Controller, leader_id: int, leader: Replica, request: AlterPartition) -> str:
+        """ReplicationControlManager.validateAlterPartitionData: a stale leader epoch, a stale partition
+        epoch, a new ISR member that is fenced (INELIGIBLE_REPLICA, KIP-841) or, with KIP-903, whose fetch
+        came from an earlier broker epoch (STALE_BROKER_EPOCH)."""
+        if c.leader != leader_id or c.leaderEpoch != leader.leaderEpoch:
+            return FENCED_LEADER_EPOCH
+        if c.partitionEpoch != leader.partitionEpoch:
+            return INVALID_UPDATE_VERSION
+        if any(r in c.fenced for r in request.isr - c.isr):
+            return INELIGIBLE_REPLICA
+        if any(epoch != c.brokerEpochs[r] for r, epoch in request.brokerEpochs):
+            return STALE_BROKER_EPOCH
+        return ERROR_NONE
+
+    def _commit_alter_partition(self, c: Controller, request: AlterPartition) -> Controller | None:
+        return self._partition_change(c, isr=request.isr)
+
+    def _controller_failover(self, s: KraftReplicationState, out: list[Step]) -> None:
+        """The active controller fails over to another member of the KRaft quorum, whose image is the
+        committed metadata log. It may fail right after committing an AlterPartition it accepted and
+        before answering it (``committed`` is then that leader): the leader's request is still in
+        flight, to a controller that is gone."""
+        if s.failovers >= self.config.max_controller_failovers:
+            return
+        out.append((Action("ControllerFailover", committed=NO_LEADER), s._replace(failovers=s.failovers + 1)))
+        for b in self.ids:
+            leader = s.replicas[b]
+            request = leader.pendingAlterPartition
+            if not leader.running or request is None or request.sentTo != s.failovers:
+                continue
+            if self._alter_partition_error(s.controller, b, leader, request) != ERROR_NONE:
+                continue
+            committed = self._commit_alter_partition(s.controller, request)
+            if committed is not None:
+                nxt = s._replace(controller=committed, failovers=s.failovers + 1)
+                out.append((Action("ControllerFailover", committed=b), nxt))
 
     def _controlled_shutdown(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
         """BrokerLifecycleManager's controlled shutdown: the controller moves leadership away and takes

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kmc.checker import Action
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.models.kraft_replication_state import (
+    AWAITING_METADATA,
     DIVERGING_EPOCH,
     ERROR_NONE,
     NO_LEADER,
@@ -31,8 +32,10 @@ class KraftReplicationDrawing(Drawing):
     as the leader sees it), the controller's registrations and partition, and what producers and
     consumers were told."""
 
-    def __init__(self, brokers: int) -> None:
+    def __init__(self, brokers: int, failovers: bool = False) -> None:
         self.brokers = [f"broker {b}" for b in range(brokers)]
+        self.failovers = failovers
+        """Whether the controller table shows the failovers (only when the config allows any)."""
 
     def lanes(self) -> list[str]:
         return ["producer", "controller", *self.brokers]
@@ -75,7 +78,15 @@ class KraftReplicationDrawing(Drawing):
         if name == "HandleAlterPartition":
             # Partition epochs are ranks (dense_partition_epochs): an accepted change may keep the number.
             ok = after.controller != before.controller
-            return Arrow("controller", (self.brokers[args["leader"]],), "accepted" if ok else "rejected")
+            pending = after.replicas[args["leader"]].pendingAlterPartition
+            note = "accepted" if ok else "rejected"
+            if pending is not None:
+                note = "error: awaits metadata" if pending.sentTo == AWAITING_METADATA else "NOT_CONTROLLER: sent again"
+            return Arrow("controller", (self.brokers[args["leader"]],), note)
+        if name == "ControllerFailover":
+            b = args["committed"]
+            note = "fails over" if b == NO_LEADER else f"commits broker {b}'s AlterPartition, fails over unanswered"
+            return Arrow("controller", (), note)
         if name == "ApplyMetadata":
             c = after.controller
             return Arrow("controller", (self.brokers[args["broker"]],), f"leader {c.leader}, epoch {c.leaderEpoch}")
@@ -103,6 +114,8 @@ class KraftReplicationDrawing(Drawing):
             isr = describe(r.isr) if r.leader == b and r.running else "-"
             if r.pendingAlterPartition is not None:
                 isr += f" -> {describe(r.pendingAlterPartition.isr)}"
+                if r.pendingAlterPartition.sentTo == AWAITING_METADATA:
+                    isr += " (failed)"
             flight = state.fetches[b]
             fetch = "-" if flight is None else FLIGHT[type(flight)]
             if r.fetchState == TRUNCATING:
@@ -114,14 +127,15 @@ class KraftReplicationDrawing(Drawing):
             ["", "log", "LEO", "HW", "role", "ISR", "broker epoch", "fetch"],
             rows,
         )
-        controller = Table(
-            "controller",
-            ["leader", "epoch", "partition epoch", "ISR", "ELR", "fenced", "broker epochs"],
-            [[
-                "none" if c.leader == NO_LEADER else f"broker {c.leader}", str(c.leaderEpoch), str(c.partitionEpoch),
-                describe(c.isr), describe(c.elr), describe(c.fenced), " ".join(map(str, c.brokerEpochs)),
-            ]],
-        )  # fmt: skip
+        header = ["leader", "epoch", "partition epoch", "ISR", "ELR", "fenced", "broker epochs"]
+        row = [
+            "none" if c.leader == NO_LEADER else f"broker {c.leader}", str(c.leaderEpoch), str(c.partitionEpoch),
+            describe(c.isr), describe(c.elr), describe(c.fenced), " ".join(map(str, c.brokerEpochs)),
+        ]  # fmt: skip
+        if self.failovers:
+            header.append("failovers")
+            row.append(str(state.failovers))
+        controller = Table("controller", header, [row])
         clients = Table(
             "clients",
             ["acknowledged", "committed", "consumed"],

@@ -11,10 +11,16 @@ NO_LEADER = -1
 UNDEFINED = -1
 """UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET in epoch lookups; an unknown follower offset or epoch."""
 
+AWAITING_METADATA = -1
+"""AlterPartition.sentTo of a request that failed: nothing is in flight, the leader waits for metadata."""
+
 ERROR_NONE = "NONE"
 NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
 FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
 UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
+INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
+INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
+STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
 OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
 DIVERGING_EPOCH = "DIVERGING_EPOCH"
 """Not an error code in Kafka: a response with the divergingEpoch field set."""
@@ -64,6 +70,9 @@ class AlterPartition(NamedTuple):
     brokerEpochs: tuple[tuple[int, int], ...]
     """KIP-903's BrokerState: (brokerId, brokerEpoch) of each member joining the ISR, from the fetch
     that made it eligible -- as it was when the request was sent. Empty before KIP-903."""
+    sentTo: int = 0
+    """The controller it was sent to (the number of controller failovers when it was sent), or
+    AWAITING_METADATA once it failed with a stale epoch and the leader waits for metadata."""
 
 
 class Controller(NamedTuple):
@@ -141,6 +150,8 @@ class KraftReplicationState(NamedTuple):
     """Ghost: the longest log prefix consumers have read from any broker acting as leader."""
     acked: frozenset[int]
     """Ghost: ids of the records whose produce request was acknowledged as successful."""
+    failovers: int = 0
+    """Controller failovers so far: which controller of the KRaft quorum is active."""
 
 
 def end_offset_for_epoch(log: tuple[Record, ...], requested: int, latest: int) -> tuple[int, int]:

@@ -1,7 +1,8 @@
 """The `kraft-replication` controller held to Kafka's ``PartitionChangeBuilder``.
 
 Every controller step of the model that changes the partition (fencing, controlled shutdown, an
-unclean re-registration, unfencing, an accepted AlterPartition) is asked again of Kafka's
+unclean re-registration, unfencing, an accepted AlterPartition, one committed just before a
+controller failover) is asked again of Kafka's
 ``org.apache.kafka.controller.PartitionChangeBuilder``: the model's controller state becomes a
 ``PartitionRegistration``, the step becomes the builder call ``ReplicationControlManager`` makes for
 it (target ISR, unclean-shutdown replicas, election type, which brokers are acceptable leaders),
@@ -33,7 +34,14 @@ UNCLEAN = "UNCLEAN"
 QUESTIONS = ("leader", "leaderEpoch", "isr", "elr", "partitionEpoch")
 """The fields of the partition both sides keep, compared after every controller step."""
 
-CONTROLLER_STEPS = ("FenceBroker", "ControlledShutdown", "BrokerRestart", "UnfenceBroker", "HandleAlterPartition")
+CONTROLLER_STEPS = (
+    "FenceBroker",
+    "ControlledShutdown",
+    "BrokerRestart",
+    "UnfenceBroker",
+    "HandleAlterPartition",
+    "ControllerFailover",
+)
 
 
 class BuilderCall(NamedTuple):
@@ -166,15 +174,18 @@ class PartitionChangeOracle(Oracle):
     ) -> Controller:
         """The model's controller after the step, before partition epochs are re-ranked: the same
         step generated again by the model's own method, so both sides count epochs from the same base."""
-        method = {
-            "FenceBroker": self.model._fence,
-            "ControlledShutdown": self.model._controlled_shutdown,
-            "BrokerRestart": self.model._restart,
-            "UnfenceBroker": self.model._unfence,
-            "HandleAlterPartition": self.model._handle_alter_partition,
-        }[action.name]
         out: list[tuple[Action, KraftReplicationState]] = []
-        method(state, next(iter(action.args.values())), out)
+        if action.name == "ControllerFailover":
+            self.model._controller_failover(state, out)
+        else:
+            method = {
+                "FenceBroker": self.model._fence,
+                "ControlledShutdown": self.model._controlled_shutdown,
+                "BrokerRestart": self.model._restart,
+                "UnfenceBroker": self.model._unfence,
+                "HandleAlterPartition": self.model._handle_alter_partition,
+            }[action.name]
+            method(state, next(iter(action.args.values())), out)
         for generated, raw in out:
             if generated == action and dense_partition_epochs(raw) == next_state:
                 return raw.controller
@@ -218,11 +229,17 @@ class PartitionChangeOracle(Oracle):
                 return "unchanged"
             acceptable = [r for r in ids if r not in c.fenced or r == broker]
             target = c.isr
+        elif name == "ControllerFailover":
+            # A failover right after the controller committed an AlterPartition it did not answer.
+            if broker == NO_LEADER:
+                return "unchanged"
+            acceptable = live
+            target = state.replicas[broker].pendingAlterPartition.isr
         else:  # HandleAlterPartition
             request = state.replicas[broker].pendingAlterPartition
             after = next_state.replicas[broker]
             if after.isr != request.isr:
-                return None  # rejected by ReplicationControlManager's validation
+                return None  # rejected by ReplicationControlManager's validation, or NOT_CONTROLLER
             acceptable = live
             target = request.isr
         return BuilderCall(

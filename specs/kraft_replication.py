@@ -9,7 +9,7 @@ cannot be read until it restarts, and then it is checked again.
 
 from __future__ import annotations
 
-from kmc.checker import Action, invariant, step
+from kmc.checker import WF, Action, invariant, leads_to, step
 from kmc.models.kraft_replication import KraftReplicationModel
 from kmc.models.kraft_replication_state import NO_LEADER, KraftReplicationState
 
@@ -127,3 +127,19 @@ def ValidIsrAndElr(s: KraftReplicationState, model: KraftReplicationModel) -> bo
         return False
     fenced_in_isr = c.isr & c.fenced
     return not fenced_in_isr or (not model.config.elr and c.isr == fenced_in_isr and len(c.isr) == 1)
+
+
+FAIRNESS = [WF("HandleAlterPartition", each=True), WF("ApplyMetadata", each=True)]
+"""Liveness asks only that a leader's AlterPartition is answered and that brokers apply metadata;
+faults, produce requests and fetches need no fairness."""
+
+
+def _isr_change_pending(s: KraftReplicationState) -> bool:
+    return any(r.running and r.pendingAlterPartition is not None for r in s.replicas)
+
+
+@leads_to(_isr_change_pending)
+def PendingIsrChangeResolved(s: KraftReplicationState) -> bool:
+    """A pending ISR change is eventually resolved: answered, superseded by metadata, or dropped --
+    through NOT_CONTROLLER retries to a new controller and stale-epoch errors that wait for metadata."""
+    return not _isr_change_pending(s)

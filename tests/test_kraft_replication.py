@@ -12,6 +12,7 @@ from kmc.checker.replay import Replayed, confirm_violation, replay
 from kmc.checker.result import Status
 from kmc.models.kraft_replication import KraftReplicationModel
 from kmc.models.kraft_replication_state import (
+    AWAITING_METADATA,
     DIVERGING_EPOCH,
     FENCED_LEADER_EPOCH,
     FETCHING,
@@ -54,6 +55,10 @@ def test_kip_966_holds_completely() -> None:
          ["Produce", "FenceBroker", "ApplyMetadata", "SendFetch", "UnfenceBroker", "ApplyMetadata", "HandleFetch",
           "ExpandIsr", "HandleAlterPartition", "Produce"]),
         ("pre-kafka-13141", "AcknowledgedWriteNeverLost", 13, None),
+        ("drop-pending-on-error", "ReplicationQuorumSuperset", 9,
+         ["ShrinkIsr", "HandleAlterPartition", "SendFetch", "HandleFetch", "ExpandIsr", "ControllerFailover",
+          "HandleAlterPartition", "HandleAlterPartition"]),
+        ("drop-pending-on-error", "LeaderCandidateCompleteness", 15, None),
     ],
 )  # fmt: skip
 def test_each_bug_before_its_fix(preset: str, prop: str, length: int, actions: list[str] | None) -> None:
@@ -154,6 +159,40 @@ def test_pre_kafka_13141_a_diverging_fetch_counts_as_the_followers_leo() -> None
     assert not [a for a, _ in fixed.model.successors(after) if a.name == "ExpandIsr"]
 
 
+def test_controller_failover_holds_and_every_pending_isr_change_is_resolved() -> None:
+    """A controller that commits an AlterPartition and fails over unanswered: the leader's retry gets
+    NOT_CONTROLLER, then INVALID_UPDATE_VERSION, keeps its maximal ISR and waits for metadata."""
+    result = Check("kraft-replication", preset="controller-failover").run()
+    assert result.status is Status.HOLDS_COMPLETE, result.violations
+    assert result.stats.distinct_states == 69714
+
+
+DROP_PENDING_TRACE = (
+    ROOT / "counterexamples" / "kraft-replication" / "drop-pending-on-error-LeaderCandidateCompleteness.itf.json"
+)
+
+
+def test_a_stale_epoch_error_keeps_the_pending_isr_until_metadata_arrives() -> None:
+    """In the stored trace the expansion to {0, 1, 2} is committed by a controller that fails over
+    unanswered. Retried, it is sent again on NOT_CONTROLLER and then fails on the partition epoch.
+    Dropped at once, the leader's HW quorum loses broker 1; kept (Kafka), it does not, and the
+    broker's next ApplyMetadata resolves it with the committed ISR."""
+    doc = read_trace(DROP_PENDING_TRACE)
+    assert confirm_violation(replay(doc)) == "LeaderCandidateCompleteness"
+    meta = {**doc["#meta"], "config": {**doc["#meta"]["config"], "alter_partition_awaits_metadata": True}}
+    kept = replay({**doc, "#meta": meta, "states": doc["states"][:10]})
+    model, retried = kept.model, kept.trace.states[-1]
+    assert kept.trace.actions[-1] == Action("HandleAlterPartition", leader=0)
+    assert retried.replicas[0].pendingAlterPartition.sentTo == retried.failovers == 1
+    [(_, failed)] = [(a, t) for a, t in model.successors(retried) if a.name == "HandleAlterPartition"]
+    pending = failed.replicas[0].pendingAlterPartition
+    assert (pending.isr, pending.sentTo) == ({0, 1, 2}, AWAITING_METADATA)
+    assert model.hw_quorum(failed.replicas[0]) == {0, 1, 2}
+    assert not [a for a, _ in model.successors(failed) if a.name in ("HandleAlterPartition", "ShrinkIsr", "ExpandIsr")]
+    [resolved] = [t for a, t in model.successors(failed) if a == Action("ApplyMetadata", broker=0)]
+    assert (resolved.replicas[0].pendingAlterPartition, resolved.replicas[0].isr) == (None, {0, 1, 2})
+
+
 def test_min_isr_one_tolerates_no_power_loss() -> None:
     """KIP-966 tolerates min.insync.replicas - 1 unclean shutdowns: with min ISR 1, none."""
     result = Check("kraft-replication", preset="kip-966", overrides={"min_insync_replicas": 1},
@@ -175,7 +214,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 def test_every_checked_in_counterexample_is_in_the_ci_suite() -> None:
     suite = (ROOT / "counterexamples" / "suite.toml").read_text()
-    assert len(TRACES) == 13
+    assert len(TRACES) == 15
     for trace in TRACES:
         assert f'replay = "kraft-replication/{trace.name}"' in suite
 
