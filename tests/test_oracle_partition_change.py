@@ -71,6 +71,15 @@ def test_kafka_3_5_conforms_at_metadata_version_3_5() -> None:
 
 
 @needs_kafka
+def test_an_alter_partition_committed_before_a_controller_failover_conforms() -> None:
+    """The controller that commits an AlterPartition and fails over unanswered is compared too."""
+    result = _conform(KraftReplicationModel.build("controller-failover", {"max_records": 1}))
+    assert _counts(result) == (11548, 7852, 39260, 0)
+    [tally] = result.tallies
+    assert tally.by_action["ControllerFailover"] == 4476
+
+
+@needs_kafka
 def test_a_wrong_election_is_found_at_its_shortest_trace_and_replays(tmp_path: Path) -> None:
     model = BrokenModel.build("kip-966", {"max_leader_epoch": 2, "max_records": 0})
     result = _conform(model)
