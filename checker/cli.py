@@ -602,7 +602,38 @@ def _error(message: str, as_json: bool, code: int = EXIT_BAD_INPUT) -> int:
 app.command("explore")(explore)
 
 
+class _QuietWhenClosed:
+    """Standard output that goes quiet when its reader goes away (`kmc check ... | head -1`): the
+    rest is written to /dev/null, so the run goes on and its exit code still carries the verdict."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._silence()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._silence()
+
+    def _silence(self) -> None:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and hasattr(sys.stdout, "fileno"):  # the `kmc` command itself, not a test calling main
+        sys.stdout = _QuietWhenClosed(sys.stdout)
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     if debug:

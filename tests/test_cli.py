@@ -287,3 +287,19 @@ def test_outputs_get_the_umask_permissions(kmc, tmp_path: Path) -> None:
     finally:
         os.umask(previous)
     assert (tmp_path / "chart.dot").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_reader_that_goes_away_does_not_change_the_exit_code(tmp_path: Path) -> None:
+    """`kmc list | head -1`: the command's own exit code, and nothing on stderr, after the pipe closes
+    (the output is larger than the pipe's buffer, so later writes meet the closed pipe)."""
+    traces = sorted(str(p) for p in (ROOT / "counterexamples").glob("*/*.itf.json"))
+    doc = json.loads(Path(traces[-1]).read_text())
+    doc["states"] = doc["states"][:-1]  # replays, but no longer shows its violation: exit 1
+    (tmp_path / "short.itf.json").write_text(json.dumps(doc))
+    kmc_command = Path(sys.executable).parent / "kmc"
+    for args, code in ((["list"], 0), (["replay", *traces, str(tmp_path / "short.itf.json")], 1)):
+        run = subprocess.Popen([kmc_command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert run.stdout is not None and run.stderr is not None
+        assert run.stdout.readline()
+        run.stdout.close()
+        assert (run.wait(timeout=120), run.stderr.read()) == (code, b""), args[0]
