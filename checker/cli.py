@@ -279,6 +279,13 @@ def check(
             )
             for prop in result.properties
         ]
+        if not result.complete:  # a pass within bounds says so; with --require-complete it is a failure
+            bounded = f"bounded ({result.bound_reason or 'not every reachable state was explored'})"
+            for case in cases:
+                case.output = case.output or f"holds within the bounds: {bounded}"
+            if require_complete and not result.violations:
+                cases.append(Case(name="complete", classname=f"kmc.{result.model}", seconds=0.0,
+                                  failure=f"--require-complete: the run was {bounded}"))  # fmt: skip
         if vacuous:
             cases.append(Case(name="coverage", classname=f"kmc.{result.model}", seconds=0.0,
                               failure="vacuous: " + "; ".join(vacuous)))  # fmt: skip

@@ -54,6 +54,21 @@ def test_check_writes_junit(kmc, toy: str, tmp_path: Path) -> None:
     assert failure is not None and "buggy-Consistent.itf.json" in failure.get("message", "")
 
 
+def test_junit_of_a_bounded_run_says_so_and_fails_with_require_complete(kmc, toy: str, tmp_path: Path) -> None:
+    """A CI job that reads the JUnit report, not the exit code, sees what --require-complete decided."""
+    junit = tmp_path / "bounded.xml"
+    code, _, _ = kmc("check", f"{toy}:TwoPhaseCommit", "--max-states", "10", "--require-complete", "--junit", junit)
+    assert code == 3
+    root = ET.parse(junit).getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert root.get("failures") == "1"
+    failure = cases["complete"].find("failure")
+    assert failure is not None and "--require-complete: the run was bounded" in failure.get("message", "")
+    assert "holds within the bounds" in (cases["Consistent"].findtext("system-out") or "")
+    code, _, _ = kmc("check", f"{toy}:TwoPhaseCommit", "--max-states", "10", "--junit", junit)
+    assert code == 0 and ET.parse(junit).getroot().get("failures") == "0"
+
+
 def test_a_model_file_is_stored_relative_to_the_trace_and_read_back_absolute(tmp_path: Path) -> None:
     model = tmp_path / "project" / "models" / "m.py"
     trace = tmp_path / "project" / "traces" / "t.itf.json"
