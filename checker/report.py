@@ -255,7 +255,8 @@ def html_report(
     if config is None and traces:
         config = traces[0].meta.get("config")
     parts = [
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_esc(title)}</title><style>{CSS}</style></head><body>"
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_esc(title)}</title><style>{CSS}</style>"
+        "<noscript><style>.panel{display:block;border-top:1px solid #ccc;margin-top:8px}</style></noscript></head><body>"
     ]
     parts.append(f"<h1>{_esc(title)}</h1>")
     if stats:

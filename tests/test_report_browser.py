@@ -121,6 +121,19 @@ ROW_CENTRES = r"""(k) => [...document.querySelectorAll('g.node')]
   .map((g) => { const r = g.getBoundingClientRect(); return r.top + r.height / 2; })"""
 
 
+def test_without_javascript_every_step_is_shown(browser: Any, demo: dict[str, Path]) -> None:
+    """A viewer that blocks scripts (an archived CI artifact) still shows every state."""
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(demo["html"].as_uri())
+        panels = page.locator(".panel")
+        assert panels.count() == len(read_trace(demo["trace"])["states"])
+        assert all(panels.nth(k).is_visible() for k in range(panels.count()))
+    finally:
+        context.close()
+
+
 def chart_clashes(page: Any) -> tuple[list[str], list[str], int, int]:
     """(arrows through labels, labels overlapping labels of another element, #arrows, #labels)."""
     geometry = page.evaluate(CHART_GEOMETRY)
