@@ -32,7 +32,7 @@ from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.checker.liveness import WF
 
-from .assignors import STRATEGIES, Member, assign
+from .assignors import STRATEGIES, AssignorStateError, Member, assign
 
 # -- group states (ClassicGroupState) ------------------------------------------------------------
 EMPTY = "Empty"
@@ -59,6 +59,9 @@ MEMBER_ID_REQUIRED = "MEMBER_ID_REQUIRED"
 FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
 NOT_COORDINATOR = "NOT_COORDINATOR"
 COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
+
+ASSIGNOR_FAILED = "IllegalStateException"
+"""Not an error code: the exception the leader's assignor throws out of ``poll()``."""
 
 NO_GENERATION = -1
 NO_MEMBER = ""
@@ -327,6 +330,8 @@ class GroupModel(Model):
         self.partition_ids = frozenset(range(self.config.partitions))
         self.sticky = self.config.assignor in ("sticky", "cooperative-sticky")
         self.cooperative = self.config.rebalance_protocol == "cooperative"
+        self._assignments: dict[tuple, tuple[tuple[str, frozenset[int]], ...] | None] = {}
+        """The assignor's answer by subscriptions (it is deterministic), None where it throws."""
 
     def inactive_actions(self) -> tuple[str, ...]:
         """Actions this config turns off: coverage does not call them vacuous."""
@@ -422,7 +427,10 @@ class GroupModel(Model):
             out.append((self._act(f"Handle{me.request.api}", c, error), nxt))
         if me.response is not None:
             api = me.response.api
-            out.append((self._act(f"Receive{api}", c, me.response.error), self._receive(s, c, me)))
+            error = me.response.error
+            if api == "JoinGroup" and error == NONE and self._assignor_throws(me.response):
+                error = ASSIGNOR_FAILED  # what the leader's poll() throws
+            out.append((self._act(f"Receive{api}", c, error), self._receive(s, c, me)))
         if self._request_may_time_out(s, c, me):
             abandoned = _set_consumer(s, c, me._replace(phase=UNJOINED))._replace(faults=s.faults + 1)
             out.append((self._act("RequestTimeout", c), abandoned))
@@ -475,9 +483,13 @@ class GroupModel(Model):
             return self._on_error(s, c, me, response.error, response)
         if response.api == "JoinGroup":
             me = me._replace(memberId=response.memberId, generationId=response.generationId, phase=SYNCING)
-            assignment: tuple[tuple[str, frozenset[int]], ...] = ()
+            assignment: tuple[tuple[str, frozenset[int]], ...] | None = ()
             if response.leaderId == response.memberId and response.members:
-                assignment = self._run_assignor(response)
+                assignment = self._run_assignor(response.members)
+            if assignment is None:
+                # ``onLeaderElected`` threw: no SyncGroup; the exception leaves poll() and the next
+                # poll rejoins with the new generation and member id (no onJoinPrepare again).
+                return _set_consumer(s, c, me._replace(phase=UNJOINED))
             request = Request("SyncGroup", me.memberId, me.generationId, ((), NO_GENERATION), assignment)
             return _set_consumer(s, c, me._replace(request=request))
         # SyncGroup: onJoinComplete
@@ -489,14 +501,35 @@ class GroupModel(Model):
             me = me._replace(owned=new, assigned=new, phase=CONSUMING)
         return _set_consumer(s, c, me)
 
-    def _run_assignor(self, response: Response) -> tuple[tuple[str, frozenset[int]], ...]:
-        members = [
-            Member(member_id, ("t",), tuple(("t", p) for p in meta[0]), meta[1], instance)
-            for member_id, instance, meta in response.members
-        ]
-        result = assign(self.config.assignor, members, {"t": self.config.partitions},
-                        sanitise=self.config.sanitise_owned_partitions)  # fmt: skip
-        return tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
+    def _run_assignor(
+        self, subscriptions: tuple[tuple[str, str | None, tuple[tuple[int, ...], int]], ...]
+    ) -> tuple[tuple[str, frozenset[int]], ...] | None:
+        """The leader's ``performAssignment``; None if the assignor throws (``IllegalStateException``)."""
+        if subscriptions not in self._assignments:
+            members = [
+                Member(member_id, ("t",), tuple(("t", p) for p in meta[0]), meta[1], instance)
+                for member_id, instance, meta in subscriptions
+            ]
+            try:
+                result = assign(self.config.assignor, members, {"t": self.config.partitions},
+                                sanitise=self.config.sanitise_owned_partitions)  # fmt: skip
+            except AssignorStateError:
+                self._assignments[subscriptions] = None
+            else:
+                given = tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
+                self._assignments[subscriptions] = given
+        return self._assignments[subscriptions]
+
+    def _assignor_throws(self, response: Response) -> bool:
+        leader = response.leaderId == response.memberId and bool(response.members)
+        return leader and self._run_assignor(response.members) is None
+
+    def _leader_cannot_assign(self, group: Group) -> bool:
+        """In CompletingRebalance the leader's assignor throws on the group's subscriptions: its
+        rejoins (same subscription) get the same JoinGroup response, so it never sends SyncGroup."""
+        if group.state != COMPLETING_REBALANCE or group.leaderId not in group.pendingSyncMembers:
+            return False
+        return self._run_assignor(self._join_response(group, group.leaderId).members) is None
 
     def _on_error(
         self, s: GroupState, c: int, me: Consumer, error: str, response: Response | None = None
@@ -804,7 +837,11 @@ class GroupModel(Model):
                     out.append((self._act("RebalanceTimeout"), nxt))
         if self.config.delayed_sync and group.state in (COMPLETING_REBALANCE, STABLE) and group.pendingSyncMembers:
             late = [m for m in group.members if m.memberId in group.pendingSyncMembers]
-            if self._may_expire(s, late, frozenset()):
+            if self._leader_cannot_assign(group):  # it keeps its session, but never syncs
+                waiting = [m for m in late if m.memberId != group.leaderId]
+            else:
+                waiting = late
+            if self._may_expire(s, waiting, frozenset()):
                 nxt = s
                 for m in late:
                     nxt = _set_group(nxt, _without_member(nxt.group, m.memberId))

@@ -40,6 +40,15 @@ def StableAssignmentCovers(s: GroupState, model) -> bool:  # type: ignore[no-unt
 
 
 @invariant
+def NoPartitionTwiceInGeneration(s: GroupState) -> bool:
+    """The assignment the coordinator holds for its generation (what SyncGroup hands out, and
+    the record it stores) names each partition at most once, in every group state."""
+    stored = s.group.stored
+    holdings = [s.group.members] if stored is None else [s.group.members, stored.members]
+    return all(pairwise_disjoint(m.assignment for m in members) for members in holdings)
+
+
+@invariant
 def OneMemberPerInstance(s: GroupState) -> bool:
     """GC-4: at most one member id per group.instance.id."""
     instances = [m.groupInstanceId for m in s.group.members if m.groupInstanceId is not None]

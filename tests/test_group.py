@@ -8,6 +8,7 @@ from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
 from kmc.models.group import (
     ACTION_ARGS,
+    ASSIGNOR_FAILED,
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
@@ -186,3 +187,54 @@ def test_hypothesis_finds_the_unsafe_cooperative_assignor() -> None:
 def test_bfs_options_depth_bound_is_reported() -> None:
     result = Check("group", settings={"max_depth": 5}).run()
     assert result.status is Status.HOLDS_BOUNDED and not result.complete
+
+
+ASSIGNOR_FAILS = {
+    "assignor": "sticky",
+    "sanitise_owned_partitions": False,
+    "timeouts": "any",
+    "max_faults": 0,
+    "max_generation": 3,
+    "require_known_member_id": False,
+    "initial_rebalance_delay": False,
+}
+"""Before KAFKA-12984 the sticky assignor throws "No more unfilled consumers" on a stale claim."""
+
+
+def test_an_assignor_that_throws_is_a_protocol_outcome() -> None:
+    """The leader's assignor throws (the BFS once aborted here with exit 2): it sends no SyncGroup
+    and rejoins (a changed subscription starts a rebalance), or the coordinator's DelayedSync
+    removes it. The whole bounded space is explored and the stored
+    assignment never names a partition twice."""
+    result = Check("group", preset="eager-range", overrides=ASSIGNOR_FAILS,
+                   property_names=["NoPartitionTwiceInGeneration", "LegalGroupTransition"]).run()  # fmt: skip
+    assert result.status is Status.HOLDS_BOUNDED and result.violations == []
+    assert result.bound_reason == "the model's own bounds (within_bounds)"
+    assert result.stats.distinct_states == 26679
+    model = GroupModel.build("eager-range", ASSIGNOR_FAILS)
+    frontier, seen, depth, failed = model.init_states(), set(model.init_states()), 1, None
+    while failed is None:
+        depth += 1
+        successors = [(a, s, t) for s in frontier for a, t in model.successors(s) if model.within_bounds(t)]
+        failed = next(((a, s, t) for a, s, t in successors if a.args.get("error") == ASSIGNOR_FAILED), None)
+        frontier = list(dict.fromkeys(t for _, _, t in successors if t not in seen))
+        seen.update(frontier)
+    action, before, after = failed
+    assert (action.name, depth) == ("ReceiveJoinGroup", 19)  # the shortest: 19 states
+    c = action.args["consumer"]
+    leader = after.group.leaderId
+    assert after.consumers[c].memberId == leader and after.consumers[c].phase == "unjoined"
+    assert after.consumers[c].generationId == after.group.generationId and after.consumers[c].request is None
+    assert after.group.state == COMPLETING_REBALANCE and leader in after.group.pendingSyncMembers
+    # The sync timer may fire although the leader's process runs; so may its rejoin.
+    [(_, rejoined)] = [
+        (a, t) for a, t in model.successors(after) if a.name == "SendJoinGroup" and a.args["consumer"] == c
+    ]
+    [(_, answered)] = [
+        (a, t) for a, t in model.successors(rejoined) if a.name == "HandleJoinGroup" and a.args["consumer"] == c
+    ]
+    # Its subscription now names the new generation, so the coordinator starts a rebalance.
+    assert answered.group.state == PREPARING_REBALANCE and before.consumers[c].response is not None
+    [(_, expired)] = [(a, t) for a, t in model.successors(after) if a.name == "SyncTimeout"]
+    assert leader not in {m.memberId for m in expired.group.members}
+    assert (expired.group.state, expired.group.members) == (EMPTY, ())  # the follower had not synced either
