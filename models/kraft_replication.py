@@ -98,6 +98,7 @@ ACTION_ARGS = {
     "BrokerRestart": ("broker",),
     "UnfenceBroker": ("broker",),
     "ControllerFailover": ("committed",),
+    "AlterPartitionReassignments": ("adding", "removing"),
 }
 """Every action of the model and the names of its arguments."""
 
@@ -144,6 +145,13 @@ class KraftReplicationConfig:
     shrink_keeps_leader_epoch: bool = param(
         True, "KAFKA-15021 (metadata.version 3.6): an ISR shrink does not bump the leader epoch"
     )
+    max_reassignments: int = param(
+        0,
+        "AlterPartitionReassignments moving one replica to a broker without one (with any, the partition "
+        "starts on all brokers but the last)",
+        min=0,
+        max=2,
+    )
 
     def __post_init__(self) -> None:
         if self.min_insync_replicas > self.brokers:
@@ -166,6 +174,7 @@ _ALL_HOLD = {
     )
 }
 _PRE_KIP_966 = {"elr": False, "hw_min_isr": False}
+_REASSIGNMENT = {"max_reassignments": 1, "brokers": 3, "max_crashes": 0, "max_fences": 0, "max_leader_epoch": 2}
 _FAILOVER = {"max_controller_failovers": 1, "brokers": 3, "max_leader_epoch": 0, "max_crashes": 0, "max_fences": 0}
 
 PRESETS = {
@@ -237,6 +246,13 @@ PRESETS = {
         {"ReplicationQuorumSuperset": "violated", "LeaderCandidateCompleteness": "violated"},
         **_FAILOVER,
     ),
+    "reassignment": Preset.of(
+        "kip-966 with one partition reassignment: a replica moves from one of brokers 0-1 to broker 2; the "
+        "reassignment completes once broker 2 is in the ISR, and a leader that is removed moves "
+        "(3 brokers, no crashes)",
+        {**_ALL_HOLD, "ValidAssignment": _HOLDS, "ElrWithinReplicas": "violated"},
+        **_REASSIGNMENT,
+    ),
     "kip-320": Preset.of(
         "kip-966 with truncation by a separate OffsetsForLeaderEpoch request (brokers 2.1 to 2.6), fenced by "
         "the current leader epoch of KIP-320",
@@ -284,22 +300,30 @@ class KraftReplicationModel(KraftController, Model):
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
 
     def inactive_actions(self) -> tuple[str, ...]:
-        return () if self.config.max_controller_failovers else ("ControllerFailover",)
+        inactive = () if self.config.max_controller_failovers else ("ControllerFailover",)
+        return inactive + (() if self.config.max_reassignments else ("AlterPartitionReassignments",))
 
     # -- the initial state ---------------------------------------------------------------------
     def init_states(self) -> list[KraftReplicationState]:
         """Every broker registered and unfenced (broker epochs 1..n); the partition created with
         broker 0 as leader in epoch 0 and every broker in the ISR; every log empty."""
         n = self.config.brokers
-        everyone = frozenset(self.ids)
-        controller = Controller(tuple(range(1, n + 1)), frozenset(), 0, 0, 0, everyone, frozenset(), n + 1)
+        assignment = self.ids[:-1] if self.config.max_reassignments else self.ids
+        everyone = frozenset(assignment)
+        controller = Controller(
+            tuple(range(1, n + 1)), frozenset(), 0, 0, 0, everyone, frozenset(), n + 1, replicas=assignment
+        )
         replicas = tuple(self._restarted_view(controller, b, controller.brokerEpochs[b], (), 0) for b in self.ids)
-        leader = replicas[0]._replace(partitionEpoch=0, isr=everyone)
+        leader = replicas[0]._replace(partitionEpoch=0, isr=everyone, assignment=assignment)
         replicas = (leader, *replicas[1:])
         return [KraftReplicationState(controller, replicas, (None,) * n, 1, 0, 0, 0, (), (), frozenset())]
 
     def _restarted_view(self, c: Controller, b: int, broker_epoch: int, log: tuple[Record, ...], hw: int) -> Replica:
-        """A running broker that has caught up with the metadata log (it is not leader: it was fenced)."""
+        """A running broker that has caught up with the metadata log (it is not leader: it was fenced).
+        A broker outside the replicas hosts no partition: a stray log is deleted when it starts."""
+        if b not in c.replicas:
+            return Replica(True, broker_epoch, UNDEFINED, (), 0, NO_LEADER, UNDEFINED, UNDEFINED, frozenset(), None,
+                           self.unknown_followers, FETCHING, hosted=False)  # fmt: skip
         return Replica(
             True, broker_epoch, UNDEFINED, log, hw, c.leader, c.leaderEpoch, UNDEFINED, frozenset(), None,
             self.unknown_followers, self.new_fetch_state(log),
@@ -321,7 +345,7 @@ class KraftReplicationModel(KraftController, Model):
                     self._shrink_isr(s, b, out)
                     self._expand_isr(s, b, out)
                     self._handle_alter_partition(s, b, out)
-                else:
+                elif replica.hosted:
                     self._send_fetch(s, b, out)
                 self._handle_fetch_response(s, b, out)
                 self._apply_metadata(s, b, out)
@@ -332,6 +356,7 @@ class KraftReplicationModel(KraftController, Model):
                 self._restart(s, b, out)
             self._fence(s, b, out)
         self._controller_failover(s, out)
+        self._alter_partition_reassignments(s, out)
         for f in self.ids:
             request = s.fetches[f]
             if type(request) is FetchRequest:
@@ -415,6 +440,8 @@ class KraftReplicationModel(KraftController, Model):
         respond = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, ERROR_NONE, (), UNDEFINED,
                                 (UNDEFINED, UNDEFINED), len(leader.log))  # fmt: skip
         error = self._epoch_error(leader, leader_id, req.currentLeaderEpoch)
+        if error is None and f not in leader.assignment:
+            error = NOT_LEADER_OR_FOLLOWER  # Partition.followerReplicaOrThrow: not a replica it knows
         if error is None and self.config.truncation == "diverging_epoch" and req.fetchOffset > 0:
             epoch, end = end_offset_for_epoch(leader.log, req.lastFetchedEpoch, leader.leaderEpoch)
             if end < req.fetchOffset or epoch < req.lastFetchedEpoch:
@@ -483,7 +510,7 @@ class KraftReplicationModel(KraftController, Model):
         if leader.pendingAlterPartition is not None:
             return
         leso = epoch_start_offset(leader) if self.config.isr_expand_leso else 0
-        for r in self.ids:
+        for r in leader.assignment:
             if r == leader_id or r in leader.isr:
                 continue
             leo = leader.followerState[r][0]
@@ -593,17 +620,33 @@ class KraftReplicationModel(KraftController, Model):
             ):  # fmt: skip
                 return
             if replica.leader == b and replica.leaderEpoch == c.leaderEpoch:
-                # The same leader epoch: only the ISR moved. A request in flight is superseded.
-                updated = replica._replace(partitionEpoch=c.partitionEpoch, isr=c.isr, pendingAlterPartition=None)
+                # The same leader epoch: only the ISR or the replicas moved. A request in flight is
+                # superseded; a replica that left the assignment leaves remoteReplicasMap.
+                followers = tuple(
+                    state if r in c.replicas else (UNDEFINED, UNDEFINED)
+                    for r, state in enumerate(replica.followerState)
+                )
+                updated = replica._replace(
+                    partitionEpoch=c.partitionEpoch, isr=c.isr, pendingAlterPartition=None, assignment=c.replicas,
+                    followerState=followers,
+                )  # fmt: skip
             else:
                 # makeLeader: a new epoch starts at the LEO; nothing is known of the followers yet.
                 updated = replica._replace(
                     leader=b, leaderEpoch=c.leaderEpoch, partitionEpoch=c.partitionEpoch, isr=c.isr,
                     pendingAlterPartition=None, followerState=self.unknown_followers, fetchState=FETCHING,
+                    assignment=c.replicas, hosted=True,
                 )  # fmt: skip
             updated = self._maybe_increment_hw(updated, b)
+        elif b not in c.replicas:
+            if not replica.hosted:
+                return
+            # ReplicaManager.applyDelta: a replica removed from the partition is stopped and deleted.
+            updated = self._restarted_view(c, b, replica.brokerEpoch, (), 0)._replace(
+                cleanShutdownEpoch=replica.cleanShutdownEpoch
+            )
         else:
-            if (replica.leader, replica.leaderEpoch) == (c.leader, c.leaderEpoch):
+            if (replica.leader, replica.leaderEpoch, replica.hosted) == (c.leader, c.leaderEpoch, True):
                 return
             log = replica.log
             if self.config.truncation == "hw":
@@ -611,6 +654,7 @@ class KraftReplicationModel(KraftController, Model):
             updated = replica._replace(
                 log=log, leader=c.leader, leaderEpoch=c.leaderEpoch, partitionEpoch=UNDEFINED, isr=frozenset(),
                 pendingAlterPartition=None, followerState=self.unknown_followers, fetchState=self.new_fetch_state(log),
+                hosted=True, assignment=(),
             )  # fmt: skip
         out.append((Action("ApplyMetadata", broker=b), self._update(s, b, updated)))
 
@@ -638,4 +682,8 @@ class KraftReplicationModel(KraftController, Model):
         return tuple(None if f == b or (m is not None and m.leader == b) else m for f, m in enumerate(s.fetches))
 
     def drawing(self) -> KraftReplicationDrawing:
-        return KraftReplicationDrawing(self.config.brokers, failovers=self.config.max_controller_failovers > 0)
+        return KraftReplicationDrawing(
+            self.config.brokers,
+            failovers=self.config.max_controller_failovers > 0,
+            reassignments=self.config.max_reassignments > 0,
+        )

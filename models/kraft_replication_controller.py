@@ -70,9 +70,15 @@ class KraftController:
         if error == ERROR_NONE:
             committed = self._commit_alter_partition(s.controller, request)
             if committed is None:
-                return  # a shrink that bumps the leader epoch past the bound (before KAFKA-15021)
+                return  # a leader epoch bump past the bound (a shrink before KAFKA-15021, a reassignment)
+            if committed.leader != leader_id:
+                # The change completed a reassignment that removed this leader: it is no longer
+                # leader in the answer, and keeps its maximal ISR until the metadata arrives.
+                waiting = leader._replace(pendingAlterPartition=request._replace(sentTo=AWAITING_METADATA))
+                out.append((action, self._update(s, leader_id, waiting, controller=committed)))
+                return
             updated = leader._replace(
-                isr=request.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None
+                isr=committed.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None
             )
             updated = self._maybe_increment_hw(updated, leader_id)
             out.append((action, self._update(s, leader_id, updated, controller=committed)))
@@ -120,6 +126,30 @@ class KraftController:
             if committed is not None:
                 nxt = s._replace(controller=committed, failovers=s.failovers + 1)
                 out.append((Action("ControllerFailover", committed=b), nxt))
+
+    def _alter_partition_reassignments(self, s: KraftReplicationState, out: list[Step]) -> None:
+        """ReplicationControlManager.alterPartitionReassignments: an administrator moves one replica
+        of the partition to a broker that holds none. PartitionReassignmentReplicas makes the replicas
+        the target followed by those being removed, with the adding and removing sets; the builder
+        completes the reassignment as soon as every adding replica is in the ISR."""
+        c = s.controller
+        if s.reassignments >= self.config.max_reassignments or c.addingReplicas or c.removingReplicas:
+            return
+        for removing in c.replicas:
+            for adding in self.ids:
+                if adding in c.replicas:
+                    continue
+                target = (*(r for r in c.replicas if r != removing), adding)
+                changed = self._partition_change(
+                    c,
+                    replicas=(*target, removing),
+                    adding=frozenset({adding}),
+                    removing=frozenset({removing}),
+                )
+                if changed is None:
+                    continue
+                action = Action("AlterPartitionReassignments", adding=adding, removing=removing)
+                out.append((action, s._replace(controller=changed, reassignments=s.reassignments + 1)))
 
     def _controlled_shutdown(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
         """BrokerLifecycleManager's controlled shutdown: the controller moves leadership away and takes
@@ -205,6 +235,9 @@ class KraftController:
         leader: int | None = None,
         elect: bool = False,
         ineligible: frozenset[int] = frozenset(),
+        replicas: tuple[int, ...] | None = None,
+        adding: frozenset[int] | None = None,
+        removing: frozenset[int] | None = None,
     ) -> Controller | None:
         """PartitionChangeBuilder: apply an ISR, ELR or leader change, elect a leader if asked to and
         there is none, keep the ELR rule of KIP-966, and bump the partition epoch (and the leader
@@ -214,10 +247,22 @@ class KraftController:
         new_isr = c.isr if isr is None else isr
         new_elr = c.elr if elr is None else elr
         new_leader = c.leader if leader is None else leader
+        new_replicas = c.replicas if replicas is None else replicas
+        new_adding = c.addingReplicas if adding is None else adding
+        new_removing = c.removingReplicas if removing is None else removing
+        if (new_adding or new_removing) and new_adding <= new_isr and new_isr - new_removing:
+            # completeReassignmentIfNeeded (PartitionReassignmentReplicas.maybeCompleteReassignment):
+            # every adding replica is in the ISR; the removing ones leave the replicas and the ISR.
+            new_replicas = tuple(r for r in new_replicas if r not in new_removing)
+            new_isr = new_isr - new_removing
+            new_adding = new_removing = frozenset()
         unclean = False
+        if new_leader != NO_LEADER and (new_leader not in new_isr or new_leader not in new_replicas):
+            elect = True  # the leader left the ISR or the replicas: it moves (shouldTryElection)
+            new_leader = NO_LEADER
         if elect and (new_leader == NO_LEADER or new_leader in c.fenced):
             candidates = new_isr | new_elr
-            new_leader, new_isr, new_elr = self.elect_leader(c, new_isr, new_elr)
+            new_leader, new_isr, new_elr = self.elect_leader(c._replace(replicas=new_replicas), new_isr, new_elr)
             unclean = new_leader != NO_LEADER and new_leader not in candidates
         if self.config.elr and not unclean:
             # An unclean election clears the ELR (PartitionChangeBuilder.maybeUpdateRecordElr): no
@@ -226,33 +271,38 @@ class KraftController:
                 new_elr = frozenset()
             else:
                 new_elr = (new_elr | (c.isr - new_isr - ineligible)) - new_isr
-        if (new_leader, new_isr, new_elr) == (c.leader, c.isr, c.elr):
+        assignment = (new_replicas, new_adding, new_removing)
+        if (new_leader, new_isr, new_elr, *assignment) == (c.leader, c.isr, c.elr, c.replicas, *c[-2:]):
             return c
         epoch = c.leaderEpoch
         # Before KAFKA-15021 a shrink bumped the leader epoch too (triggerLeaderEpochBumpForIsrShrinkIfNeeded).
         shrink_bump = not self.config.shrink_keeps_leader_epoch and not c.isr <= new_isr
-        if new_leader != c.leader or shrink_bump:
+        # Replicas leaving the assignment always bump it (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded).
+        removal_bump = not set(c.replicas) <= set(new_replicas)
+        if new_leader != c.leader or shrink_bump or removal_bump:
             if epoch >= self.config.max_leader_epoch:
                 return None
             epoch += 1
         return c._replace(leader=new_leader, leaderEpoch=epoch, partitionEpoch=c.partitionEpoch + 1, isr=new_isr,
-                          elr=new_elr)  # fmt: skip
+                          elr=new_elr, replicas=new_replicas, addingReplicas=new_adding,
+                          removingReplicas=new_removing)  # fmt: skip
 
     def elect_leader(
         self, c: Controller, isr: frozenset[int], elr: frozenset[int]
     ) -> tuple[int, frozenset[int], frozenset[int]]:
-        """PartitionChangeBuilder.electLeader: the first unfenced ISR member; then (KIP-966) the first
-        unfenced ELR member, which moves into the ISR; then, only with unclean leader election, the
-        first unfenced replica, alone in a new ISR."""
-        for r in sorted(isr):
-            if r not in c.fenced:
+        """PartitionChangeBuilder.electLeader, in the order of the target replicas (``c.replicas``):
+        the first unfenced ISR member; then (KIP-966) the first unfenced ELR member, which moves into
+        the ISR; then, only with unclean leader election, the first unfenced replica, alone in a new ISR."""
+        order = c.replicas
+        for r in order:
+            if r in isr and r not in c.fenced:
                 return r, isr, elr
         if self.config.elr:
-            for r in sorted(elr):
-                if r not in c.fenced:
+            for r in order:
+                if r in elr and r not in c.fenced:
                     return r, isr | {r}, elr - {r}
         if self.config.unclean_election:
-            for r in self.ids:
+            for r in order:
                 if r not in c.fenced:
                     return r, frozenset({r}), frozenset()
         return NO_LEADER, isr, elr

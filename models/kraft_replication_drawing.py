@@ -32,10 +32,12 @@ class KraftReplicationDrawing(Drawing):
     as the leader sees it), the controller's registrations and partition, and what producers and
     consumers were told."""
 
-    def __init__(self, brokers: int, failovers: bool = False) -> None:
+    def __init__(self, brokers: int, failovers: bool = False, reassignments: bool = False) -> None:
         self.brokers = [f"broker {b}" for b in range(brokers)]
         self.failovers = failovers
         """Whether the controller table shows the failovers (only when the config allows any)."""
+        self.reassignments = reassignments
+        """Whether the controller table shows the replicas and the reassignment in progress."""
 
     def lanes(self) -> list[str]:
         return ["producer", "controller", *self.brokers]
@@ -87,6 +89,9 @@ class KraftReplicationDrawing(Drawing):
             b = args["committed"]
             note = "fails over" if b == NO_LEADER else f"commits broker {b}'s AlterPartition, fails over unanswered"
             return Arrow("controller", (), note)
+        if name == "AlterPartitionReassignments":
+            note = f"reassign: broker {args['removing']}'s replica to broker {args['adding']}"
+            return Arrow("controller", (), note)
         if name == "ApplyMetadata":
             c = after.controller
             return Arrow("controller", (self.brokers[args["broker"]],), f"leader {c.leader}, epoch {c.leaderEpoch}")
@@ -109,6 +114,8 @@ class KraftReplicationDrawing(Drawing):
                 role = "down (clean)" if r.cleanShutdownEpoch != UNDEFINED else "down"
             elif r.leader == b:
                 role = f"leader e{r.leaderEpoch}"
+            elif not r.hosted:
+                role = "not a replica"
             else:
                 role = "no leader" if r.leader == NO_LEADER else f"follows {r.leader} e{r.leaderEpoch}"
             isr = describe(r.isr) if r.leader == b and r.running else "-"
@@ -132,6 +139,9 @@ class KraftReplicationDrawing(Drawing):
             "none" if c.leader == NO_LEADER else f"broker {c.leader}", str(c.leaderEpoch), str(c.partitionEpoch),
             describe(c.isr), describe(c.elr), describe(c.fenced), " ".join(map(str, c.brokerEpochs)),
         ]  # fmt: skip
+        if self.reassignments:
+            header += ["replicas", "adding", "removing"]
+            row += [" ".join(map(str, c.replicas)), describe(c.addingReplicas), describe(c.removingReplicas)]
         if self.failovers:
             header.append("failovers")
             row.append(str(state.failovers))

@@ -61,6 +61,12 @@ class Replica(NamedTuple):
     (UNDEFINED, UNDEFINED). Partition.remoteReplicasMap."""
     fetchState: str = FETCHING
     """On a follower, TRUNCATING or FETCHING; always FETCHING unless truncation is by OffsetsForLeaderEpoch."""
+    hosted: bool = True
+    """Whether the broker hosts the partition: it is in the replicas of the registration it applied (a
+    broker a reassignment removes deletes its log; one it adds starts with an empty log)."""
+    assignment: tuple[int, ...] = ()
+    """Only a leader keeps it: the replicas of the registration it applied (Partition.assignmentState),
+    the followers whose fetches it accepts and whom it may add to the ISR."""
 
 
 class AlterPartition(NamedTuple):
@@ -87,6 +93,11 @@ class Controller(NamedTuple):
     elr: frozenset[int]
     nextBrokerEpoch: int
     """Broker epochs are offsets of registration records in the metadata log: always larger."""
+    replicas: tuple[int, ...] = ()
+    """The partition's replicas, in order of preference; during a reassignment the target replicas
+    followed by those being removed (PartitionReassignmentReplicas)."""
+    addingReplicas: frozenset[int] = frozenset()
+    removingReplicas: frozenset[int] = frozenset()
 
 
 class FetchRequest(NamedTuple):
@@ -152,6 +163,8 @@ class KraftReplicationState(NamedTuple):
     """Ghost: ids of the records whose produce request was acknowledged as successful."""
     failovers: int = 0
     """Controller failovers so far: which controller of the KRaft quorum is active."""
+    reassignments: int = 0
+    """AlterPartitionReassignments requests the controller has accepted so far."""
 
 
 def end_offset_for_epoch(log: tuple[Record, ...], requested: int, latest: int) -> tuple[int, int]:

@@ -22,7 +22,13 @@ from typing import Any, NamedTuple
 from kmc.checker import Action
 from kmc.checker.conformance import Comparison, Oracle
 from kmc.models.kraft_replication import KraftReplicationModel
-from kmc.models.kraft_replication_state import NO_LEADER, Controller, KraftReplicationState, dense_partition_epochs
+from kmc.models.kraft_replication_state import (
+    ERROR_NONE,
+    NO_LEADER,
+    Controller,
+    KraftReplicationState,
+    dense_partition_epochs,
+)
 from kmc.oracles import jvm
 
 BUILDER = "org.apache.kafka.controller.PartitionChangeBuilder"
@@ -31,7 +37,7 @@ REGISTRATION = "org.apache.kafka.metadata.PartitionRegistration"
 ONLINE = "ONLINE"
 UNCLEAN = "UNCLEAN"
 
-QUESTIONS = ("leader", "leaderEpoch", "isr", "elr", "partitionEpoch")
+QUESTIONS = ("leader", "leaderEpoch", "isr", "elr", "partitionEpoch", "replicas", "addingReplicas", "removingReplicas")
 """The fields of the partition both sides keep, compared after every controller step."""
 
 CONTROLLER_STEPS = (
@@ -41,6 +47,7 @@ CONTROLLER_STEPS = (
     "UnfenceBroker",
     "HandleAlterPartition",
     "ControllerFailover",
+    "AlterPartitionReassignments",
 )
 
 
@@ -64,6 +71,12 @@ class BuilderCall(NamedTuple):
     minIsr: int
     eligibleLeaderReplicasEnabled: bool
     metadataVersion: str
+    addingReplicas: tuple[int, ...] = ()
+    removingReplicas: tuple[int, ...] = ()
+    targetReplicas: tuple[int, ...] | None = None
+    """With the two below, what changePartitionReassignment sets from PartitionReassignmentReplicas."""
+    targetAdding: tuple[int, ...] | None = None
+    targetRemoving: tuple[int, ...] | None = None
 
 
 class PartitionAfter(NamedTuple):
@@ -77,6 +90,9 @@ class PartitionAfter(NamedTuple):
     lastKnownElr: tuple[int, ...]
     leaderRecoveryState: str
     changed: bool
+    replicas: tuple[int, ...] = ()
+    addingReplicas: frozenset[int] = frozenset()
+    removingReplicas: frozenset[int] = frozenset()
 
 
 class PartitionChangeOracle(Oracle):
@@ -101,7 +117,7 @@ class PartitionChangeOracle(Oracle):
         self._array_list = jvm.jclass("java.util.ArrayList")
         directory_id = jvm.jclass("org.apache.kafka.common.DirectoryId")
         self._migrating = directory_id.MIGRATING
-        self._directories = directory_id.migratingArray(model.config.brokers)
+        self._directory_id = directory_id
         self._topic_id = jvm.jclass("org.apache.kafka.common.Uuid")(0x6B6D63, 1)
         metadata_version = jvm.jclass("org.apache.kafka.server.common.MetadataVersion")
         # Before KAFKA-15021 (metadata.version 3.6-IV0) the builder bumps the leader epoch on a shrink:
@@ -134,7 +150,8 @@ class PartitionChangeOracle(Oracle):
             return ()
         ours = self._model_controller(state, action, next_state)
         if call == "unchanged":
-            unchanged = PartitionAfter(c.leader, c.leaderEpoch, c.isr, c.elr, c.partitionEpoch, (), "RECOVERED", False)
+            unchanged = PartitionAfter(c.leader, c.leaderEpoch, c.isr, c.elr, c.partitionEpoch, (), "RECOVERED", False,
+                                       c.replicas, c.addingReplicas, c.removingReplicas)  # fmt: skip
             inputs: dict[str, Any] = {"builder": "not called: ReplicationControlManager leaves this partition alone"}
             return self._comparisons(ours, unchanged, inputs)
         out = []
@@ -177,6 +194,8 @@ class PartitionChangeOracle(Oracle):
         out: list[tuple[Action, KraftReplicationState]] = []
         if action.name == "ControllerFailover":
             self.model._controller_failover(state, out)
+        elif action.name == "AlterPartitionReassignments":
+            self.model._alter_partition_reassignments(state, out)
         else:
             method = {
                 "FenceBroker": self.model._fence,
@@ -204,7 +223,21 @@ class PartitionChangeOracle(Oracle):
         name = action.name
         broker = next(iter(action.args.values()))
         unclean_shutdown: tuple[int, ...] | None = None
-        if name in ("FenceBroker", "ControlledShutdown"):
+        reassignment: dict[str, tuple[int, ...]] = {}
+        if name == "AlterPartitionReassignments":
+            # changePartitionReassignment: PartitionReassignmentReplicas of the current and the target
+            # replicas gives the merged replicas (target, then removing) and the adding and removing
+            # sets; the builder completes the move at once if the target is already in the ISR.
+            adding, removing = action.args["adding"], action.args["removing"]
+            target_replicas = (*(r for r in c.replicas if r != removing), adding)
+            reassignment = {
+                "targetReplicas": (*target_replicas, removing),
+                "targetAdding": (adding,),
+                "targetRemoving": (removing,),
+            }
+            acceptable = live
+            target = c.isr
+        elif name in ("FenceBroker", "ControlledShutdown"):
             # handleBrokerFenced / handleBrokerInControlledShutdown: partitions with the broker in the ISR.
             if broker not in c.isr:
                 return "unchanged"
@@ -237,13 +270,16 @@ class PartitionChangeOracle(Oracle):
             target = state.replicas[broker].pendingAlterPartition.isr
         else:  # HandleAlterPartition
             request = state.replicas[broker].pendingAlterPartition
-            after = next_state.replicas[broker]
-            if after.isr != request.isr:
+            leader = state.replicas[broker]
+            if (
+                request.sentTo != state.failovers
+                or self.model._alter_partition_error(c, broker, leader, request) != ERROR_NONE
+            ):
                 return None  # rejected by ReplicationControlManager's validation, or NOT_CONTROLLER
             acceptable = live
             target = request.isr
         return BuilderCall(
-            replicas=ids,
+            replicas=c.replicas,
             leader=c.leader,
             leaderEpoch=c.leaderEpoch,
             partitionEpoch=c.partitionEpoch,
@@ -258,6 +294,9 @@ class PartitionChangeOracle(Oracle):
             minIsr=config.min_insync_replicas,
             eligibleLeaderReplicasEnabled=config.elr,
             metadataVersion=str(self._metadata_version),
+            addingReplicas=tuple(sorted(c.addingReplicas)),
+            removingReplicas=tuple(sorted(c.removingReplicas)),
+            **reassignment,
         )
 
     # -- Kafka ---------------------------------------------------------------------------------
@@ -277,7 +316,9 @@ class PartitionChangeOracle(Oracle):
             partition = (
                 self._registration()
                 .setReplicas(self._ints(call.replicas))
-                .setDirectories(self._directories)
+                .setDirectories(self._directory_id.migratingArray(len(call.replicas)))
+                .setAddingReplicas(self._ints(call.addingReplicas))
+                .setRemovingReplicas(self._ints(call.removingReplicas))
                 .setIsr(self._ints(call.isr))
                 .setElr(self._ints(call.elr))
                 .setLastKnownElr(self._ints(call.lastKnownElr))
@@ -302,6 +343,10 @@ class PartitionChangeOracle(Oracle):
             if call.uncleanShutdownReplicas is not None:
                 builder.setUncleanShutdownReplicas(self._int_list(call.uncleanShutdownReplicas))
             builder.setTargetIsr(self._int_list(call.targetIsr))
+            if call.targetReplicas is not None:
+                builder.setTargetReplicas(self._int_list(call.targetReplicas))
+                builder.setTargetAdding(self._int_list(call.targetAdding or ()))
+                builder.setTargetRemoving(self._int_list(call.targetRemoving or ()))
             if call.targetLeaderRecoveryState is not None:
                 builder.setTargetLeaderRecoveryState(self._recovered)
             record = builder.build()
@@ -320,4 +365,7 @@ class PartitionChangeOracle(Oracle):
             lastKnownElr=tuple(int(r) for r in after.lastKnownElr),
             leaderRecoveryState=str(after.leaderRecoveryState),
             changed=changed,
+            replicas=tuple(int(r) for r in after.replicas),
+            addingReplicas=frozenset(int(r) for r in after.addingReplicas),
+            removingReplicas=frozenset(int(r) for r in after.removingReplicas),
         )

@@ -46,9 +46,10 @@ def LeaderCompleteness(s: KraftReplicationState) -> bool:
 @invariant
 def LeaderCandidateCompleteness(s: KraftReplicationState) -> bool:
     """Every running member of the ISR and of the ELR -- everyone the controller may elect
-    cleanly -- holds every committed record."""
+    cleanly; it elects only among the replicas -- holds every committed record."""
     c = s.controller
-    return all(_holds_prefix(s, b, s.committed) for b in c.isr | c.elr if s.replicas[b].running)
+    candidates = (c.isr | c.elr) & set(c.replicas)
+    return all(_holds_prefix(s, b, s.committed) for b in candidates if s.replicas[b].running)
 
 
 @invariant
@@ -127,6 +128,26 @@ def ValidIsrAndElr(s: KraftReplicationState, model: KraftReplicationModel) -> bo
         return False
     fenced_in_isr = c.isr & c.fenced
     return not fenced_in_isr or (not model.config.elr and c.isr == fenced_in_isr and len(c.isr) == 1)
+
+
+@invariant
+def ValidAssignment(s: KraftReplicationState) -> bool:
+    """The registration's replicas hold its leader and ISR; during a reassignment the adding and
+    removing replicas are disjoint members of them."""
+    c = s.controller
+    replicas = set(c.replicas)
+    if c.leader != NO_LEADER and c.leader not in replicas:
+        return False
+    if not (c.isr | c.addingReplicas | c.removingReplicas) <= replicas:
+        return False
+    return not c.addingReplicas & c.removingReplicas
+
+
+@invariant
+def ElrWithinReplicas(s: KraftReplicationState) -> bool:
+    """Every eligible leader replica is a replica of the partition: a broker a reassignment removed
+    (its log deleted) is never eligible."""
+    return s.controller.elr <= set(s.controller.replicas)
 
 
 FAIRNESS = [WF("HandleAlterPartition", each=True), WF("ApplyMetadata", each=True)]

@@ -20,6 +20,7 @@ from kmc.models.kraft_replication_state import (
     TRUNCATING,
     UNDEFINED,
     Controller,
+    KraftReplicationState,
     OffsetsForLeaderEpochRequest,
     OffsetsForLeaderEpochResponse,
     Record,
@@ -214,7 +215,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 def test_every_checked_in_counterexample_is_in_the_ci_suite() -> None:
     suite = (ROOT / "counterexamples" / "suite.toml").read_text()
-    assert len(TRACES) == 15
+    assert len(TRACES) == 16
     for trace in TRACES:
         assert f'replay = "kraft-replication/{trace.name}"' in suite
 
@@ -275,11 +276,14 @@ def test_truncation_by_offsets_for_leader_epoch() -> None:
 def test_elections_try_the_isr_then_the_elr_then_unclean() -> None:
     strict = KraftReplicationModel.build("kip-966", {"brokers": 3})
     unclean = KraftReplicationModel.build("unclean", {"brokers": 3})
-    c = Controller((1, 2, 3), frozenset({0}), NO_LEADER, 1, 1, frozenset({0}), frozenset({2}), 4)
+    c = Controller((1, 2, 3), frozenset({0}), NO_LEADER, 1, 1, frozenset({0}), frozenset({2}), 4, (0, 1, 2))
     assert strict.elect_leader(c, c.isr, c.elr) == (2, frozenset({0, 2}), frozenset())
     nobody = c._replace(elr=frozenset())
     assert strict.elect_leader(nobody, nobody.isr, nobody.elr) == (NO_LEADER, frozenset({0}), frozenset())
     assert unclean.elect_leader(nobody, nobody.isr, nobody.elr) == (1, frozenset({1}), frozenset())
+    # In the order of the replicas, not of the broker ids.
+    reordered = nobody._replace(replicas=(2, 1, 0))
+    assert unclean.elect_leader(reordered, reordered.isr, reordered.elr) == (2, frozenset({2}), frozenset())
 
 
 def test_min_isr_above_the_replication_factor_is_bad_config() -> None:
@@ -306,3 +310,82 @@ def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
     assert result.complete
     violated = {v.property for v in result.violations}
     assert violated == {name for name, verdict in expected.items() if verdict == "violated"}
+
+
+# -- partition reassignment ----------------------------------------------------------------------
+def _take(model: KraftReplicationModel, state: KraftReplicationState, action: Action) -> KraftReplicationState:
+    [after] = [t for a, t in model.successors(state) if a == action]
+    return after
+
+
+def test_a_reassignment_completes_once_the_target_is_in_the_isr_and_the_leader_moves_off() -> None:
+    """Move broker 0's replica to broker 2: the registration lists the target then the removed
+    replica, broker 2 fetches from leader 0 and joins the ISR, and that AlterPartition completes the
+    reassignment -- broker 0 leaves the replicas and the ISR, broker 1 leads in a new epoch, leader 0
+    keeps its maximal ISR until the metadata arrives, and then deletes its log."""
+    model = KraftReplicationModel.build("reassignment", {"max_records": 1})
+    [s] = model.init_states()
+    assert (s.controller.replicas, s.replicas[2].hosted) == ((0, 1), False)
+    s = _take(model, s, Action("Produce", leader=0, id=1))
+    s = _take(model, s, Action("AlterPartitionReassignments", adding=2, removing=0))
+    c = s.controller
+    assert (c.replicas, c.addingReplicas, c.removingReplicas, c.leader, c.leaderEpoch) == ((1, 2, 0), {2}, {0}, 0, 0)
+    # Broker 2 is not yet a replica the leader knows: NOT_LEADER_OR_FOLLOWER.
+    s = _take(model, s, Action("ApplyMetadata", broker=2))
+    s = _take(model, s, Action("SendFetch", follower=2, leader=0))
+    s = _take(model, s, Action("HandleFetch", leader=0, follower=2))
+    assert s.fetches[2].error == "NOT_LEADER_OR_FOLLOWER"
+    s = _take(model, s, Action("HandleFetchResponse", follower=2, leader=0))
+    s = _take(model, s, Action("ApplyMetadata", broker=0))
+    assert s.replicas[0].assignment == (1, 2, 0)
+    fetch = Action("SendFetch", follower=2, leader=0)
+    answer = Action("HandleFetch", leader=0, follower=2)
+    for step in (fetch, answer, Action("HandleFetchResponse", follower=2, leader=0), fetch, answer):
+        s = _take(model, s, step)
+    assert (s.replicas[0].highWatermark, len(s.replicas[2].log)) == (0, 1)  # broker 1 has not fetched yet
+    s = _take(model, s, Action("ExpandIsr", leader=0, replica=2))
+    s = _take(model, s, Action("HandleAlterPartition", leader=0))
+    c = s.controller
+    assert (c.replicas, c.addingReplicas, c.removingReplicas, c.isr) == ((1, 2), frozenset(), frozenset(), {1, 2})
+    assert (c.leader, c.leaderEpoch) == (1, 1)
+    assert s.replicas[0].pendingAlterPartition.sentTo == AWAITING_METADATA
+    s = _take(model, s, Action("ApplyMetadata", broker=0))
+    assert (s.replicas[0].hosted, s.replicas[0].log) == (False, ())
+    s = _take(model, s, Action("ApplyMetadata", broker=1))
+    assert (s.replicas[1].leader, s.replicas[1].assignment, s.replicas[1].isr) == (1, (1, 2), {1, 2})
+
+
+SAFETY = [
+    "AcknowledgedWriteNeverLost", "LeaderCompleteness", "LeaderCandidateCompleteness", "LogMatching",
+    "ReplicationQuorumSuperset", "NoCommittedRecordLostGlobally", "ConsistentRead", "ValidIsrAndElr",
+    "ValidAssignment", "HighWatermarkMonotonic",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("isr_expand_leso", "states"), [(True, 21674), (False, 22214)])
+def test_a_reassignment_keeps_every_record_with_or_without_kafka_7128(isr_expand_leso: bool, states: int) -> None:
+    """One move of one replica, one record: nothing is lost, and without KAFKA-7128 neither (the
+    added replica starts empty in the current epoch, so its LEO is never above the epoch start)."""
+    overrides = {"max_records": 1, "isr_expand_leso": isr_expand_leso}
+    result = Check("kraft-replication", preset="reassignment", overrides=overrides, property_names=SAFETY).run()
+    assert result.status is Status.HOLDS_COMPLETE, result.violations
+    assert result.stats.distinct_states == states
+
+
+def test_kafka_leaves_a_removed_replica_in_the_elr() -> None:
+    """Completing a reassignment whose ISR is below min ISR: PartitionChangeBuilder's ELR takes the
+    old ISR minus the new one, the removed replica included (the oracle agrees with Kafka 4.3.1)."""
+    result = Check("kraft-replication", preset="reassignment", property_names=["ElrWithinReplicas"]).run()
+    [violation] = result.violations
+    assert [a.name for a in violation.trace.actions[1:]] == [
+        "ShrinkIsr", "HandleAlterPartition", "AlterPartitionReassignments", "ApplyMetadata", "ApplyMetadata",
+        "SendFetch", "HandleFetch", "ExpandIsr", "HandleAlterPartition",
+    ]  # fmt: skip
+    c = violation.trace.states[-1].controller
+    assert (c.replicas, c.isr, c.elr, c.leader) == ((1, 2), {2}, {0, 1}, 2)
+
+
+def test_no_reassignment_leaves_the_default_state_space_alone() -> None:
+    model = KraftReplicationModel()
+    [s] = model.init_states()
+    assert s.controller.replicas == (0, 1) and "AlterPartitionReassignments" in model.inactive_actions()

@@ -48,35 +48,48 @@ def _counts(result: ConformResult) -> tuple[int, int, int, int]:
 @needs_kafka
 def test_default_preset_conforms_on_a_small_config() -> None:
     result = _conform(KraftReplicationModel.build("kip-966", {**SMALL, "max_shutdowns": 1}))
-    assert _counts(result) == (35680, 34053, 170265, 0)
+    assert _counts(result) == (35680, 34053, 272424, 0)
     [tally] = result.tallies
     assert set(tally.by_action) == {
         "FenceBroker", "ControlledShutdown", "HandleAlterPartition", "UnfenceBroker", "BrokerRestart"
     }  # fmt: skip
-    assert set(tally.by_question) == {"leader", "leaderEpoch", "isr", "elr", "partitionEpoch"}
+    assert set(tally.by_question) == {
+        "leader", "leaderEpoch", "isr", "elr", "partitionEpoch", "replicas", "addingReplicas", "removingReplicas"
+    }  # fmt: skip
 
 
 @needs_kafka
 def test_unclean_election_conforms() -> None:
     """Two leader changes: enough for the unclean election after which the ELR must be empty."""
     result = _conform(KraftReplicationModel.build("unclean", {"max_leader_epoch": 2, "max_records": 0}))
-    assert _counts(result) == (2698, 1899, 9495, 0)
+    assert _counts(result) == (2698, 1899, 15192, 0)
 
 
 @needs_kafka
 def test_kafka_3_5_conforms_at_metadata_version_3_5() -> None:
     """v3.5 is compared at metadata.version 3.5-IV2, where the builder bumps the leader epoch on shrinks."""
     result = _conform(KraftReplicationModel.build("v3.5", SMALL))
-    assert _counts(result) == (5373, 3510, 17550, 0)
+    assert _counts(result) == (5373, 3510, 28080, 0)
 
 
 @needs_kafka
 def test_an_alter_partition_committed_before_a_controller_failover_conforms() -> None:
     """The controller that commits an AlterPartition and fails over unanswered is compared too."""
     result = _conform(KraftReplicationModel.build("controller-failover", {"max_records": 1}))
-    assert _counts(result) == (11548, 7852, 39260, 0)
+    assert _counts(result) == (11548, 7852, 62816, 0)
     [tally] = result.tallies
     assert tally.by_action["ControllerFailover"] == 4476
+
+
+@needs_kafka
+def test_a_reassignment_conforms() -> None:
+    """AlterPartitionReassignments is asked of the builder with targetReplicas, targetAdding and
+    targetRemoving, and every later change completes it (or not) as Kafka's builder does --
+    including the completion below min ISR that leaves the removed replica in the ELR."""
+    result = _conform(KraftReplicationModel.build("reassignment", {"max_records": 1}))
+    assert _counts(result) == (21674, 6384, 51072, 0)
+    [tally] = result.tallies
+    assert tally.by_action["AlterPartitionReassignments"] == 146
 
 
 @needs_kafka
