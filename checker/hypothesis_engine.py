@@ -25,10 +25,11 @@ is fixed during a round and taken in between rounds.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -426,6 +427,32 @@ def machine_settings(options: HypothesisOptions, examples: int | None = None) ->
     )
 
 
+@contextlib.contextmanager
+def _own_constants_only() -> Iterator[None]:
+    """Hypothesis draws a few integers from constants in the source of the "local" modules loaded at
+    the time. Which modules are loaded, and whether the toolkit is installed or a checkout, would then
+    change what a seed draws; during a check Hypothesis draws from its own constants only, so a seed
+    means the same run wherever it is given. (Hypothesis internals: left alone if they change.)"""
+    from hypothesis.internal.conjecture import providers
+
+    try:
+        empty = providers.Constants(
+            integers=providers.SortedSet(),
+            floats=providers.SortedSet(key=providers.float_to_int),
+            bytes=providers.SortedSet(),
+            strings=providers.SortedSet(),
+        )
+        saved = providers._get_local_constants, providers.CONSTANTS_CACHE
+    except AttributeError:
+        yield
+        return
+    providers._get_local_constants, providers.CONSTANTS_CACHE = (lambda: empty), {}
+    try:
+        yield
+    finally:
+        providers._get_local_constants, providers.CONSTANTS_CACHE = saved
+
+
 def hypothesis_check(
     model: Model,
     props: PropertySet,
@@ -441,10 +468,11 @@ def hypothesis_check(
     if options.guided and options.examples % ROUND:
         rounds.append(options.examples % ROUND)
     try:
-        for number, examples in enumerate(rounds):
-            hypothesis.seed(seed if number == 0 else hash((seed, number)))(machine)
-            run_state_machine_as_test(machine, settings=machine_settings(options, examples))
-            machine.explored.end_round()
+        with _own_constants_only():
+            for number, examples in enumerate(rounds):
+                hypothesis.seed(seed if number == 0 else hash((seed, number)))(machine)
+                run_state_machine_as_test(machine, settings=machine_settings(options, examples))
+                machine.explored.end_round()
     except PropertyViolationError:
         assert machine.last_failure is not None
         trace, name, kind = machine.last_failure
