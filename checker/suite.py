@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import threading
 import time
 import tomllib
 from collections.abc import Callable
@@ -389,8 +390,9 @@ def run_suite(
     jobs: int = 1,
 ) -> list[Outcome]:
     """Every entry's outcome, in the suite's order. With ``jobs`` > 1 the entries run in that many forked
-    processes: ``on_outcome`` sees them in the order they finish, and an outcome carries no result."""
-    if jobs <= 1 or len(entries) <= 1:
+    processes: ``on_outcome`` sees them in the order they finish, and an outcome carries no result.
+    A process that already runs other threads (a JVM's, a Spark context's) runs them one at a time."""
+    if jobs <= 1 or len(entries) <= 1 or threading.active_count() > 1:  # forking a threaded process can deadlock
         outcomes = []
         for entry in entries:
             outcomes.append(_run_entry(entry, out_dir))
