@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,3 +31,16 @@ def kmc(capsys: pytest.CaptureFixture[str]):
         return code, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (Debian's) driven by Playwright, for the report and explorer pages."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (test dependency)")
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.skip("the system Chromium is not installed: apt-get install chromium")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield launched
+        launched.close()

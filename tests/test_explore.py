@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -313,18 +312,6 @@ def test_cli_serves_until_ctrl_c() -> None:
 
 
 # -- the page, in a real browser -------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (test dependency)")
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.skip("the system Chromium is not installed: apt-get install chromium")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
 @pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 950}, accept_downloads=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,18 +41,6 @@ def demo() -> dict[str, Path]:
     for fmt in ("html", "svg"):
         assert run_kmc("render", trace, "-o", files[fmt]) == 0
     return files
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (test dependency)")
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.skip("the system Chromium is not installed: apt-get install chromium")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
