@@ -10,9 +10,10 @@ member's protocols fit (``supportsProtocols``), member validation (``validateMem
 commit validation (``validateOffsetCommit``) and the static-member swap (``replaceStaticMember``).
 
 For each step, the model's handler is re-executed with its group writes recorded (every
-``_set_group`` in order), so the oracle sees the intermediate groups inside one handler (Stable →
-PreparingRebalance → CompletingRebalance is two writes, two transitions). A real ``ClassicGroup``
-is built from the group just before each decision and asked the same question.
+``_set_group`` of :mod:`kmc.models.group_coordinator`, in order), so the oracle sees the
+intermediate groups inside one handler (Stable → PreparingRebalance → CompletingRebalance is two
+writes, two transitions). A real ``ClassicGroup`` is built from the group just before each
+decision and asked the same question.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from kmc.checker.conformance import Comparison, Oracle
 from kmc.checker.model import Action
 from kmc.models import group as gm
+from kmc.models import group_coordinator
 from kmc.models.group import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -175,12 +177,12 @@ class ClassicGroupOracle(Oracle):
     # -- re-executing the model's step with its group writes recorded ---------------------------
     def _raw_steps(self, state: GroupState) -> list[tuple[Action, _Traced]]:
         if self._cache_key is not state:
-            saved = (gm._set_group, gm._normalise)
-            gm._set_group, gm._normalise = _recording_set_group, lambda s: s  # type: ignore[assignment]
+            saved = (group_coordinator._set_group, gm._normalise)
+            group_coordinator._set_group, gm._normalise = _recording_set_group, lambda s: s  # type: ignore[assignment]
             try:
                 steps = self.model.successors(_traced(state))
             finally:
-                gm._set_group, gm._normalise = saved
+                group_coordinator._set_group, gm._normalise = saved
             self._cache_key, self._cache = state, steps  # type: ignore[assignment]
         return self._cache
 

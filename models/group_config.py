@@ -1,0 +1,147 @@
+"""The `group` model's configuration, presets and actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kmc.checker import Preset, param
+
+from .assignors import STRATEGIES
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    consumers: int = param(2, "consumer processes (each may join, crash and restart)", min=1, max=4)
+    partitions: int = param(2, "partitions of the one subscribed topic", min=0, max=6)
+    assignor: str = param("range", "the assignor the group leader runs", choices=STRATEGIES)
+    rebalance_protocol: Literal["eager", "cooperative"] = param(
+        "eager", "how consumers revoke: everything before JoinGroup, or only what moves (KIP-429)"
+    )
+    static_membership: bool = param(False, "consumers set group.instance.id (KIP-345)")
+    require_known_member_id: bool = param(True, "KIP-394: a new member first gets MEMBER_ID_REQUIRED")
+    initial_rebalance_delay: bool = param(True, "KIP-134: delay the first rebalance of an Empty group")
+    delay_extensions: int = param(1, "KIP-134: how often the initial delay can be extended", min=0, max=3)
+    delayed_sync: bool = param(True, "KAFKA-12890: remove members that never send SyncGroup")
+    rebalance_static_rejoin_in_completing: bool = param(
+        True, "KAFKA-9801: a static member rejoining in CompletingRebalance forces a rebalance"
+    )
+    sanitise_owned_partitions: bool = param(
+        True,
+        "KAFKA-12984, KAFKA-14639: the sticky assignors drop an owned partition claimed by an older "
+        "generation (and by two members of one generation)",
+    )
+    fence_replaced_static_member: bool = param(
+        True, "KAFKA-8500: a static member rejoining in any state gets a new member id; the old one is fenced"
+    )
+    duplicate_instance: bool = param(
+        False, "a second process with consumer 0's group.instance.id may start (started twice, or back from a pause)"
+    )
+    persist_static_replacement: bool = param(
+        True, "KAFKA-10284: persist the new member id of a static member that rejoins a Stable group"
+    )
+    timeouts: Literal["crashed", "any"] = param(
+        "crashed", "which timers expire: only those of consumers that stopped, or any (slow consumers)"
+    )
+    max_faults: int = param(
+        1, "consumer crashes, leaves, stalls, request timeouts and coordinator failovers in all", min=0, max=4
+    )
+    coordinator_failover: bool = param(True, "the coordinator may move (its partition's leader changes)")
+    slow_coordinator: bool = param(
+        False,
+        "a fault: the client's request.timeout.ms expires while the coordinator still holds its JoinGroup or SyncGroup",
+    )
+    poll_stalls: bool = param(
+        False, "a fault: the application stops polling for good while the heartbeat thread keeps its session alive"
+    )
+    max_generation: int = param(8, "bound on the (shifted) generation id (within_bounds)", min=1, max=16)
+
+
+PRESETS = {
+    "eager-range": Preset.of(
+        "eager rebalancing with the range assignor: the default before Kafka 3.x clients",
+        {"ExclusiveOwnership": "holds", "StableAssignmentCovers": "holds"},
+    ),
+    "cooperative-sticky": Preset.of(
+        "KIP-429 incremental cooperative rebalancing with the cooperative-sticky assignor",
+        {"ExclusiveOwnership": "holds"},
+        assignor="cooperative-sticky",
+        rebalance_protocol="cooperative",
+    ),
+    "cooperative-unsafe-assignor": Preset.of(
+        "cooperative consumers whose assignor moves partitions in one round (it does not support COOPERATIVE)",
+        {"ExclusiveOwnership": "violated"},
+        assignor="sticky",
+        rebalance_protocol="cooperative",
+    ),
+    "static": Preset.of(
+        "static membership (KIP-345) with every later fix",
+        {"NoLiveConsumerFenced": "holds", "StableAssignmentCovers": "holds"},
+        static_membership=True,
+    ),
+    "slow-coordinator": Preset.of(
+        "static members whose JoinGroup or SyncGroup outlives request.timeout.ms at the coordinator: the client "
+        "abandons it and rejoins",
+        {"NoLiveConsumerFenced": "holds", "RebalanceCompletes": "holds"},
+        static_membership=True,
+        slow_coordinator=True,
+    ),
+    "static-kafka-10284": Preset.of(
+        "before KAFKA-10284: a static member's new id is not persisted, and a coordinator failover fences it",
+        {"NoLiveConsumerFenced": "violated"},
+        static_membership=True,
+        persist_static_replacement=False,
+        max_faults=2,
+    ),
+    "static-kafka-9801": Preset.of(
+        "before KAFKA-9801: a static member rejoining in CompletingRebalance gets no assignment",
+        {"StableAssignmentCovers": "violated"},
+        static_membership=True,
+        rebalance_static_rejoin_in_completing=False,
+    ),
+    "static-kafka-8500": Preset.of(
+        "before KAFKA-8500: a second process with a known group.instance.id joining mid-rebalance takes over the "
+        "old member id, and both processes consume as one member",
+        {"OneProcessPerMemberId": "violated"},
+        static_membership=True,
+        duplicate_instance=True,
+        fence_replaced_static_member=False,
+    ),
+    "kafka-12890": Preset.of(
+        "before KAFKA-12890: a member that heartbeats but never sends SyncGroup keeps the group in CompletingRebalance",
+        {"SyncCompletes": "violated"},
+        delayed_sync=False,
+        poll_stalls=True,
+    ),
+    "slow-member": Preset.of(
+        "timers expire at any moment: a member that keeps missing its rebalance timeout",
+        {"RebalanceCompletes": "violated"},
+        timeouts="any",
+        max_faults=0,
+        partitions=1,
+        max_generation=2,
+    ),
+}
+
+ACTION_ARGS = {
+    "SendJoinGroup": ("consumer",),
+    "HandleJoinGroup": ("consumer", "error"),
+    "HandleSyncGroup": ("consumer", "error"),
+    "ReceiveJoinGroup": ("consumer", "error"),
+    "ReceiveSyncGroup": ("consumer", "error"),
+    "Heartbeat": ("consumer", "error"),
+    "OffsetCommit": ("consumer", "memberId", "generationId", "error"),
+    "LeaveGroup": ("consumer",),
+    "ConsumerCrash": ("consumer",),
+    "ConsumerStart": ("consumer",),
+    "ConsumerStall": ("consumer",),
+    "RequestTimeout": ("consumer",),
+    "InitialDelayExpired": (),
+    "RebalanceTimeout": (),
+    "SyncTimeout": (),
+    "SessionTimeout": ("memberId",),
+    "PendingMemberTimeout": ("memberId",),
+    "CoordinatorUnload": (),
+    "CoordinatorLoad": (),
+}
+"""Every action of the model and the names of its arguments."""
