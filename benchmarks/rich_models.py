@@ -1,0 +1,195 @@
+"""Benchmark: the rich models' safety search, this tree against an older commit, in one run.
+
+    python benchmarks/rich_models.py                      # every configuration, 3 rounds
+    python benchmarks/rich_models.py --model group --rounds 5
+    python benchmarks/rich_models.py --base 6f68187       # the commit to compare with
+
+The older commit is checked out in a temporary git worktree (its C extension built there) and
+imported ahead of the installed toolkit, so both run the same `kmc check` command line. Each
+round runs the old and the new code back to back, configuration by configuration, because the
+machine's speed drifts; the reported time is the median of the rounds. Both check the same
+safety properties (those both versions define), so the state counts are identical unless the
+model itself changed. `replication` (kip-320, 3 replicas) runs in every round as the
+yardstick for states per second. Where a model's semantics changed since the older commit (new
+mechanisms behind flags that the configuration turns on), the counts differ; the script then says
+so and compares states per second instead. Results are recorded in benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEFAULT_BASE = "6f68187"  # the code when the performance issue was opened
+
+CONFIGS: list[tuple[str, list[str]]] = [
+    ("replication", ["--preset", "kip-320", "--set", "replicas=3"]),
+    ("kraft-replication", []),
+    ("kraft-replication", ["--set", "brokers=3", "--set", "max_records=1", "--set", "max_leader_epoch=2"]),
+    ("kraft-quorum", []),
+    ("kraft-quorum", ["--set", "voters=4", "--set", "max_partitions=0"]),
+    ("group", []),
+    ("group", ["--set", "max_faults=2"]),
+    ("group-kip848", []),
+    ("group-kip848", ["--set", "max_faults=2"]),
+]
+
+LIST_SAFETY = """
+import json, sys
+from kmc.checker.registry import load_model_class
+from kmc.checker.properties import model_properties
+cls = load_model_class(sys.argv[1])
+print(json.dumps(sorted(p.name for p in model_properties(cls) if p.kind in ("invariant", "step"))))
+"""
+
+
+def base_tree(commit: str) -> Path:
+    """A worktree of `commit` laid out as an importable `kmc` package, with its C extension."""
+    sha = subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.strip()  # fmt: skip
+    work = Path(tempfile.gettempdir()) / f"kmc-bench-base-{sha}"
+    if not (work / "checker").is_dir():
+        subprocess.run(["git", "worktree", "add", "--detach", str(work), sha], cwd=ROOT, check=True,
+                       capture_output=True)  # fmt: skip
+    root = work / "_importable"
+    pkg = root / "kmc"
+    if not pkg.is_dir():
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        for name in ("checker", "models", "specs", "oracles"):
+            if (work / name).is_dir():
+                (pkg / name).symlink_to(work / name)
+        build = work / "_build"
+        build.mkdir(exist_ok=True)
+        source = work / "checker" / "_canonical.c"
+        script = ("from setuptools import setup, Extension; "
+                  f"setup(name='base', ext_modules=[Extension('_canonical', [{str(source)!r}])], "
+                  f"script_args=['-q', 'build_ext', '--build-lib', {str(build)!r}])")  # fmt: skip
+        subprocess.run([sys.executable, "-c", script], cwd=build, check=True, capture_output=True)
+        for so in build.glob("_canonical*.so"):
+            (work / "checker" / so.name).write_bytes(so.read_bytes())
+    return root
+
+
+def git_head() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def env_for(importable: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if importable is not None:
+        env["PYTHONPATH"] = str(importable)
+    return env
+
+
+def safety_properties(model: str, importable: Path | None) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", LIST_SAFETY, model], env=env_for(importable), capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def run(model: str, args: list[str], properties: list[str], importable: Path | None) -> dict:
+    cmd = [sys.executable, "-m", "kmc.checker.cli", "check", model, *args, "--json", "--no-progress",
+           "--out", tempfile.mkdtemp(prefix="kmc-bench-")]  # fmt: skip
+    for name in properties:
+        cmd += ["--property", name]
+    done = subprocess.run(cmd, env=env_for(importable), capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr.strip()[-2000:]}")
+    data = json.loads(done.stdout)
+    return {
+        "distinct_states": data["distinct_states"],
+        "generated_states": data.get("generated_states"),
+        "depth": data.get("depth"),
+        "search_s": data["elapsed_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", default=DEFAULT_BASE, help="the commit to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--model", action="append", help="only these models (replication always runs)")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    configs = [(m, a) for m, a in CONFIGS if m == "replication" or not args.model or m in args.model]
+    if len(configs) == 1 and args.model:
+        parser.error(f"no configuration for {args.model}: choose from {sorted({m for m, _ in CONFIGS})}")
+
+    base = base_tree(args.base)
+    props: dict[str, list[str]] = {}
+    for model in dict.fromkeys(m for m, _ in configs):
+        new, old = safety_properties(model, None), safety_properties(model, base)
+        props[model] = [p for p in new if p in old]
+
+    times: dict[int, dict[str, list[float]]] = {i: {"old": [], "new": []} for i in range(len(configs))}
+    counts: dict[int, dict] = {}
+    for r in range(args.rounds):
+        for i, (model, cargs) in enumerate(configs):
+            for side, tree in (("old", base), ("new", None)):
+                res = run(model, cargs, props[model], tree)
+                key = (res["distinct_states"], res["generated_states"], res["depth"])
+                seen = counts.setdefault(i, {}).setdefault(side, key)
+                if seen != key:
+                    raise SystemExit(f"{model} {' '.join(cargs)}: {side} gives {key} in round {r + 1}, {seen} before")
+                times[i][side].append(res["search_s"])
+                print(f"round {r + 1} {side} {model} {' '.join(cargs)}: {res['distinct_states']:,} states "
+                      f"in {res['search_s']:.2f} s", flush=True)  # fmt: skip
+
+    rows = []
+    for i, (model, cargs) in enumerate(configs):
+        old, new = statistics.median(times[i]["old"]), statistics.median(times[i]["new"])
+        (states, generated, depth), old_key = counts[i]["new"], counts[i]["old"]
+        row = {
+            "model": model, "args": " ".join(cargs), "properties": props[model],
+            "distinct_states": states, "generated_states": generated, "depth": depth,
+            "old_s": times[i]["old"], "new_s": times[i]["new"], "old_median_s": old, "new_median_s": new,
+            "speedup": round(old / new, 2), "new_states_per_s": round(states / new), "same_states": True,
+        }  # fmt: skip
+        if old_key != counts[i]["new"]:  # the model's semantics changed since the base: compare rates
+            row.update(same_states=False, old_distinct_states=old_key[0], old_generated_states=old_key[1],
+                       speedup=round((states / new) / (old_key[0] / old), 2))  # fmt: skip
+            print(f"note: {model} {row['args']}: {old_key[0]:,} states before, {states:,} now; "
+                  "its speedup compares states per second", file=sys.stderr)  # fmt: skip
+        rows.append(row)
+    yardstick = rows[0]["new_states_per_s"]
+    for row in rows:
+        row["share_of_replication_rate"] = round(row["new_states_per_s"] / yardstick, 2)
+    record = {
+        "benchmark": f"safety search, {args.base} against this tree, median of {args.rounds} rounds",
+        "base": args.base,
+        "head": git_head(),
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "rows": rows,
+    }
+    suffix = "-".join(args.model) if args.model else "all"
+    out = HERE / "results" / f"{record['date']}-rich-models-{suffix}.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print("| model | settings | states | before | after | speedup | states/s | of replication's |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        states = f"{row['distinct_states']:,}"
+        if not row["same_states"]:
+            states += f" (was {row['old_distinct_states']:,})"
+        print(f"| {row['model']} | {row['args'] or 'defaults'} | {states} | "
+              f"{row['old_median_s']:.1f} s | {row['new_median_s']:.1f} s | {row['speedup']}x | "
+              f"{row['new_states_per_s']:,} | {row['share_of_replication_rate']}x |")  # fmt: skip
+    print(f"recorded in {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
