@@ -20,8 +20,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import hashlib
-import hmac
 import io
 import json
 import os
@@ -39,6 +37,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .bfs import DEADLOCK, MODEL_BOUND, bounds_check, expand, peak_rss, search_result
+from .checkpoint import check_resumable, checkpoint_key, load_meta, opened, save_meta, sealed, write_atomically
 from .errors import UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Model, State
@@ -156,13 +155,6 @@ def _saved_files(workdir: str, partitions: int, level: int) -> Iterator[Path]:
         yield _visited_path(workdir, p, level)
 
 
-def _write_atomically(path: Path, write: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        write(fh)
-    os.replace(tmp, path)
-
-
 @functools.cache
 def _rebuildable(cls: type) -> bool:
     """A plain tuple or a NamedTuple: nothing but its items, so ``tuple.__new__`` remakes it."""
@@ -203,61 +195,17 @@ def _await(paths: list[Path]) -> None:
         delay = min(2 * delay, 0.02)
 
 
-def checkpoint_key() -> bytes:
-    """The user's key for checkpoint files, kept beside their config ($XDG_CONFIG_HOME/kmc, else
-    ~/.config/kmc) and made on first use, readable by the user only. A checkpoint is unpickled only
-    after its HMAC under this key checks out: a file written by anyone else is never loaded."""
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "kmc"
-    path = base / "checkpoint.key"
-    try:
-        if not path.exists():
-            base.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(os.urandom(32).hex().encode())
-        key = bytes.fromhex(path.read_text().strip())
-    except FileExistsError:
-        key = bytes.fromhex(path.read_text().strip())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"spark: cannot read or create the checkpoint key {path} ({exc})") from None
-    if len(key) < 16:
-        raise UserError(f"spark: the checkpoint key {path} is too short; delete it to make a new one")
-    return key
-
-
-MAC_BYTES = 32
-
-
-def _sealed(key: bytes, payload: bytes) -> bytes:
-    return hmac.new(key, payload, hashlib.sha256).digest() + payload
-
-
-def _opened(key: bytes, path: Path) -> bytes:
-    """The file's payload, once its HMAC proves this user's kmc wrote it; a UserError otherwise."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"spark: {path} is missing (damaged work directory)") from None
-    mac, payload = data[:MAC_BYTES], data[MAC_BYTES:]
-    if len(data) < MAC_BYTES or not hmac.compare_digest(mac, hmac.new(key, payload, hashlib.sha256).digest()):
-        raise UserError(
-            f"spark: {path} is damaged or was not written by your kmc (its authentication code does not "
-            "match your checkpoint key): refusing to load it; start the check again without --resume"
-        )
-    return payload
-
-
 def _write_states(path: Path, fps: list[int], states: list[State], key: bytes) -> None:
     # One pickle per file: parts the states share are written once.
     import numpy as np
 
     piece = (np.array(fps, dtype=np.uint64), _interned(states))
     payload = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
-    _write_atomically(path, lambda fh: fh.write(_sealed(key, payload)))
+    write_atomically(path, lambda fh: fh.write(sealed(key, payload)))
 
 
 def _read_states(path: Path, key: bytes) -> tuple[list[int], list[State]]:
-    fps, states = pickle.loads(_opened(key, path))  # authenticated above: this user's own file
+    fps, states = pickle.loads(opened(key, path))  # authenticated above: this user's own file
     return fps.tolist(), states
 
 
@@ -265,7 +213,7 @@ def _read_visited(workdir: str, partition: int, level: int, key: bytes) -> tuple
     import numpy as np
 
     path = _visited_path(workdir, partition, level)
-    with np.load(io.BytesIO(_opened(key, path)), allow_pickle=False) as data:
+    with np.load(io.BytesIO(opened(key, path)), allow_pickle=False) as data:
         return data["fps"], data["parents"]
 
 
@@ -274,7 +222,7 @@ def _write_visited(workdir: str, partition: int, level: int, fps: Any, parents: 
 
     buffer = io.BytesIO()
     np.savez(buffer, fps=fps, parents=parents)
-    _write_atomically(_visited_path(workdir, partition, level), lambda fh: fh.write(_sealed(key, buffer.getvalue())))
+    write_atomically(_visited_path(workdir, partition, level), lambda fh: fh.write(sealed(key, buffer.getvalue())))
 
 
 RESCALE = "rescale"
@@ -347,7 +295,7 @@ class _Searcher:
         a level."""
         self.round += 1
         paths = [self.exchange / f"sync-{self.round:06d}-{t:05d}.json" for t in range(self.tasks)]
-        _write_atomically(paths[self.task], lambda fh: fh.write(json.dumps(message).encode()))
+        write_atomically(paths[self.task], lambda fh: fh.write(json.dumps(message).encode()))
         start = time.perf_counter()
         _await(paths)
         self.waited += time.perf_counter() - start
@@ -533,7 +481,7 @@ class _Searcher:
             chosen = np.flatnonzero(owner == q)
             table = np.stack([new_fps[chosen], parents[chosen]])
             path = self._path("candidates", level, partition, q)
-            _write_atomically(path, lambda fh, t=table: np.save(fh, t))
+            write_atomically(path, lambda fh, t=table: np.save(fh, t))
             held[q] = (table, [successors[i] for i in chosen.tolist()])
         return held
 
@@ -576,7 +524,7 @@ class _Searcher:
         for p in range(self.job.partitions):
             won = np.sort(index[chosen[origin[chosen] == p]])
             won_by[p] = won_by.get(p, 0) + len(won)
-            _write_atomically(self._path("winners", level, partition, p), lambda fh, w=won: np.save(fh, w))
+            write_atomically(self._path("winners", level, partition, p), lambda fh, w=won: np.save(fh, w))
         return len(chosen)
 
     def _advance(self, level: int, held: dict[int, Held]) -> None:
@@ -739,70 +687,22 @@ CHECKPOINT_FORMAT = 4
 """Bumped whenever the files of a level change shape; a checkpoint of another format is refused."""
 
 
-def _meta_mac(key: bytes, doc: dict[str, Any]) -> str:
-    body = json.dumps({k: v for k, v in doc.items() if k != "mac"}, sort_keys=True, default=str)
-    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
-
-
 def _save_meta(workdir: str, job: Job, prog: _Progress) -> None:
-    doc: dict[str, Any] = json.loads(
-        json.dumps({"format": CHECKPOINT_FORMAT, "job": job.signature(), "progress": asdict(prog)}, default=str)
-    )
-    doc["mac"] = _meta_mac(job.key, doc)
-    _write_atomically(Path(workdir) / "meta.json", lambda fh: fh.write(json.dumps(doc, indent=1).encode()))
+    save_meta(workdir, job.key, CHECKPOINT_FORMAT, job.signature(), asdict(prog))
 
 
 def _load_meta(workdir: str, job: Job) -> _Progress:
-    path = Path(workdir) / "meta.json"
-    if not path.exists():
-        raise UserError(f"--resume {workdir}: no checkpoint there (meta.json is missing)")
+    same = "model, config, properties, symmetry, deadlock and partitions"
+    progress = load_meta(workdir, job.key, CHECKPOINT_FORMAT, job.signature(), same)
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"--resume {workdir}: meta.json is unreadable ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
-        raise UserError(
-            f"--resume {workdir}: the checkpoint was written by another version of kmc "
-            f"(format {doc.get('format', 1) if isinstance(doc, dict) else '?'}, this one reads {CHECKPOINT_FORMAT}); "
-            "start the check again without --resume"
-        )
-    if not isinstance(doc.get("mac"), str) or not hmac.compare_digest(doc["mac"], _meta_mac(job.key, doc)):
-        raise UserError(
-            f"--resume {workdir}: meta.json is damaged or was not written by your kmc (its authentication code "
-            "does not match your checkpoint key); start the check again without --resume"
-        )
-    if not isinstance(doc.get("job"), dict) or not isinstance(doc.get("progress"), dict):
-        raise UserError(f"--resume {workdir}: meta.json is malformed")
-    if doc["job"] != json.loads(json.dumps(job.signature(), default=str)):
-        raise UserError(
-            f"--resume {workdir}: the checkpoint is of a different check "
-            f"({doc['job']['model_ref']} {doc['job']['config']}); rerun with the same model, config, "
-            "properties, symmetry, deadlock and partitions"
-        )
-    try:
-        return _Progress(**doc["progress"])
+        return _Progress(**progress)
     except TypeError as exc:
         raise UserError(f"--resume {workdir}: meta.json is malformed ({exc})") from None
 
 
 def _check_resumable(workdir: str) -> None:
     """A checkpoint directory whose meta.json exists, parses and carries this user's HMAC."""
-    path = Path(workdir) / "meta.json"
-    if not Path(workdir).is_dir():
-        raise UserError(f"--resume {workdir}: no such directory")
-    if not path.is_file():
-        raise UserError(f"--resume {workdir}: no checkpoint there (meta.json is missing)")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"--resume {workdir}: meta.json is unreadable ({' '.join(str(exc).split())})") from None
-    if not isinstance(doc, dict) or doc.get("format") != CHECKPOINT_FORMAT:
-        return  # _load_meta names the format
-    if not isinstance(doc.get("mac"), str) or not hmac.compare_digest(doc["mac"], _meta_mac(checkpoint_key(), doc)):
-        raise UserError(
-            f"--resume {workdir}: meta.json is damaged or was not written by your kmc (its authentication code "
-            "does not match your checkpoint key); start the check again without --resume"
-        )
+    check_resumable(workdir, CHECKPOINT_FORMAT, checkpoint_key())
 
 
 def _parent_lookup(workdir: str, partitions: int, level: int, key: bytes) -> Any:
@@ -910,7 +810,7 @@ def _initial_level(model: Model, job: Job, keyfn: Any) -> _Progress:
 
 def _write_progress(workdir: str, prog: _Progress) -> None:
     path = Path(workdir) / "progress.json"
-    _write_atomically(path, lambda fh: fh.write(json.dumps(asdict(prog), default=str).encode()))
+    write_atomically(path, lambda fh: fh.write(json.dumps(asdict(prog), default=str).encode()))
 
 
 def _read_progress(workdir: str) -> _Progress | None:
