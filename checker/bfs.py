@@ -41,6 +41,12 @@ class BfsOptions:
     """"states" keeps every state (exact); "fingerprints" keeps 64-bit fingerprints (TLC-style)."""
     determinism_checks: int = 256
     """Successors of this many states (and of every 4096th after) are computed twice and compared."""
+    memory: int | None = None
+    """Bytes the visited set and the frontier may hold before they spill to disk (fingerprints only)."""
+    checkpoint: str | None = None
+    """Save each level here before expanding it, for ``resume`` (fingerprints only)."""
+    resume: bool = False
+    """Continue the run checkpointed in ``checkpoint``."""
 
 
 def current_rss() -> int:
@@ -211,12 +217,19 @@ def bfs(
     progress: Progress | None = None,
     preset: str | None = None,
     observers: Sequence[SearchObserver] = (),
+    job: dict[str, Any] | None = None,
 ) -> CheckResult:
+    """``job`` names the check for a checkpoint's meta.json (model_ref, config, properties)."""
     # States are acyclic values: Python's cyclic garbage collector finds nothing to free in them, yet
     # it rescans the growing visited set again and again (about 15% of the run). Pause it.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if options.memory is not None or options.checkpoint is not None:  # runs larger than memory, or resumable
+            from .bfs_disk import disk_bfs
+
+            job = job or {"model_ref": model.name, "config": model.config_dict(), "properties": props.names()}
+            return disk_bfs(model, props, options, progress, preset, observers, job)
         return _bfs(model, props, options, progress, preset, observers)
     finally:
         if was_enabled:
@@ -505,15 +518,28 @@ class BfsEngine:
 
     name: ClassVar[str] = "bfs"
     bounds: ClassVar[frozenset[str]] = frozenset({"max_depth", "max_states", "symmetry", "deadlock", "keep_going"})
-    defaults: ClassVar[dict[str, Any]] = {"store": "states"}
+    defaults: ClassVar[dict[str, Any]] = {"store": "states", "memory": None, "checkpoint": None, "resume": None}
     observes: ClassVar[bool] = True
     exhaustive: ClassVar[bool] = True
 
     def run(self, task: Any) -> CheckResult:
-        b = task.bounds
+        from pathlib import Path
+
+        from .fpset import parse_size
+
+        b, o = task.bounds, task.options
+        if o["checkpoint"] and o["resume"] and Path(o["checkpoint"]).resolve() != Path(o["resume"]).resolve():
+            raise UserError("--checkpoint and --resume name different directories: give the one to continue")
         options = BfsOptions(max_depth=b.max_depth, max_states=b.max_states, symmetry=b.symmetry,
-                             deadlock=b.deadlock, keep_going=b.keep_going, store=task.options["store"])  # fmt: skip
-        return bfs(task.model, task.props, options, task.progress, task.preset, task.observers)
+                             deadlock=b.deadlock, keep_going=b.keep_going, store=o["store"],
+                             memory=parse_size(o["memory"]) if o["memory"] is not None else None,
+                             checkpoint=o["resume"] or o["checkpoint"], resume=o["resume"] is not None)  # fmt: skip
+        job = {
+            "engine": "bfs", "model_ref": task.model_ref, "config": task.model.config_dict(),
+            "spec_files": [str(Path(s).resolve()) for s in task.spec_files], "properties": task.props.names(),
+            "symmetry": b.symmetry, "deadlock": b.deadlock,
+        }  # fmt: skip
+        return bfs(task.model, task.props, options, task.progress, task.preset, task.observers, job)
 
 
 def search_result(

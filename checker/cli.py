@@ -78,6 +78,9 @@ def summary_text(result: CheckResult, command: str, vacuous: list[str] | None = 
     elif result.engine == "bfs":
         memory += ", states stored exactly (no fingerprint collisions)"
     lines.append(memory)
+    spill = s.extra.get("spill")
+    if spill is not None:
+        lines.append(_spill_line(spill))
     if result.seed is not None:
         lines.append(f"  seed {result.seed} (rerun with --seed {result.seed})")
     for warning in result.warnings:
@@ -102,6 +105,17 @@ def summary_text(result: CheckResult, command: str, vacuous: list[str] | None = 
         verdict = f"holds within bounds only ({result.bound_reason}): not a proof"
     lines.append(f"  verdict: {verdict}")
     return "\n".join(lines)
+
+
+def _spill_line(spill: dict[str, Any]) -> str:
+    """How much a run larger than memory (bfs --memory) put on disk."""
+    budget = spill["memory_budget_bytes"]
+    head = f"  disk (--memory {_fmt_bytes(budget)})" if budget is not None else "  disk"
+    return (
+        f"{head}: {spill['visited_on_disk']:,} fingerprints on disk, at most {_fmt_bytes(spill['peak_bytes_on_disk'])}"
+        f" there, {_fmt_bytes(spill['bytes_written'])} written; {spill['flushes']} flushes, {spill['merges']} merges,"
+        f" {spill['level_spills']} level spills"
+    )
 
 
 def _bmc_summary(result: CheckResult, lines: list[str]) -> str:
@@ -199,8 +213,11 @@ def check(
     ] = None,
     spark_master: Annotated[str | None, typer.Option(help="spark: local[*] (default) or spark://HOST:7077.")] = None,
     partitions: Annotated[int | None, typer.Option(help="spark: " + OPTIONS["partitions"].help, min=1)] = None,
-    checkpoint: Annotated[Path | None, typer.Option(help="spark: keep each completed level in DIR.")] = None,
-    resume: Annotated[Path | None, typer.Option(help="spark: continue the run checkpointed in DIR.")] = None,
+    memory: Annotated[str | None, typer.Option(help=OPTIONS["memory"].help)] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="spark, bfs (--store fingerprints): keep each completed level in DIR.")
+    ] = None,
+    resume: Annotated[Path | None, typer.Option(help="spark, bfs: continue the run checkpointed in DIR.")] = None,
     driver_memory: Annotated[str | None, typer.Option(help="spark: the driver JVM's memory (2g).")] = None,
     spark_verbose: Annotated[bool, typer.Option("--spark-verbose", help="spark: Spark's logs and UI on.")] = False,
     out: Annotated[Path, typer.Option(help="Directory for counterexample traces.")] = Path("kmc-out"),
@@ -232,7 +249,7 @@ def check(
         "database": str(database) if database is not None else None, "guide": guide, "master": spark_master,
         "partitions": partitions, "checkpoint": str(checkpoint) if checkpoint is not None else None,
         "resume": str(resume) if resume is not None else None, "driver_memory": driver_memory,
-        "spark_verbose": spark_verbose or None,
+        "spark_verbose": spark_verbose or None, "memory": memory,
     }  # fmt: skip
     job = Check(
         model_name=model,

@@ -123,6 +123,7 @@ OPTIONS: dict[str, OptionSpec] = {
             minimum=1,
             maximum=MAX_PARTITIONS,
         ),
+        OptionSpec("memory", str, "bfs: spill to disk past this much memory, e.g. 4g (with --store fingerprints)."),
         OptionSpec("checkpoint", str, "Keep each completed level in this directory."),
         OptionSpec("resume", str, "Continue the run checkpointed in this directory."),
         OptionSpec("driver_memory", str, "The Spark driver JVM's memory, e.g. 2g."),
