@@ -36,9 +36,11 @@ def test_zk_controller_encoding_agrees_on_every_state_of_a_small_space() -> None
     assert _agree(model, 1) == 1275
 
 
-@pytest.mark.parametrize("preset", ["kip-380", "pre-kip-380", "pre-kafka-6082"])
-def test_zk_controller_encoding_agrees_on_a_sample_of_each_preset(preset: str) -> None:
-    assert _agree(ZkControllerModel.build(preset), 60) > 490
+@pytest.mark.parametrize(
+    ("preset", "stride", "sampled"), [("kip-380", 150, 306), ("pre-kip-380", 150, 359), ("pre-kafka-6082", 250, 335)]
+)
+def test_zk_controller_encoding_agrees_on_a_sample_of_each_preset(preset: str, stride: int, sampled: int) -> None:
+    assert _agree(ZkControllerModel.build(preset), stride) == sampled
 
 
 @pytest.mark.parametrize(
@@ -80,8 +82,14 @@ def test_prove_with_lemmas_beyond_what_bfs_exhausts() -> None:
     assert not alone.proven and alone.failure is not None and alone.failure.phase == "step"
     proof = prove_property(model, "OneControllerPerEpoch", [*ZK_LEMMAS, "ControllerNodeIsCurrent"])
     assert proof.proven, proof.failure
-    for prop in ("NoRequestForEarlierIncarnation", "LeaderEpochsOnlyIncrease", "OnlyNewestControllerWrites"):
-        assert prove_property(model, prop, ["BrokerEpochsNeverRunAhead"]).proven, prop
+
+
+@pytest.mark.parametrize(
+    "prop", ["NoRequestForEarlierIncarnation", "LeaderEpochsOnlyIncrease", "OnlyNewestControllerWrites"]
+)
+def test_the_other_properties_are_proven_with_a_lemma(prop: str) -> None:
+    model = ZkControllerModel.build("kip-380")
+    assert prove_property(model, prop, ["BrokerEpochsNeverRunAhead"]).proven
 
 
 def test_a_counterexample_to_induction_is_a_step_of_the_explicit_model() -> None:
