@@ -178,7 +178,7 @@ class _Search:
         if options.resume:
             frontier = self.resume()
         else:
-            remove_files(self._own_files())  # a checkpoint of an earlier run in the same directory
+            remove_files([*self._own_files(), self.directory / "meta.json"])  # an earlier run's checkpoint
             frontier = self.initial_level()
         interrupted = False
         try:

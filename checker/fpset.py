@@ -148,12 +148,12 @@ class DiskFPSet:
         count = len(self.recent)
         fps = np.fromiter(self.recent.keys(), dtype=np.uint64, count=count)
         parents = np.fromiter(self.recent.values(), dtype=np.uint64, count=count)
-        self.recent.clear()  # the dict's table goes back to the allocator before the arrays grow
         order = np.argsort(fps)
         writer = _RunWriter(self.directory, self._name())
         writer.write(fps[order], parents[order])
         del fps, parents, order
         self.runs.append(writer.close(self.directory))
+        self.recent.clear()  # only now: a Ctrl-C above leaves the set whole
         self.on_disk += count
         self.flushes += 1
         self.bytes_written += 16 * count
@@ -167,8 +167,7 @@ class DiskFPSet:
 
     def _merge(self) -> None:
         """Merge the two newest runs into one, a block at a time (runs never share a fingerprint)."""
-        b = self.runs.pop()
-        a = self.runs.pop()
+        a, b = self.runs[-2], self.runs[-1]
         writer = _RunWriter(self.directory, self._name())
         pa, pb = a.parents(self.directory), b.parents(self.directory)
         ia = ib = 0
@@ -186,7 +185,7 @@ class DiskFPSet:
             writer.write(fps[order], parents[order])
             ia, ib = ja, jb
         del pa, pb
-        self.runs.append(writer.close(self.directory))
+        self.runs[-2:] = [writer.close(self.directory)]
         self.merges += 1
         self.bytes_written += 16 * (a.count + b.count)
         self.peak_disk_bytes = max(self.peak_disk_bytes, self.disk_bytes + 16 * (a.count + b.count))

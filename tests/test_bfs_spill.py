@@ -193,3 +193,25 @@ def test_checkpoint_and_resume_must_name_one_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "size"), [("1m", 1 << 20), ("512M", 512 << 20), ("4g", 4 << 30), ("2GiB", 2 << 30)])
 def test_sizes(text: str, size: int) -> None:
     assert parse_size(text) == size
+
+
+def test_the_disk_set_finds_every_fingerprint_and_parent_after_merges(tmp_path: Path, monkeypatch) -> None:
+    import random
+
+    import numpy as np
+
+    monkeypatch.setattr(fpset, "MERGE_BLOCK", 64)  # merges of many blocks
+    rng = random.Random(7)
+    visited = fpset.DiskFPSet(tmp_path)
+    parents: dict[int, int] = {}
+    for _flush in range(9):
+        for _ in range(1000):
+            fp = rng.getrandbits(64)
+            visited.recent[fp] = parents[fp] = rng.choice(list(parents) or [fp])
+        visited.flush()
+    assert len(visited) == len(parents) == 9000 and not visited.recent
+    assert visited.flushes == 9 and visited.merges == 7 and len(visited.runs) == 2  # 9 = 8 + 1, as a binary counter
+    for run in visited.runs:
+        assert bool(np.all(run.fps[1:] > run.fps[:-1]))  # sorted, each fingerprint once
+    assert visited.found_on_disk([*parents, 1, 2, 3]) == set(parents)
+    assert all(visited.parent(fp) == up for fp, up in parents.items())
