@@ -116,6 +116,22 @@ def test_kraft_replication_matches_bfs(sc, preset: str, overrides: dict) -> None
     assert_same(reference, spark)
 
 
+@pytest.mark.parametrize(
+    ("model", "preset", "overrides"),
+    [
+        ("zk-controller", "kip-380", {"max_restarts": 0, "max_controller_epoch": 1}),
+        ("zk-controller", "pre-kip-380", {}),
+        ("kraft-quorum", "kip-996", {"max_partitions": 0}),
+        ("kraft-quorum", "pre-kip-853", {}),
+        ("group-kip848", "kip-848", {"max_faults": 0}),
+        ("group-kip848", "kafka-4.0", {}),
+    ],
+)
+def test_the_other_models_match_bfs(sc, model: str, preset: str, overrides: dict) -> None:
+    reference, spark = run_both(sc, model, preset, overrides)
+    assert_same(reference, spark)
+
+
 def test_model_bounds_make_spark_bounded_too(sc) -> None:
     """The group model's within_bounds cuts the slow-member state space: both engines say bounded."""
     checks = {
