@@ -43,6 +43,7 @@ class Run:
     fps: Any = None
     """The fingerprints, memory-mapped (None while the run is empty)."""
     digest: str = ""
+    parent_map: Any = None
 
     def files(self, directory: Path) -> list[Path]:
         return [directory / f"fps-{self.name}.u64", directory / f"parents-{self.name}.u64"]
@@ -52,6 +53,12 @@ class Run:
 
     def parents(self, directory: Path) -> Any:
         return np.memmap(self.files(directory)[1], dtype=np.uint64, mode="r")
+
+    def parent_at(self, directory: Path, at: int) -> int:
+        """The parent of the run's ``at``-th fingerprint (its file mapped once, on first use)."""
+        if self.parent_map is None:
+            self.parent_map = self.parents(directory)
+        return int(self.parent_map[at])
 
 
 class _RunWriter:
@@ -130,7 +137,7 @@ class DiskFPSet:
                 continue
             at = int(np.searchsorted(run.fps, key))
             if at < run.count and run.fps[at] == key:
-                return int(run.parents(self.directory)[at])
+                return run.parent_at(self.directory, at)
         raise UserError(f"bfs: fingerprint {fp:#x} is missing from the visited set on disk (damaged spill directory)")
 
     def chain(self, fp: int) -> list[int]:
@@ -190,7 +197,7 @@ class DiskFPSet:
         self.bytes_written += 16 * (a.count + b.count)
         self.peak_disk_bytes = max(self.peak_disk_bytes, self.disk_bytes + 16 * (a.count + b.count))
         for run in (a, b):
-            run.fps = None
+            run.fps = run.parent_map = None
             self._discard(run.files(self.directory))
 
     def _discard(self, paths: list[Path]) -> None:
