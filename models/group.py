@@ -64,6 +64,7 @@ from .group_state import (
     Response,
     Step,
     StoredGroup,
+    _canonical,
     _error_response,
     _generations,
     _holds_id,
@@ -153,6 +154,7 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         WF("SyncTimeout"),
         WF("SessionTimeout", each=True),
         WF("PendingMemberTimeout", each=True),
+        WF("NewMemberJoinTimeout", each=True),
         WF("CoordinatorLoad"),
     )
     """Everything but the faults (crash, leave, stall, a slow coordinator, failover) and commits
@@ -179,6 +181,8 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
             off.append("LeaveGroup")
         if self.config.static_membership or not self.config.require_known_member_id:
             off.append("PendingMemberTimeout")
+        if not self.config.new_member_join_timeout:
+            off.append("NewMemberJoinTimeout")
         if not self.config.delayed_sync:
             off.append("SyncTimeout")
         if not self.config.initial_rebalance_delay:
@@ -196,6 +200,10 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
             ]
             if not self.config.duplicate_instance:
                 off.append("ConsumerStart")
+                if self.config.timeouts == "crashed":  # every process runs: no timer waits for a dead one
+                    off += ["SessionTimeout", "PendingMemberTimeout", "NewMemberJoinTimeout"]
+                    if not (self.config.join_group_v0 and not self.config.v0_rebalance_timeout):
+                        off.append("RebalanceTimeout")
         return tuple(dict.fromkeys(off))
 
     def _act(self, name: str, *values: object) -> Action:
@@ -232,7 +240,7 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
             self._coordinator_timers(s, out)
             if self.config.coordinator_failover and s.faults < self.config.max_faults:
                 out.append((self._act("CoordinatorUnload"), self._unload(s)))
-        return [(a, _normalise(n)) for a, n in out]
+        return [(a, _normalise(_canonical(n))) for a, n in out]
 
     def within_bounds(self, s: GroupState) -> bool:
         """Generations stay finite only if bounded when timers can expire at any moment: a consumer

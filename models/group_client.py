@@ -33,6 +33,7 @@ from .group_state import (
     Request,
     Response,
     Step,
+    _disconnect,
     _member,
     _parked,
     _set_consumer,
@@ -82,6 +83,7 @@ class ClientSide:
             out.append((self._act(f"Receive{api}", c, error), self._receive(s, c, me)))
         if self._request_may_time_out(s, c, me):
             abandoned = _set_consumer(s, c, me._replace(phase=UNJOINED))._replace(faults=s.faults + 1)
+            abandoned = abandoned._replace(group=_disconnect(abandoned.group, c, me.incarnation))
             out.append((self._act("RequestTimeout", c), abandoned))
         if me.phase == CONSUMING and me.request is None and me.response is None:
             if me.rejoinRequested:

@@ -20,6 +20,24 @@ class GroupConfig:
     )
     static_membership: bool = param(False, "consumers set group.instance.id (KIP-345)")
     require_known_member_id: bool = param(True, "KIP-394: a new member first gets MEMBER_ID_REQUIRED")
+    new_member_join_timeout: bool = param(
+        True, "KAFKA-7610: a new member's parked JoinGroup is completed after a timeout (its client may have retried)"
+    )
+    pending_members_block_join: bool = param(
+        True,
+        "KIP-394, KAFKA-7909: a member id handed out with MEMBER_ID_REQUIRED holds the join open until it joins "
+        "or expires",
+    )
+    join_group_v0: bool = param(
+        False,
+        "JoinGroup v0 (before KIP-62): no rebalance timeout in the request, the session timeout stands in; "
+        "no heartbeat thread",
+    )
+    v0_rebalance_timeout: bool = param(
+        True,
+        "KAFKA-8653: a v0 JoinGroup's rebalance timeout is its session timeout (2.3.0 left it -1: the join "
+        "phase ends at once)",
+    )
     initial_rebalance_delay: bool = param(True, "KIP-134: delay the first rebalance of an Empty group")
     delay_extensions: int = param(1, "KIP-134: how often the initial delay can be extended", min=0, max=3)
     delayed_sync: bool = param(True, "KAFKA-12890: remove members that never send SyncGroup")
@@ -113,6 +131,38 @@ PRESETS = {
         delayed_sync=False,
         poll_stalls=True,
     ),
+    "join-retry": Preset.of(
+        "dynamic members whose JoinGroup outlives request.timeout.ms at the coordinator: the client retries "
+        "(KIP-394 and KAFKA-7610)",
+        {"MembersWithinLiveProcesses": "holds", "RebalanceCompletes": "holds"},
+        slow_coordinator=True,
+    ),
+    "kafka-7610": Preset.of(
+        "before KIP-394 and KAFKA-7610: a JoinGroup retried without a member id mints a second member for one "
+        "process",
+        {"MembersWithinLiveProcesses": "violated"},
+        slow_coordinator=True,
+        require_known_member_id=False,
+        new_member_join_timeout=False,
+    ),
+    "join-group-v0": Preset.of(
+        "JoinGroup v0 consumers (before KIP-62): the session timeout is the rebalance timeout, no fault",
+        {"RebalanceCompletes": "holds"},
+        join_group_v0=True,
+        delayed_sync=False,
+        max_faults=0,
+        max_generation=3,
+    ),
+    "kafka-8653": Preset.of(
+        "before KAFKA-8653: a v0 JoinGroup's rebalance timeout is -1, the join phase ends at once and drops "
+        "every member that has not rejoined",
+        {"RebalanceCompletes": "violated"},
+        join_group_v0=True,
+        v0_rebalance_timeout=False,
+        delayed_sync=False,
+        max_faults=0,
+        max_generation=3,
+    ),
     "slow-member": Preset.of(
         "timers expire at any moment: a member that keeps missing its rebalance timeout",
         {"RebalanceCompletes": "violated"},
@@ -141,6 +191,7 @@ ACTION_ARGS = {
     "SyncTimeout": (),
     "SessionTimeout": ("memberId",),
     "PendingMemberTimeout": ("memberId",),
+    "NewMemberJoinTimeout": ("memberId",),
     "CoordinatorUnload": (),
     "CoordinatorLoad": (),
 }

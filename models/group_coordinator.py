@@ -30,6 +30,7 @@ from .group_state import (
     Request,
     Response,
     Step,
+    _behind,
     _error_response,
     _holds_id,
     _member,
@@ -70,7 +71,7 @@ class CoordinatorSide:
         member = _member(group, request.memberId)
         assert member is not None
         parked = member._replace(metadata=request.metadata, awaitingJoin=True, consumer=c,
-                                 incarnation=s.consumers[c].incarnation)  # fmt: skip
+                                 incarnation=s.consumers[c].incarnation, connected=True)  # fmt: skip
         if group.state == PREPARING_REBALANCE:
             return NONE, self._try_complete_join(self._update_member(s, parked))
         if group.state == COMPLETING_REBALANCE:
@@ -100,7 +101,8 @@ class CoordinatorSide:
         self, s: GroupState, c: int, member_id: str, instance: str | None, metadata: tuple[tuple[int, ...], int]
     ) -> GroupState:
         group = s.group
-        member = GroupMember(member_id, instance, c, s.consumers[c].incarnation, metadata, True, False, frozenset())
+        member = GroupMember(member_id, instance, c, s.consumers[c].incarnation, metadata, True, False, frozenset(),
+                             isNew=True)  # fmt: skip
         members = tuple(sorted((*group.members, member)))
         leader = group.leaderId or member_id
         added = group.newMemberAdded or (group.state == PREPARING_REBALANCE and group.generationId == 0)
@@ -116,13 +118,13 @@ class CoordinatorSide:
             # Before KAFKA-8500 the id was replaced only in Stable: otherwise the joining process took
             # over the old member id (``updateMemberAndRebalance``), its callback in place of the old one.
             taken = old._replace(consumer=c, incarnation=s.consumers[c].incarnation, metadata=request.metadata,
-                                 awaitingJoin=True)  # fmt: skip
+                                 awaitingJoin=True, connected=True)  # fmt: skip
             return self._maybe_prepare_rebalance(self._update_member(s, taken))
         # The old id's parked callbacks complete with FENCED_INSTANCE_ID (KAFKA-8500).
         s = self._fence_parked(s, old, c)
         group = s.group
-        new = old._replace(memberId=new_id, consumer=c, incarnation=s.consumers[c].incarnation,
-                           metadata=request.metadata, awaitingJoin=True, awaitingSync=False)  # fmt: skip
+        new = old._replace(memberId=new_id, consumer=c, incarnation=s.consumers[c].incarnation, connected=True,
+                           metadata=request.metadata, awaitingJoin=True, awaitingSync=False, isNew=False)  # fmt: skip
         members = tuple(sorted((*(m for m in group.members if m.memberId != old.memberId), new)))
         leader = new_id if group.leaderId == old.memberId else group.leaderId
         pending_sync = group.pendingSyncMembers - {old.memberId}
@@ -149,7 +151,7 @@ class CoordinatorSide:
         if old.consumer == c and old.incarnation == s.consumers[c].incarnation:
             # The same process, whose request timed out (``slow_coordinator``): the client closed
             # that connection (NetworkClient disconnects on a request timeout), the answer is lost.
-            return self._update_member(s, old._replace(awaitingJoin=False, awaitingSync=False))
+            return self._update_member(s, old._replace(awaitingJoin=False, awaitingSync=False, connected=True))
         api = "JoinGroup" if old.awaitingJoin else "SyncGroup"
         return self._deliver(s, old, _error_response(api, FENCED_INSTANCE_ID))
 
@@ -187,7 +189,7 @@ class CoordinatorSide:
         group = s.group
         if group.state != PREPARING_REBALANCE or group.joinDelay == "initial":
             return s  # InitialDelayedJoin never completes early
-        if all(m.awaitingJoin for m in group.members) and not group.pendingMembers:
+        if all(m.awaitingJoin for m in group.members) and not self._pending_blocking(group):
             return self._complete_join(s)
         return s
 
@@ -209,7 +211,7 @@ class CoordinatorSide:
             state=COMPLETING_REBALANCE,
             generationId=generation,
             leaderId=leader,
-            members=tuple(m._replace(awaitingJoin=False) for m in members),
+            members=tuple(m._replace(awaitingJoin=False, isNew=False) for m in members),
             pendingSyncMembers=frozenset(m.memberId for m in members),
             joinDelay="",
             newMemberAdded=False,
@@ -243,8 +245,8 @@ class CoordinatorSide:
         if group.state == STABLE:
             return NONE, self._respond(s, c, _sync_response(member.assignment))
         # CompletingRebalance: park; the leader's assignment is stored, then everyone is answered.
-        s = self._update_member(s, member._replace(awaitingSync=True, consumer=c,
-                                                    incarnation=s.consumers[c].incarnation))  # fmt: skip
+        synced = member._replace(awaitingSync=True, consumer=c, incarnation=s.consumers[c].incarnation, connected=True)
+        s = self._update_member(s, synced)
         if member.memberId != group.leaderId:
             return NONE, s
         given = dict(request.assignment)
@@ -267,9 +269,11 @@ class CoordinatorSide:
             else:
                 nxt = self._complete_join(_set_group(s, group._replace(joinDelay="join")))
                 out.append((self._act("InitialDelayExpired"), nxt))
+        instant = self.config.join_group_v0 and not self.config.v0_rebalance_timeout  # KAFKA-8653: 0 ms
         if group.state == PREPARING_REBALANCE and group.joinDelay == "join":
             missing = [m for m in group.members if not m.awaitingJoin]
-            if (missing or group.pendingMembers) and self._may_expire(s, missing, group.pendingMembers):
+            pending = self._pending_blocking(group)
+            if (missing or pending) and (instant or self._may_expire(s, missing, pending)):
                 nxt = self._complete_join(s)
                 if nxt.group.state != PREPARING_REBALANCE:
                     out.append((self._act("RebalanceTimeout"), nxt))
@@ -279,14 +283,22 @@ class CoordinatorSide:
                 waiting = [m for m in late if m.memberId != group.leaderId]
             else:
                 waiting = late
-            if self._may_expire(s, waiting, frozenset()):
+            if instant or self._may_expire(s, waiting, frozenset()):
                 nxt = s
                 for m in late:
                     nxt = _set_group(nxt, _without_member(nxt.group, m.memberId))
                 nxt = self._prepare_rebalance(_set_group(nxt, nxt.group._replace(pendingSyncMembers=frozenset())))
                 out.append((self._act("SyncTimeout"), nxt))
         for m in group.members:
-            if self._may_expire(s, [m], frozenset(), session=True):
+            if m.isNew and m.awaitingJoin:
+                # KAFKA-7610: a new member's parked JoinGroup keeps no session (the client has no member
+                # id to heartbeat with); it is completed after the new-member join timeout instead.
+                # Before, a parked JoinGroup kept its member alive until the join completed.
+                abandoned = not m.connected or self._may_expire(s, [m], frozenset(), session=True)
+                if self.config.new_member_join_timeout and abandoned:
+                    nxt = self._remove_member_and_update_group(s, m.memberId)
+                    out.append((self._act("NewMemberJoinTimeout", m.memberId), nxt))
+            elif not (m.awaitingJoin or m.awaitingSync) and self._may_expire(s, [m], frozenset(), session=True):
                 out.append(
                     (self._act("SessionTimeout", m.memberId), self._remove_member_and_update_group(s, m.memberId))
                 )
@@ -301,15 +313,20 @@ class CoordinatorSide:
         """A timer that waits for these members may fire: always with timeouts=any; with
         timeouts=crashed only if none of them has a running consumer behind it (a running consumer
         heartbeats, joins and syncs in time). For the session timer a stalled consumer is running:
-        its heartbeat thread keeps the session alive."""
+        its heartbeat thread keeps the session alive (there is none before KIP-62, JoinGroup v0)."""
         if self.config.timeouts == "any":
             return True
+        heartbeat_thread = session and not self.config.join_group_v0
         for m in members:
             me = s.consumers[m.consumer]
             alive = me.phase not in (STOPPED, FENCED) and me.incarnation == m.incarnation
-            if alive and me.memberId in (m.memberId, NO_MEMBER) and (session or not me.stalled):
+            if alive and _behind(me, m) and (heartbeat_thread or not me.stalled):
                 return False
         return not any(_holds_id(me, member_id) for member_id in pending for me in s.consumers)
+
+    def _pending_blocking(self, group: Group) -> frozenset[str]:
+        """The KIP-394 pending member ids that hold the join open (``hasAllMembersJoined``)."""
+        return group.pendingMembers if self.config.pending_members_block_join else frozenset()
 
     def _remove_member_and_update_group(self, s: GroupState, member_id: str) -> GroupState:
         group = s.group
@@ -331,7 +348,9 @@ class CoordinatorSide:
             if m.awaitingJoin or m.awaitingSync:
                 api = "JoinGroup" if m.awaitingJoin else "SyncGroup"
                 s = self._deliver(s, m, _error_response(api, NOT_COORDINATOR))
-        dead = s.group._replace(state=DEAD, pendingSyncMembers=frozenset(), pendingMembers=frozenset(), joinDelay="")
+        members = tuple(m._replace(isNew=False, connected=True) for m in s.group.members)  # a group nobody reads
+        dead = s.group._replace(state=DEAD, members=members, pendingSyncMembers=frozenset(), pendingMembers=frozenset(),
+                                joinDelay="")  # fmt: skip
         return GroupState(dead, s.consumers, s.faults + 1)
 
     def _load(self, s: GroupState) -> GroupState:
@@ -353,11 +372,13 @@ class CoordinatorSide:
     def _deliver(self, s: GroupState, member: GroupMember, response: Response) -> GroupState:
         """Complete a parked callback: the response reaches the consumer if its connection is still
         the one that sent the request."""
-        if member.awaitingJoin or member.awaitingSync:
-            s = self._update_member(s, member._replace(awaitingJoin=False, awaitingSync=False))
+        current = _member(s.group, member.memberId)
+        if current is not None and (member.awaitingJoin or member.awaitingSync):
+            s = self._update_member(s, current._replace(awaitingJoin=False, awaitingSync=False, connected=True))
         me = s.consumers[member.consumer]
         waiting = JOINING if response.api == "JoinGroup" else SYNCING
-        connected = me.incarnation == member.incarnation and me.memberId in (member.memberId, NO_MEMBER)
+        connected = member.connected and me.incarnation == member.incarnation
+        connected = connected and me.memberId in (member.memberId, NO_MEMBER)
         if connected and me.phase == waiting and me.request is None and me.response is None:
             return self._respond(s, member.consumer, response)
         return s

@@ -61,6 +61,11 @@ class GroupMember(NamedTuple):
     awaitingJoin: bool
     awaitingSync: bool
     assignment: frozenset[int]
+    isNew: bool = False
+    """Added and not yet through a completed join (``ClassicGroupMember.isNew``, KAFKA-7610)."""
+    connected: bool = True
+    """The connection of a parked callback is still open: the client's request timed out otherwise
+    (the coordinator cannot tell, its socket is muted while the JoinGroup waits)."""
 
 
 class StoredGroup(NamedTuple):
@@ -140,9 +145,21 @@ Step = tuple[Action, GroupState]
 def _parked(group: Group, c: int, me: Consumer) -> bool:
     """Whether the coordinator holds a callback that will answer this consumer."""
     return any(
-        m.consumer == c and m.incarnation == me.incarnation and (m.awaitingJoin or m.awaitingSync)
+        m.consumer == c and m.incarnation == me.incarnation and m.connected and (m.awaitingJoin or m.awaitingSync)
         for m in group.members
     )
+
+
+def _disconnect(group: Group, c: int, incarnation: int) -> Group:
+    """The client closed the connection of its parked request (a request timeout): a late answer
+    is lost, and nobody stands behind that callback any more."""
+    members = tuple(
+        m._replace(connected=False)
+        if m.consumer == c and m.incarnation == incarnation and (m.awaitingJoin or m.awaitingSync)
+        else m
+        for m in group.members
+    )
+    return group._replace(members=members)
 
 
 def _member(group: Group, member_id: str) -> GroupMember | None:
@@ -161,7 +178,7 @@ def _without_member(group: Group, member_id: str) -> Group:
 
 
 def _store(group: Group) -> StoredGroup:
-    members = tuple(m._replace(awaitingJoin=False, awaitingSync=False) for m in group.members)
+    members = tuple(m._replace(awaitingJoin=False, awaitingSync=False, connected=True) for m in group.members)
     return StoredGroup(group.generationId, group.leaderId, members)
 
 
@@ -170,6 +187,17 @@ def _holds_id(me: Consumer, member_id: str) -> bool:
     if me.phase in (STOPPED, FENCED):
         return False
     return me.memberId == member_id or (me.response is not None and me.response.memberId == member_id)
+
+
+def _behind(me: Consumer, m: GroupMember) -> bool:
+    """This consumer holds the member's id, or is about to learn it: its JoinGroup is parked on an
+    open connection, or the answer is on its way. (A member minted by a JoinGroup the client gave
+    up on is behind nobody.)"""
+    if me.memberId == m.memberId:
+        return True
+    if me.memberId != NO_MEMBER:
+        return False
+    return (m.awaitingJoin and m.connected) or (me.response is not None and me.response.memberId == m.memberId)
 
 
 def _error_response(api: str, error: str) -> Response:
@@ -232,6 +260,14 @@ def _generations(s: GroupState) -> list[int]:
 
 def _max_generation(s: GroupState) -> int:
     return max(_generations(s))
+
+
+def _canonical(s: GroupState) -> GroupState:
+    """Forget the connection of a callback no longer parked (only a parked one can be lost)."""
+    if all(m.connected or m.awaitingJoin or m.awaitingSync for m in s.group.members):
+        return s
+    members = tuple(m if m.awaitingJoin or m.awaitingSync else m._replace(connected=True) for m in s.group.members)
+    return s._replace(group=s.group._replace(members=members))
 
 
 def _normalise(s: GroupState) -> GroupState:

@@ -139,8 +139,8 @@ class ClassicGroupOracle(Oracle):
 
     def build(self, g: Group) -> Any:
         """A ClassicGroup holding exactly what the model's group holds: state, generation, leader,
-        members (parked JoinGroup/SyncGroup callbacks as pending futures), KIP-394 pending members,
-        pending-sync members and the KIP-134 new-member flag."""
+        members (parked JoinGroup/SyncGroup callbacks as pending futures, ``isNew``), KIP-394 pending
+        members, pending-sync members and the KIP-134 new-member flag."""
         protocol = self.Optional.of(self.model.config.assignor) if g.members else self.Optional.empty()
         leader = self.Optional.of(g.leaderId) if g.leaderId else self.Optional.empty()
         group = self.ClassicGroup(self.log_context, "group", self.states[g.state], self.time, g.generationId,
@@ -150,6 +150,7 @@ class ClassicGroupOracle(Oracle):
                 m.memberId, self.Optional.ofNullable(m.groupInstanceId), "client", "host", 60000, 45000,
                 PROTOCOL_TYPE, self._protocols(m.metadata), self._assignment(m.assignment),
             )  # fmt: skip
+            member.setIsNew(m.isNew)
             group.add(member, self.Future() if m.awaitingJoin else None)
             if m.awaitingSync:
                 member.setAwaitingSyncFuture(self.Future())
@@ -215,6 +216,10 @@ class ClassicGroupOracle(Oracle):
             yield from self._validate_member(state, action)
         if name == "Heartbeat":
             return
+        if name in ("SessionTimeout", "NewMemberJoinTimeout"):
+            yield self._expiry(before, args["memberId"])
+        if name == "HandleJoinGroup" and before.state != DEAD:
+            yield from self._pending(state, action, next_state)
         if name == "CoordinatorLoad":
             return  # a new group object loaded from the log (GroupMetadataManager replay)
         if name == "CoordinatorUnload":
@@ -350,6 +355,34 @@ class ClassicGroupOracle(Oracle):
         )
         yield Comparison("replaceStaticMember", ours, theirs, {"group": before, "instance": instance, "new": new_id})
         yield Comparison("staticMemberId", new_id, str(group.staticMemberId(instance)), {"instance": instance})
+
+    def _expiry(self, before: Group, member_id: str) -> Comparison:
+        """The model expires this member: Kafka's heartbeat expiry removes only a member that has not
+        satisfied its heartbeat (a member parked in a join or sync has, unless it is new: KAFKA-7610)."""
+        member = gm._member(before, member_id)
+        assert member is not None
+        theirs = bool(self.build(before).member(member_id).hasSatisfiedHeartbeat())
+        inputs = {"memberId": member_id, "isNew": member.isNew, "awaitingJoin": member.awaitingJoin,
+                  "awaitingSync": member.awaitingSync}  # fmt: skip
+        return Comparison("hasSatisfiedHeartbeat", False, theirs, inputs)
+
+    def _pending(self, state: GroupState, action: Action, next_state: GroupState) -> Iterator[Comparison]:
+        """KIP-394: a JoinGroup without a member id answered MEMBER_ID_REQUIRED adds a pending member;
+        one with a pending member id is a new member's join (``isPendingMember``)."""
+        before = state.group
+        request = state.consumers[action.args["consumer"]].request
+        assert request is not None
+        group = self.build(before)
+        if action.args["error"] == gm.MEMBER_ID_REQUIRED:
+            [new_id] = next_state.group.pendingMembers - before.pendingMembers or {""}
+            added = bool(group.addPendingMember(new_id)) if new_id else False
+            theirs = (added, bool(group.isPendingMember(new_id)), bool(group.hasAllMembersJoined()))
+            ours = (bool(new_id), True, False)
+            yield Comparison("addPendingMember", ours, theirs, {"group": before, "memberId": new_id})
+        elif request.memberId != gm.NO_MEMBER:
+            ours = request.memberId in before.pendingMembers
+            theirs = bool(group.isPendingMember(request.memberId))
+            yield Comparison("isPendingMember", ours, theirs, {"memberId": request.memberId})
 
     def _validate_member(self, state: GroupState, action: Action) -> Iterator[Comparison]:
         """``validateMember``: the first check of Heartbeat, SyncGroup and a known member's JoinGroup."""

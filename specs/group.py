@@ -83,6 +83,21 @@ def OneProcessPerMemberId(s: GroupState) -> bool:
 
 
 @invariant
+def MembersWithinLiveProcesses(s: GroupState) -> bool:
+    """Members ≤ live processes: no running consumer process is behind two members (a static
+    member is one member per instance). A crashed process's member waits for its session timeout,
+    and its next incarnation is another process; a JoinGroup retried after a request timeout is
+    the same process, and before KIP-394 it mints a second member (KAFKA-7610)."""
+    behind = [
+        (m.consumer, m.incarnation)
+        for m in s.group.members
+        if s.consumers[m.consumer].phase not in (STOPPED, FENCED)
+        and s.consumers[m.consumer].incarnation == m.incarnation
+    ]
+    return len(behind) == len(set(behind))
+
+
+@invariant
 def StaticReplacementPersisted(s: GroupState) -> bool:
     """GC-6: in a Stable group, the stored record maps every group.instance.id to the member id the
     coordinator holds, so a failover cannot bring back a replaced member id."""

@@ -19,7 +19,14 @@ from kmc.models.group import (
     _normalise,
 )
 
-HOLDING = {"eager-range": 7360, "cooperative-sticky": 10778, "static": 3560, "slow-coordinator": 3832}
+HOLDING = {
+    "eager-range": 7360,
+    "cooperative-sticky": 10778,
+    "static": 3592,
+    "slow-coordinator": 4192,
+    "join-retry": 7984,
+    "join-group-v0": 151,
+}
 
 
 @pytest.mark.parametrize(("preset", "distinct"), HOLDING.items())

@@ -20,7 +20,7 @@ def _oracle(model: GroupModel):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(
     ("preset", "states", "steps", "comparisons"),
-    [("eager-range", 7360, 5313, 11137), ("static", 3560, 2678, 5570), ("slow-coordinator", 3832, 2902, 6134)],
+    [("eager-range", 7360, 6339, 14190), ("static", 3592, 2750, 6146), ("slow-coordinator", 4192, 3392, 7720)],
 )
 def test_the_group_model_conforms_to_classic_group(preset: str, states: int, steps: int, comparisons: int) -> None:
     model = GroupModel.build(preset)
@@ -29,12 +29,27 @@ def test_the_group_model_conforms_to_classic_group(preset: str, states: int, ste
     assert result.check.stats.distinct_states == states
     assert (tally.steps, tally.comparisons, tally.mismatches) == (steps, comparisons, 0)
     questions = {"transitionTo", "initNextGeneration", "maybeElectNewJoinedLeader", "hasAllMembersJoined",
-                 "validateMember", "validateOffsetCommit", "callbacks completed on unload"}  # fmt: skip
+                 "validateMember", "validateOffsetCommit", "callbacks completed on unload",
+                 "hasSatisfiedHeartbeat", "isPendingMember"}  # fmt: skip
     assert questions <= set(tally.by_question)
     if preset != "eager-range":
         assert {"replaceStaticMember", "staticMemberId"} <= set(tally.by_question)
     else:
-        assert "supportsProtocols" in tally.by_question
+        assert {"supportsProtocols", "addPendingMember"} <= set(tally.by_question)
+
+
+def test_a_join_that_does_not_wait_for_pending_members_is_caught() -> None:
+    """Without pending-member gating the join completes while a KIP-394 member id is still out;
+    Kafka's ``hasAllMembersJoined`` says not everyone has joined."""
+    model = GroupModel.build("eager-range", {"pending_members_block_join": False})
+    result = conform(model, [_oracle(model)], BfsOptions())
+    [tally] = result.tallies
+    assert tally.mismatches == 1
+    mismatch = tally.first_mismatch
+    assert mismatch is not None and (mismatch.question, mismatch.ours, mismatch.theirs) == (
+        "hasAllMembersJoined", True, False,
+    )  # fmt: skip
+    assert result.check.violations[0].trace_length == 11
 
 
 class SkipsPreparingRebalance(GroupModel):
