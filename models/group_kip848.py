@@ -121,6 +121,19 @@ class Kip848State(NamedTuple):
 Step = tuple[Action, Kip848State]
 
 
+class OwnSteps(NamedTuple):
+    """A consumer's steps that read nothing but the consumer: the steps and the consumer after each."""
+
+    first: tuple[tuple[Action, Consumer], ...]
+    """Subscribe or SendHeartbeat: listed before the heartbeat's handling."""
+    then: tuple[tuple[Action, Consumer], ...]
+    """ReceiveHeartbeat, StartReconciliation, RevokePartitions or AssignPartitions."""
+    commits: bool
+    """Whether it sends an OffsetCommit (its error depends on the coordinator)."""
+    faults: tuple[tuple[Action, Consumer], ...]
+    """ConsumerCrash and Unsubscribe: each costs a fault."""
+
+
 @dataclass(frozen=True)
 class Kip848Config:
     consumers: int = param(2, "consumer processes", min=1, max=4)
@@ -239,9 +252,14 @@ class Kip848Model(Model):
     def __init__(self, config: Kip848Config | None = None) -> None:
         super().__init__(config)
         self.all_partitions = frozenset(range(self.config.partitions))
-
-    def _act(self, name: str, *values: object) -> Action:
-        return Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        self._own_steps_of: dict[tuple[int, Consumer], OwnSteps] = {}
+        self._heartbeat_outcomes: dict[
+            tuple[Coordinator, int, Consumer, str], tuple[Action, Coordinator, Consumer]
+        ] = {}
+        self._removals: dict[tuple[Coordinator, str], tuple[Action, Action, Coordinator]] = {}
+        self._sticky_targets: dict[tuple[tuple[str, frozenset[int]], ...], tuple[tuple[str, frozenset[int]], ...]] = {}
+        """The assignor's target by its inputs: the members in order, each with its previous target."""
+        self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
 
     def init_states(self) -> list[Kip848State]:
         coordinator = Coordinator(0, 0, (), (), (FREE,) * self.config.partitions)
@@ -252,77 +270,122 @@ class Kip848Model(Model):
         return s.coordinator.groupEpoch < self.config.max_group_epoch
 
     # -- next ----------------------------------------------------------------------------------
+    # A state repeats a few hundred coordinators and a few thousand consumers in all their
+    # combinations, so what a step computes is kept by exactly what it reads: a consumer's own steps
+    # by the consumer, a heartbeat's outcome by the coordinator and the consumer sending it, a
+    # removal by the coordinator and the member, the assignor's target by its inputs.
     def successors(self, s: Kip848State) -> list[Step]:
+        coord, consumers, faults = s
+        may_fail = faults < self.config.max_faults
         out: list[Step] = []
-        for c, me in enumerate(s.consumers):
-            self._consumer_steps(s, c, me, out)
-        for m in s.coordinator.members:
-            me = s.consumers[m.consumer]
+        append = out.append
+        for c, me in enumerate(consumers):
+            own = self._own_steps_of.get((c, me))
+            if own is None:
+                own = self._own_steps_of[(c, me)] = self._own_steps(c, me)
+            others_before, others_after = consumers[:c], consumers[c + 1 :]
+            for action, after in own.first:
+                append((action, Kip848State(coord, (*others_before, after, *others_after), faults)))
+            if me.request is not None:
+                action, coord_after, after = self._heartbeat_outcome(s, c, me)
+                append((action, Kip848State(coord_after, (*others_before, after, *others_after), faults)))
+            for action, after in own.then:
+                append((action, Kip848State(coord, (*others_before, after, *others_after), faults)))
+            if own.commits:
+                append((self._offset_commit(coord, c, me), s))
+            if may_fail:
+                for action, after in own.faults:
+                    append((action, Kip848State(coord, (*others_before, after, *others_after), faults + 1)))
+        any_moment = self.config.timeouts == "any"
+        for m in coord.members:
+            me = consumers[m.consumer]
             learning = me.response is not None and me.response.memberId == m.memberId
             gone = me.phase == STOPPED or (me.memberId != m.memberId and not learning)
-            if gone or self.config.timeouts == "any":
-                out.append((self._act("SessionTimeout", m.memberId), self._remove_member(s, m.memberId)))
-            # a member that must revoke and does not leave its epoch in time is fenced
-            if m.state == UNREVOKED_PARTITIONS and (gone or self.config.timeouts == "any"):
-                out.append((self._act("RebalanceTimeout", m.memberId), self._remove_member(s, m.memberId)))
+            if gone or any_moment:
+                session, rebalance, removed = self._removal(coord, m.memberId)
+                after_removal = Kip848State(removed, consumers, faults)
+                append((session, after_removal))
+                # a member that must revoke and does not leave its epoch in time is fenced
+                if m.state == UNREVOKED_PARTITIONS:
+                    append((rebalance, after_removal))
         return out
 
-    def _consumer_steps(self, s: Kip848State, c: int, me: Consumer, out: list[Step]) -> None:
+    def _own_steps(self, c: int, me: Consumer) -> OwnSteps:
+        """What consumer ``c`` does whatever the coordinator and the other consumers hold, in the order
+        the successors list it (the heartbeat's handling and the offset commit go between)."""
+        first: list[tuple[Action, Consumer]] = []
+        then: list[tuple[Action, Consumer]] = []
+        faults: list[tuple[Action, Consumer]] = []
         if me.phase == STOPPED:
-            return
+            return OwnSteps((), (), False, ())
         if me.phase == UNSUBSCRIBED:
             if me.memberId == "":
-                out.append((self._act("Subscribe", c), _set(s, c, me._replace(phase=RUNNING))))
-            return
+                first.append((self._act("Subscribe", c), me._replace(phase=RUNNING)))
+            return OwnSteps(tuple(first), (), False, ())
         if me.request is None and me.response is None:
             epoch = LEAVE_EPOCH if me.phase == LEAVING else me.memberEpoch
             # like the consumer's heartbeat state, the owned partitions are sent when joining and in the
             # first heartbeat after a reconciliation completed (its result); null otherwise
             owned = me.owned if epoch == JOIN_EPOCH else me.reconciled
             request = Heartbeat(me.memberId, epoch, owned)
-            sent = me._replace(request=request, reconciled=None)
-            out.append((self._act("SendHeartbeat", c), _set(s, c, sent)))
-        if me.request is not None:
-            error, nxt = self._handle_heartbeat(s, c, me.request)
-            out.append((self._act("HandleHeartbeat", c, error), nxt))
+            first.append((self._act("SendHeartbeat", c), me._replace(request=request, reconciled=None)))
         if me.response is not None:
-            out.append((self._act("ReceiveHeartbeat", c, me.response.error), self._receive(s, c, me)))
+            then.append((self._act("ReceiveHeartbeat", c, me.response.error), _received(me)))
         target = me.reconciling
         if me.phase == RUNNING and target is None and not me.synced:
-            out.append((self._act("StartReconciliation", c), _set(s, c, _start_reconciliation(me))))
+            then.append((self._act("StartReconciliation", c), _start_reconciliation(me)))
         if target is not None:
             # onPartitionsRevoked, then onPartitionsAssigned, towards the assignment the reconciliation started from
             if me.owned - target:
-                out.append((self._act("RevokePartitions", c), _set(s, c, _reconciled(me, me.owned & target))))
+                then.append((self._act("RevokePartitions", c), _reconciled(me, me.owned & target)))
             elif target - me.owned:
-                out.append((self._act("AssignPartitions", c), _set(s, c, _reconciled(me, target))))
-        if me.owned and me.phase == RUNNING:
-            out.append(self._offset_commit(s, c, me))
-        if s.faults < self.config.max_faults:
-            crashed = Consumer(STOPPED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
-            out.append((self._act("ConsumerCrash", c), _set(s, c, crashed)._replace(faults=s.faults + 1)))
-            if me.phase == RUNNING and me.memberId:
-                leaving = me._replace(phase=LEAVING, owned=frozenset(), assignment=frozenset(), reconciling=None,
-                                      synced=True)  # fmt: skip
-                out.append((self._act("Unsubscribe", c), _set(s, c, leaving)._replace(faults=s.faults + 1)))
+                then.append((self._act("AssignPartitions", c), _reconciled(me, target)))
+        crashed = Consumer(STOPPED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
+        faults.append((self._act("ConsumerCrash", c), crashed))
+        if me.phase == RUNNING and me.memberId:
+            leaving = me._replace(phase=LEAVING, owned=frozenset(), assignment=frozenset(), reconciling=None,
+                                  synced=True)  # fmt: skip
+            faults.append((self._act("Unsubscribe", c), leaving))
+        return OwnSteps(tuple(first), tuple(then), bool(me.owned) and me.phase == RUNNING, tuple(faults))
+
+    def _act(self, name: str, *values: object) -> Action:
+        action = self._actions.get((name, values))
+        if action is None:
+            action = self._actions[(name, values)] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        return action
 
     # -- the coordinator: ConsumerGroupHeartbeat ---------------------------------------------------
-    def _handle_heartbeat(self, s: Kip848State, c: int, hb: Heartbeat) -> tuple[str, Kip848State]:
-        s = _set(s, c, s.consumers[c]._replace(request=None))
-        coord = s.coordinator
+    def _heartbeat_outcome(self, s: Kip848State, c: int, me: Consumer) -> tuple[Action, Coordinator, Consumer]:
+        """HandleHeartbeat of consumer ``c``'s request: the coordinator and the consumer after it. A joining
+        member's id is the one thing read from the rest of the state (the ids it mentions)."""
+        hb = me.request
+        assert hb is not None
+        joining = hb.memberEpoch == JOIN_EPOCH and hb.memberId == ""
+        new_id = fresh_member_id(c, _mentioned_ids(s)) if joining else ""
+        key = (s.coordinator, c, me, new_id)
+        outcome = self._heartbeat_outcomes.get(key)
+        if outcome is None:
+            error, coord, response = self._handle_heartbeat(s.coordinator, c, hb, new_id)
+            after = me._replace(request=None) if me.phase == STOPPED else me._replace(request=None, response=response)
+            outcome = self._heartbeat_outcomes[key] = (self._act("HandleHeartbeat", c, error), coord, after)
+        return outcome
+
+    def _handle_heartbeat(
+        self, coord: Coordinator, c: int, hb: Heartbeat, new_id: str
+    ) -> tuple[str, Coordinator, HeartbeatResponse]:
+        """``GroupMetadataManager.consumerGroupHeartbeat``; ``new_id`` is the id a joining member gets."""
         if hb.memberEpoch == LEAVE_EPOCH:
             if _member(coord, hb.memberId) is not None:
-                s = self._remove_member(s, hb.memberId)
-            return NONE, _respond(s, c, HeartbeatResponse(NONE, hb.memberId, LEAVE_EPOCH, frozenset()))
+                coord = self._without_member(coord, hb.memberId)
+            return NONE, coord, HeartbeatResponse(NONE, hb.memberId, LEAVE_EPOCH, frozenset())
         if hb.memberEpoch == JOIN_EPOCH and hb.memberId == "":
-            member_id = fresh_member_id(c, _mentioned_ids(s))
-            member = GroupMember(member_id, JOIN_EPOCH, JOIN_EPOCH, STABLE, frozenset(), frozenset(), c)
+            member = GroupMember(new_id, JOIN_EPOCH, JOIN_EPOCH, STABLE, frozenset(), frozenset(), c)
             coord = coord._replace(groupEpoch=coord.groupEpoch + 1, members=_sorted((*coord.members, member)))
         else:
             member = _member(coord, hb.memberId)
             if member is None:
                 error = UNKNOWN_MEMBER_ID
-                return error, _respond(s, c, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset()))
+                return error, coord, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset())
             lost_response = (
                 hb.memberEpoch == member.previousMemberEpoch
                 and hb.ownedPartitions is not None
@@ -330,24 +393,23 @@ class Kip848Model(Model):
             )
             if hb.memberEpoch != member.memberEpoch and not (hb.memberEpoch < member.memberEpoch and lost_response):
                 error = FENCED_MEMBER_EPOCH
-                return error, _respond(s, c, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset()))
+                return error, coord, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset())
         if coord.groupEpoch > coord.targetAssignmentEpoch:
             coord = self._compute_target_assignment(coord)
         updated = self._reconcile(coord, member, hb.ownedPartitions)
         coord = _update_member(coord, member, updated, self.config.partition_epoch_bookkeeping)
-        s = s._replace(coordinator=coord)
-        response = HeartbeatResponse(NONE, updated.memberId, updated.memberEpoch, updated.assigned)
-        return NONE, _respond(s, c, response)
+        return NONE, coord, HeartbeatResponse(NONE, updated.memberId, updated.memberEpoch, updated.assigned)
 
     def _compute_target_assignment(self, coord: Coordinator) -> Coordinator:
         """The server-side assignor: balanced and sticky to the previous target."""
         previous = dict(coord.targetAssignment)
-        members = [
-            Member(m.memberId, ("t",), tuple(("t", p) for p in sorted(previous.get(m.memberId, ()))), 1)
-            for m in coord.members
-        ]
-        result = assign("sticky", members, {"t": self.config.partitions}) if members else {}
-        target = tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
+        inputs = tuple((m.memberId, previous.get(m.memberId, frozenset())) for m in coord.members)
+        target = self._sticky_targets.get(inputs)
+        if target is None:
+            members = [Member(m, ("t",), tuple(("t", p) for p in sorted(parts)), 1) for m, parts in inputs]
+            result = assign("sticky", members, {"t": self.config.partitions}) if members else {}
+            target = tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
+            self._sticky_targets[inputs] = target
         return coord._replace(targetAssignment=target, targetAssignmentEpoch=coord.groupEpoch)
 
     def _reconcile(self, coord: Coordinator, member: GroupMember, owned: frozenset[int] | None) -> GroupMember:
@@ -398,42 +460,37 @@ class Kip848Model(Model):
         return moved._replace(state=state, memberEpoch=target_epoch, assigned=keep | pending,
                               pendingRevocation=frozenset())  # fmt: skip
 
-    def _remove_member(self, s: Kip848State, member_id: str) -> Kip848State:
-        coord = s.coordinator
+    def _without_member(self, coord: Coordinator, member_id: str) -> Coordinator:
         member = _member(coord, member_id)
         assert member is not None
         epochs = list(coord.partitionEpochs)
         for p in member.assigned | member.pendingRevocation:
             epochs[p] = FREE
         members = tuple(m for m in coord.members if m.memberId != member_id)
-        coord = coord._replace(members=members, partitionEpochs=tuple(epochs), groupEpoch=coord.groupEpoch + 1)
-        return s._replace(coordinator=coord)
+        return coord._replace(members=members, partitionEpochs=tuple(epochs), groupEpoch=coord.groupEpoch + 1)
+
+    def _removal(self, coord: Coordinator, member_id: str) -> tuple[Action, Action, Coordinator]:
+        """The session and rebalance timeouts of a member, and the coordinator without it."""
+        removal = self._removals.get((coord, member_id))
+        if removal is None:
+            removal = self._removals[(coord, member_id)] = (
+                self._act("SessionTimeout", member_id),
+                self._act("RebalanceTimeout", member_id),
+                self._without_member(coord, member_id),
+            )
+        return removal
 
     # -- the client (ConsumerMembershipManager) ---------------------------------------------------
-    def _receive(self, s: Kip848State, c: int, me: Consumer) -> Kip848State:
-        response = me.response
-        assert response is not None
-        me = me._replace(response=None)
-        if me.phase == LEAVING:
-            return _set(s, c, Consumer(UNSUBSCRIBED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None))
-        if response.error != NONE:  # fenced: lose everything, rejoin as a new member
-            return _set(s, c, Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, None))
-        # a new target when it differs from the last one received (the first one after joining always does);
-        # a reconciliation in progress carries on towards the one it started from
-        changed = me.memberEpoch == JOIN_EPOCH or response.assignment != me.assignment
-        me = me._replace(memberId=response.memberId, memberEpoch=response.memberEpoch, assignment=response.assignment)
-        return _set(s, c, me._replace(synced=False) if changed else me)
-
-    def _offset_commit(self, s: Kip848State, c: int, me: Consumer) -> Step:
+    def _offset_commit(self, coord: Coordinator, c: int, me: Consumer) -> Action:
         """OffsetCommit v9+: carries the member epoch, which must be the member's current one."""
-        member = _member(s.coordinator, me.memberId)
+        member = _member(coord, me.memberId)
         if member is None:
             error = UNKNOWN_MEMBER_ID
         elif me.memberEpoch != member.memberEpoch:
             error = STALE_MEMBER_EPOCH
         else:
             error = NONE
-        return self._act("OffsetCommit", c, me.memberEpoch, error), s
+        return self._act("OffsetCommit", c, me.memberEpoch, error)
 
     def drawing(self) -> Kip848Drawing:
         return Kip848Drawing(self.config.consumers)
@@ -473,15 +530,14 @@ def _update_member(coord: Coordinator, old: GroupMember, new: GroupMember, whole
 
 
 def _member(coord: Coordinator, member_id: str) -> GroupMember | None:
-    return next((m for m in coord.members if m.memberId == member_id), None)
+    for m in coord.members:
+        if m.memberId == member_id:
+            return m
+    return None
 
 
 def _sorted(members: tuple[GroupMember, ...]) -> tuple[GroupMember, ...]:
     return tuple(sorted(members))
-
-
-def _set(s: Kip848State, c: int, consumer: Consumer) -> Kip848State:
-    return s._replace(consumers=(*s.consumers[:c], consumer, *s.consumers[c + 1 :]))
 
 
 def _start_reconciliation(me: Consumer) -> Consumer:
@@ -500,11 +556,20 @@ def _reconciled(me: Consumer, owned: frozenset[int]) -> Consumer:
     return me._replace(reconciling=None, reconciled=owned) if owned == me.reconciling else me
 
 
-def _respond(s: Kip848State, c: int, response: HeartbeatResponse) -> Kip848State:
-    me = s.consumers[c]
-    if me.phase == STOPPED:
-        return s
-    return _set(s, c, me._replace(response=response))
+def _received(me: Consumer) -> Consumer:
+    """The consumer after it handles its heartbeat's response."""
+    response = me.response
+    assert response is not None
+    me = me._replace(response=None)
+    if me.phase == LEAVING:
+        return Consumer(UNSUBSCRIBED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
+    if response.error != NONE:  # fenced: lose everything, rejoin as a new member
+        return Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
+    # a new target when it differs from the last one received (the first one after joining always does);
+    # a reconciliation in progress carries on towards the one it started from
+    changed = me.memberEpoch == JOIN_EPOCH or response.assignment != me.assignment
+    me = me._replace(memberId=response.memberId, memberEpoch=response.memberEpoch, assignment=response.assignment)
+    return me._replace(synced=False) if changed else me
 
 
 def _mentioned_ids(s: Kip848State) -> set[str]:

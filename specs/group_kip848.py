@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.assignors import pairwise_disjoint
 from kmc.models.group_kip848 import (
     ASSIGNING,
     EMPTY,
@@ -12,22 +13,39 @@ from kmc.models.group_kip848 import (
     RECONCILING,
     STABLE,
     STOPPED,
+    Coordinator,
     Kip848State,
     group_state,
 )
+
+# The coordinator's invariants read only the coordinator, and a search meets a few hundred coordinators
+# in tens of thousands of states: each verdict is kept by the coordinator it was computed for.
+COORDINATOR_VERDICTS = 1 << 16
+"""How many coordinators each coordinator invariant keeps its verdict for."""
 
 
 @invariant
 def NoDoubleClientAssignment(s: Kip848State) -> bool:
     """No two consumers believe they own the same partition (the most important property)."""
-    return pairwise_disjoint(consumer.owned for consumer in s.consumers if consumer.phase != STOPPED)
+    seen: frozenset[int] = frozenset()
+    for consumer in s.consumers:
+        owned = consumer.owned
+        if owned and consumer.phase != STOPPED:
+            if not seen.isdisjoint(owned):
+                return False
+            seen |= owned
+    return True
 
 
 @invariant
 def ValidPartitionEpoch(s: Kip848State) -> bool:
     """A partition's epoch is its holder's member epoch; a free partition is held by no member,
     and no partition is held (assigned or pending revocation) by two members."""
-    coord = s.coordinator
+    return _valid_partition_epoch(s.coordinator)
+
+
+@lru_cache(maxsize=COORDINATOR_VERDICTS)
+def _valid_partition_epoch(coord: Coordinator) -> bool:
     holders: dict[int, list[int]] = {}
     for m in coord.members:
         for p in m.assigned | m.pendingRevocation:
@@ -45,14 +63,18 @@ def ValidPartitionEpoch(s: Kip848State) -> bool:
 def LegalTargetAssignment(s: Kip848State, model) -> bool:  # type: ignore[no-untyped-def]
     """Once computed for the current group epoch, the target gives every partition to exactly one
     current member."""
-    coord = s.coordinator
+    return _legal_target_assignment(s.coordinator, model.all_partitions)
+
+
+@lru_cache(maxsize=COORDINATOR_VERDICTS)
+def _legal_target_assignment(coord: Coordinator, all_partitions: frozenset[int]) -> bool:
     if coord.targetAssignmentEpoch != coord.groupEpoch or not coord.members:
         return True
     parts = [p for _, ps in coord.targetAssignment for p in ps]
     members = {m.memberId for m in coord.members}
     return (
         len(parts) == len(set(parts))
-        and set(parts) == model.all_partitions
+        and set(parts) == all_partitions
         and {m for m, _ in coord.targetAssignment} <= members
     )
 
@@ -60,7 +82,11 @@ def LegalTargetAssignment(s: Kip848State, model) -> bool:  # type: ignore[no-unt
 @invariant
 def ValidMemberEpoch(s: Kip848State) -> bool:
     """A member at the target epoch holds no partition the target gives to another member."""
-    coord = s.coordinator
+    return _valid_member_epoch(s.coordinator)
+
+
+@lru_cache(maxsize=COORDINATOR_VERDICTS)
+def _valid_member_epoch(coord: Coordinator) -> bool:
     target = dict(coord.targetAssignment)
     for m in coord.members:
         if m.memberEpoch != coord.targetAssignmentEpoch:
@@ -74,11 +100,10 @@ def ValidMemberEpoch(s: Kip848State) -> bool:
 @step
 def ClientSideMemberEpochIsMonotonic(s: Kip848State, action: Action, t: Kip848State) -> bool:
     """A consumer's member epoch never decreases while it keeps its member id."""
-    return all(
-        after.memberEpoch >= before.memberEpoch
-        for before, after in zip(s.consumers, t.consumers, strict=True)
-        if before.memberId and before.memberId == after.memberId
-    )
+    for before, after in zip(s.consumers, t.consumers, strict=True):
+        if after.memberEpoch < before.memberEpoch and before.memberId == after.memberId != "":
+            return False
+    return True
 
 
 @step

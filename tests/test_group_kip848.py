@@ -6,6 +6,7 @@ from kmc.checker import Check, bfs
 from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
 from kmc.models.group_kip848 import (
+    ACTION_ARGS,
     FREE,
     STABLE,
     UNRELEASED_PARTITIONS,
@@ -108,3 +109,27 @@ def test_current_assignment_builder_waits_for_release() -> None:
     assert (waiting.state, waiting.memberEpoch, waiting.assigned) == (UNRELEASED_PARTITIONS, 3, frozenset())
     free = _coordinator({"b": frozenset({1})}, (FREE, FREE), (waiting,))
     assert model._reconcile(free, waiting, frozenset()).assigned == {1}
+
+
+def test_kept_steps_are_the_steps_computed_afresh() -> None:
+    """The successors a model computes from what it has kept (a consumer's own steps, heartbeat outcomes,
+    removals, assignor targets) equal, in order, those of a model that has kept nothing, across a whole
+    search with timeouts at any moment, so that every kind of step is taken."""
+    warm = Kip848Model.build("slow-member", {"max_faults": 1, "max_group_epoch": 3})
+    seen = set(warm.init_states())
+    frontier = list(seen)
+    taken: set[str] = set()
+    for n, s in enumerate(frontier):
+        if not warm.within_bounds(s):
+            continue
+        steps = warm.successors(s)
+        if n % 8 == 0:
+            assert steps == Kip848Model(warm.config).successors(s), s
+        for action, t in steps:
+            taken.add(action.name)
+            if t not in seen:
+                seen.add(t)
+                frontier.append(t)
+    assert len(seen) == 16125
+    assert taken == set(ACTION_ARGS)
+    assert len(warm._sticky_targets) < len(warm._heartbeat_outcomes) < len(seen)
