@@ -1,0 +1,89 @@
+"""The replication model's C successor function against its Python definition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kmc.checker import bfs
+from kmc.checker.properties import PropertySet
+from kmc.models import replication
+from kmc.models.replication import PRESETS, LeaderAndIsr, ReplicaState, ReplicationModel, ReplicationState
+
+# Replicas = 2: distinct states, states generated and depth, the same by either path (and the
+# distinct counts and depths are TLC's, tests/test_replication.py).
+COUNTS_REPLICAS_2 = {
+    "truncate-to-hw": (10131, 24459, 20),
+    "kip-101": (9045, 21447, 18),
+    "kip-279": (9027, 21877, 18),
+    "kip-320-first-try": (8429, 19387, 18),
+    "kip-320": (5973, 11733, 18),
+}
+
+needs_c = pytest.mark.skipif(replication._fast_successors() is None, reason="the C extension was not built")
+
+
+def pure_python(model: ReplicationModel) -> ReplicationModel:
+    model._fast_ctx = None
+    return model
+
+
+def shape(value: Any) -> Any:
+    """The value with every tuple's type kept: NamedTuple fields name a trace's variables."""
+    if isinstance(value, tuple):
+        return (type(value).__name__, tuple(shape(v) for v in value))
+    if isinstance(value, frozenset):
+        return frozenset(shape(v) for v in value)
+    return (type(value).__name__, value)
+
+
+def reachable(model: ReplicationModel) -> list[ReplicationState]:
+    seen = dict.fromkeys(model.init_states())
+    frontier = list(seen)
+    while frontier:
+        following = []
+        for s in frontier:
+            for _action, t in model._successors(s):
+                if t not in seen:
+                    seen[t] = None
+                    following.append(t)
+        frontier = following
+    return list(seen)
+
+
+@needs_c
+@pytest.mark.parametrize("preset", PRESETS)
+def test_c_successors_are_the_python_ones_on_every_reachable_state(preset: str) -> None:
+    """The same actions and states, in the same order, of the same types, for every flag combination."""
+    model = ReplicationModel.build(preset)
+    states = reachable(model)
+    assert len(states) == COUNTS_REPLICAS_2[preset][0]
+    for s in states:
+        fast = model._fast(model._fast_ctx, s)
+        assert fast == model._successors(s)
+        assert [shape(t) for _a, t in fast] == [shape(t) for _a, t in model._successors(s)]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_pure_python_and_c_give_the_same_counts(preset: str) -> None:
+    for model in (ReplicationModel.build(preset), pure_python(ReplicationModel.build(preset))):
+        stats = bfs(model, PropertySet()).stats
+        assert (stats.distinct_states, stats.generated_states, stats.depth) == COUNTS_REPLICAS_2[preset]
+
+
+@needs_c
+def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
+    model = ReplicationModel.build("kip-320")
+    [init] = model.init_states()
+    # True == 1 as a key, but it is no plain int: the C declines and the Python answers.
+    odd = init._replace(quorumState=LeaderAndIsr(True, -1, frozenset({0, 1})))
+    assert model._fast(model._fast_ctx, odd) is None
+    assert model.successors(odd) == model._successors(odd) != []
+    beyond = init._replace(replicaState=(ReplicaState(0, -1, -1, frozenset({7})),) * 2)
+    assert model._fast(model._fast_ctx, beyond) is None
+
+
+def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KMC_PURE_PYTHON", "1")
+    assert replication._fast_successors() is None
+    assert ReplicationModel.build("kip-320")._fast_ctx is None
