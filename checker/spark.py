@@ -18,7 +18,6 @@ does.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import io
 import json
@@ -37,7 +36,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .bfs import DEADLOCK, MODEL_BOUND, bounds_check, expand, peak_rss, search_result
-from .checkpoint import check_resumable, checkpoint_key, load_meta, opened, save_meta, sealed, write_atomically
+from .checkpoint import (
+    check_resumable,
+    checkpoint_key,
+    interned,
+    load_meta,
+    opened,
+    save_meta,
+    sealed,
+    write_atomically,
+)
 from .errors import UserError
 from .fingerprint import collision_probability, fingerprint
 from .model import Model, State
@@ -155,37 +163,6 @@ def _saved_files(workdir: str, partitions: int, level: int) -> Iterator[Path]:
         yield _visited_path(workdir, p, level)
 
 
-@functools.cache
-def _rebuildable(cls: type) -> bool:
-    """A plain tuple or a NamedTuple: nothing but its items, so ``tuple.__new__`` remakes it."""
-    return cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields") and cls.__dictoffset__ == 0)
-
-
-def _interned(states: list[State]) -> list[State]:
-    """The states with equal top-level fields made one object, so the pickle writes each once.
-
-    Successors of different parents often hold equal but distinct parts (a log, an ISR); pickle
-    shares only identical objects. Only tuple states (NamedTuples included) are rebuilt, and a
-    part is only replaced by one of its own type."""
-    pool: dict[Any, Any] = {}
-    intern = pool.setdefault
-    out = []
-    for state in states:
-        cls = type(state)
-        if _rebuildable(cls):
-            try:
-                parts = [intern(part, part) for part in state]
-            except TypeError:  # an unhashable part: the state is kept as it is
-                out.append(state)
-                continue
-            if list(map(type, parts)) != list(map(type, state)):  # equal, yet not alike: 1 and True
-                alike = zip(state, parts, strict=True)
-                parts = [shared if type(shared) is type(mine) else mine for mine, shared in alike]
-            state = tuple.__new__(cls, parts)
-        out.append(state)
-    return out
-
-
 def _await(paths: list[Path]) -> None:
     """Wait until every file exists. The tasks of a barrier stage all run at once, so they will;
     if one fails, Spark ends the stage and its other tasks with it."""
@@ -199,7 +176,7 @@ def _write_states(path: Path, fps: list[int], states: list[State], key: bytes) -
     # One pickle per file: parts the states share are written once.
     import numpy as np
 
-    piece = (np.array(fps, dtype=np.uint64), _interned(states))
+    piece = (np.array(fps, dtype=np.uint64), interned(states))
     payload = pickle.dumps(piece, protocol=pickle.HIGHEST_PROTOCOL)
     write_atomically(path, lambda fh: fh.write(sealed(key, payload)))
 
