@@ -1,0 +1,116 @@
+"""Benchmark: the one-process BFS on a run larger than its memory budget (``--memory``).
+
+    python benchmarks/bfs_spill.py                      # the full run: replication kip-320, 4 replicas, --memory 2g
+    python benchmarks/bfs_spill.py --scale large        # 9,985,570 states (3.6 GB in memory) under --memory 1g
+    python benchmarks/bfs_spill.py --scale medium       # 737,794 states under --memory 64m, and in memory
+    python benchmarks/bfs_spill.py --probe 300000       # how fast the full configuration grows (bounded)
+
+The full run is replication's kip-320 preset with 4 replicas: a probe bounded at 300,000 states
+reaches only depth 9 of it (3 replicas: 20,935 states by depth 9 of 737,794 in all), which puts the
+whole space well past 5*10^7 states -- tens of gigabytes held in memory at the ~450 bytes a state
+the in-memory fingerprint search costs, so a budget of 2g is far below what it needs. It runs for
+hours on one core: start it and come back. ``--scale large`` is 3 replicas with
+``max_leader_epoch=3`` (9,985,570 states, 3.6 GB when held in memory: docs/performance.md) under
+``--memory 1g``; ``--scale medium`` is 3 replicas under a budget of a fifth of what the search
+takes in memory, with the in-memory run beside it.
+
+Each run is a fresh ``kmc check ... --store fingerprints --json`` process; recorded: distinct and
+generated states, depth, the search's own time and the whole process's, the peak RSS kmc measured
+of itself, and what it spilled (bytes on disk and written, flushes, merges, level spills). Results
+go to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCALES = {
+    "full": {"sets": ["replicas=4"], "memory": "2g", "in_memory": False},
+    "large": {"sets": ["replicas=3", "max_leader_epoch=3"], "memory": "1g", "in_memory": False},
+    "medium": {"sets": ["replicas=3"], "memory": "64m", "in_memory": True},
+}
+
+
+def run_kmc(sets: list[str], memory: str | None, max_states: int | None, spill_dir: str | None) -> dict:
+    out = tempfile.mkdtemp(prefix="kmc-bench-")
+    cmd = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", "kip-320",
+           "--store", "fingerprints", "--json", "--no-progress", "--out", out]  # fmt: skip
+    for item in sets:
+        cmd += ["--set", item]
+    if memory is not None:
+        cmd += ["--memory", memory]
+    if max_states is not None:
+        cmd += ["--max-states", str(max_states)]
+    env = {**os.environ, **({"TMPDIR": spill_dir} if spill_dir else {})}
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    wall = time.perf_counter() - start
+    shutil.rmtree(out, ignore_errors=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"kmc failed: {done.stderr.strip()}")
+    data = json.loads(done.stdout)
+    return {
+        "command": " ".join(cmd[3:]),
+        "memory": memory,
+        "verdict": data["verdict"],
+        "complete": data["complete"],
+        "distinct_states": data["distinct_states"],
+        "generated_states": data["generated_states"],
+        "depth": data["depth"],
+        "search_s": round(data["elapsed_s"], 2),
+        "wall_s": round(wall, 2),
+        "peak_rss_mb": round(data["peak_memory_bytes"] / 2**20),
+        "spill": data.get("spill"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=sorted(SCALES), default="full")
+    parser.add_argument("--memory", help="the budget (default: the scale's)")
+    parser.add_argument("--probe", type=int, metavar="N", help="stop at N states (a probe of the size)")
+    parser.add_argument("--spill-dir", help="where the spill files go (TMPDIR of the run; default: the system's)")
+    parser.add_argument("--tag", default="", help="added to the results file's name")
+    args = parser.parse_args()
+    scale = SCALES[args.scale]
+    memory = args.memory or scale["memory"]
+    runs = [run_kmc(scale["sets"], memory, args.probe, args.spill_dir)]
+    print(json.dumps(runs[-1]), flush=True)
+    if scale["in_memory"] and args.probe is None:
+        runs.append(run_kmc(scale["sets"], None, None, None))
+        print(json.dumps(runs[-1]), flush=True)
+        if runs[0]["distinct_states"] != runs[1]["distinct_states"]:
+            raise SystemExit("the spilled run and the run in memory found different numbers of states")
+    record = {
+        "benchmark": "bfs-spill",
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "scale": args.scale,
+        "probe": args.probe,
+        "runs": runs,
+    }
+    if len(runs) == 2:
+        record["spilled_over_in_memory"] = {
+            "search_time": round(runs[0]["search_s"] / runs[1]["search_s"], 2),
+            "peak_rss": round(runs[0]["peak_rss_mb"] / runs[1]["peak_rss_mb"], 2),
+        }
+    tag = f"-{args.tag}" if args.tag else ""
+    probe = f"-probe{args.probe}" if args.probe else ""
+    out = HERE / "results" / f"{record['date']}-bfs-spill-{args.scale}{probe}{tag}.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"recorded {out.relative_to(HERE.parent)}")
+
+
+if __name__ == "__main__":
+    main()
