@@ -8,25 +8,32 @@ from kmc.models.replication import NO_LEADER, ReplicationState
 
 def _presumed_leaders_replicated(s: ReplicationState, true_isr: frozenset[int] | None) -> bool:
     """Every presumed leader's log up to its high watermark is on each member of ``true_isr``, or
-    of its own ISR when that is None. (Loops, not generators: this runs on every new state.)"""
+    of its own ISR when that is None. (Plain loops and no slice of a log that is all below the HW:
+    this runs on every new state.)"""
     logs = s.replicaLog
-    for r, st in enumerate(s.replicaState):
+    r = -1
+    for st in s.replicaState:
+        r += 1
         hw = st.hw
-        if st.leader != r or hw == 0:
+        if not hw or st.leader != r:
             continue
         leader_log = logs[r]
         if len(leader_log) < hw:
             return False
-        prefix = leader_log[:hw]
+        prefix = leader_log if len(leader_log) == hw else leader_log[:hw]
         for member in st.isr if true_isr is None else true_isr:
-            if logs[member][:hw] != prefix:
+            log = logs[member]
+            if log is not leader_log and log[:hw] != prefix:
                 return False
     return True
 
 
 def _some_leader_has_a_high_watermark(s: ReplicationState) -> bool:
     """The guard of the ISR properties: they say something once a presumed leader has committed a record."""
-    return any(st.leader == r and st.hw > 0 for r, st in enumerate(s.replicaState))
+    for r, st in enumerate(s.replicaState):  # noqa: SIM110 -- any() over a generator costs three times this
+        if st.hw and st.leader == r:
+            return True
+    return False
 
 
 def _two_replicas_have_high_watermarks(s: ReplicationState) -> bool:
