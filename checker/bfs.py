@@ -525,14 +525,12 @@ class BfsEngine:
     def run(self, task: Any) -> CheckResult:
         from pathlib import Path
 
-        from .fpset import parse_size
-
         b, o = task.bounds, task.options
         if o["checkpoint"] and o["resume"] and Path(o["checkpoint"]).resolve() != Path(o["resume"]).resolve():
             raise UserError("--checkpoint and --resume name different directories: give the one to continue")
         options = BfsOptions(max_depth=b.max_depth, max_states=b.max_states, symmetry=b.symmetry,
                              deadlock=b.deadlock, keep_going=b.keep_going, store=o["store"],
-                             memory=parse_size(o["memory"]) if o["memory"] is not None else None,
+                             memory=_memory(o["memory"]),
                              checkpoint=o["resume"] or o["checkpoint"], resume=o["resume"] is not None)  # fmt: skip
         job = {
             "engine": "bfs", "model_ref": task.model_ref, "config": task.model.config_dict(),
@@ -540,6 +538,15 @@ class BfsEngine:
             "symmetry": b.symmetry, "deadlock": b.deadlock,
         }  # fmt: skip
         return bfs(task.model, task.props, options, task.progress, task.preset, task.observers, job)
+
+
+def _memory(size: str | None) -> int | None:
+    """--memory in bytes; numpy (which the disk store needs) is imported only for a run that spills."""
+    if size is None:
+        return None
+    from .fpset import parse_size
+
+    return parse_size(size)
 
 
 def search_result(
