@@ -110,11 +110,14 @@ def ClientSideMemberEpochIsMonotonic(s: Kip848State, action: Action, t: Kip848St
 @step
 def CommitFencedByMemberEpoch(s: Kip848State, action: Action, t: Kip848State) -> bool:
     """An accepted OffsetCommit carries the member's current epoch."""
-    if action.name != "OffsetCommit" or action.args["error"] != NONE:
+    if action.name != "OffsetCommit":
         return True
-    consumer = s.consumers[action.args["consumer"]]
+    args = action.args
+    if args["error"] != NONE:
+        return True
+    consumer = s.consumers[args["consumer"]]
     member = next((m for m in s.coordinator.members if m.memberId == consumer.memberId), None)
-    return member is not None and member.memberEpoch == action.args["memberEpoch"]
+    return member is not None and member.memberEpoch == args["memberEpoch"]
 
 
 @leads_to(lambda s: group_state(s.coordinator) in (ASSIGNING, RECONCILING))
