@@ -564,27 +564,19 @@ static int leader_inc_high_watermark(const Context *c, const View *v, PyObject *
         if (!presumes && (l->isr || c->hw_advance != HW_CURRENT_EPOCH || l->len <= hw)) {
             continue;
         }
-        int ok;
-        if (c->hw_advance == HW_ISR_OFFSETS) {
-            ok = presumes && hw < c->log_size;
-            for (int f = 0; ok && f < v->n; f++) {
-                if (l->isr & (1u << f)) {
-                    ok = v->r[f].leader == leader && v->r[f].len > hw;
-                }
+        int ok = c->hw_advance == HW_CURRENT_EPOCH ? l->len > hw
+                 : c->hw_advance == HW_EPOCH_MATCH ? presumes && l->len > hw
+                                                   : presumes && hw < c->log_size;
+        for (int f = 0; ok && f < v->n; f++) {
+            if (!(l->isr & (1u << f))) {
+                continue;
             }
-        } else if (c->hw_advance == HW_EPOCH_MATCH) {
-            ok = presumes && l->len > hw;
-            for (int f = 0; ok && f < v->n; f++) {
-                if (l->isr & (1u << f)) {
-                    ok = caught_up_to_leader_epoch(v, leader, f, hw + 1);
-                }
-            }
-        } else {
-            ok = l->len > hw;
-            for (int f = 0; ok && f < v->n; f++) {
-                if (l->isr & (1u << f)) {
-                    ok = follows_leader_epoch(v, leader, f) && v->r[f].len > hw;
-                }
+            if (c->hw_advance == HW_ISR_OFFSETS) {
+                ok = v->r[f].leader == leader && v->r[f].len > hw;
+            } else if (c->hw_advance == HW_EPOCH_MATCH) {
+                ok = caught_up_to_leader_epoch(v, leader, f, hw + 1);
+            } else {
+                ok = follows_leader_epoch(v, leader, f) && v->r[f].len > hw;
             }
         }
         if (ok) {
@@ -610,14 +602,8 @@ static int quorum_update(const Context *c, const View *v, PyObject *out, PyObjec
     PyObject *items[3] = {PyLong_FromLong(v->quorum.leaderEpoch), PyLong_FromLong(v->quorum.leader), isr};
     PyObject *quorum = new_named(c->request_type, 3, items);
     PyObject *s = v->state;
-    PyObject *states = put(v->states, leader, state);
-    if (quorum == NULL || states == NULL) {
-        Py_XDECREF(quorum);
-        Py_XDECREF(states);
-        return -1;
-    }
     return emit(out, action,
-                state6(c, new_ref(v->logs), states, new_ref(PyTuple_GET_ITEM(s, 2)),
+                state6(c, new_ref(v->logs), put(v->states, leader, state), new_ref(PyTuple_GET_ITEM(s, 2)),
                        new_ref(PyTuple_GET_ITEM(s, 3)), new_ref(PyTuple_GET_ITEM(s, 4)), quorum));
 }
 
@@ -693,11 +679,6 @@ static int follower_fetch(const Context *c, const View *v, PyObject *out) {
         long hw = l->hw < end + 1 ? l->hw : (long)end + 1;
         PyObject *logs = put(v->logs, f, append_record(fr->log, new_ref(PyTuple_GET_ITEM(l->log, end))));
         PyObject *states = put(v->states, f, with_hw(c, v, f, hw));
-        if (logs == NULL || states == NULL) {
-            Py_XDECREF(logs);
-            Py_XDECREF(states);
-            return -1;
-        }
         if (emit(out, act2(c->fetch, f, leader), with_replicas(c, v, logs, states)) < 0) {
             return -1;
         }
@@ -722,11 +703,6 @@ static int follower_truncate(const Context *c, const View *v, PyObject *out) {
         Py_ssize_t offset = first_non_matching_offset_from_tail(l, fr);
         PyObject *logs = put(v->logs, f, PyTuple_GetSlice(fr->log, 0, offset));
         PyObject *states = put(v->states, f, with_hw(c, v, f, offset < fr->hw ? (long)offset : fr->hw));
-        if (logs == NULL || states == NULL) {
-            Py_XDECREF(logs);
-            Py_XDECREF(states);
-            return -1;
-        }
         if (emit(out, act2(c->truncate, f, leader), with_replicas(c, v, logs, states)) < 0) {
             return -1;
         }
@@ -788,11 +764,6 @@ static int within_tables(const Context *c, const View *v) {
     Py_ssize_t epochs = PyList_GET_SIZE(PyList_GET_ITEM(c->become_leader, 0));
     for (int i = 0; i < v->nrequests; i++) {
         if (v->req[i].leaderEpoch < 0 || v->req[i].leaderEpoch >= epochs) {
-            return 0;
-        }
-    }
-    for (int r = 0; r < n; r++) {
-        if (v->r[r].len > MAX_LOG - 1) {
             return 0;
         }
     }
