@@ -96,18 +96,51 @@ static int read_long(PyObject *value, long *out) {
     return 0;
 }
 
+/* The elements of a frozenset of at most ``max`` elements, borrowed (the set holds them); -1 and an
+ * exception, or their number (more than ``max``: give up). */
+static Py_ssize_t set_items(PyObject *set, PyObject **items, Py_ssize_t max) {
+    Py_ssize_t n = PySet_GET_SIZE(set);
+    if (n > max) {
+        return n;
+    }
+    Py_ssize_t i = 0;
+#if PY_VERSION_HEX < 0x030D0000
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    while (i < n && _PySet_NextEntry(set, &pos, &items[i], &hash)) {
+        i++;
+    }
+#else
+    PyObject *iter = PyObject_GetIter(set), *key;
+    if (iter == NULL) {
+        return -1;
+    }
+    while (i < n && (key = PyIter_Next(iter)) != NULL) {
+        items[i++] = key;
+        Py_DECREF(key);
+    }
+    Py_DECREF(iter);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+#endif
+    return i;
+}
+
 /* A set of replica ids as a mask: 1 when it holds anything else. */
 static int read_mask(PyObject *set, int n, unsigned *out) {
     if (!PyFrozenSet_CheckExact(set)) {
         return 1;
     }
+    PyObject *items[MAX_REPLICAS];
+    Py_ssize_t size = set_items(set, items, MAX_REPLICAS);
+    if (size < 0 || size > MAX_REPLICAS) {
+        return size < 0 ? -1 : 1;
+    }
     unsigned mask = 0;
-    Py_ssize_t pos = 0;
-    PyObject *key;
-    Py_hash_t hash;
-    while (_PySet_NextEntry(set, &pos, &key, &hash)) {
+    for (Py_ssize_t i = 0; i < size; i++) {
         long r;
-        int status = read_long(key, &r);
+        int status = read_long(items[i], &r);
         if (status != 0) {
             return status;
         }
@@ -117,19 +150,6 @@ static int read_mask(PyObject *set, int n, unsigned *out) {
         mask |= 1u << r;
     }
     *out = mask;
-    return 0;
-}
-
-static int read_tuple_longs(PyObject *t, Py_ssize_t size, long *out) {
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != size) {
-        return 1;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        int status = read_long(PyTuple_GET_ITEM(t, i), &out[i]);
-        if (status != 0) {
-            return status;
-        }
-    }
     return 0;
 }
 
@@ -172,12 +192,14 @@ static int read_view(PyObject *s, View *v) {
         rep->log = log;
         rep->len = PyTuple_GET_SIZE(log);
         for (Py_ssize_t i = 0; i < rep->len; i++) {
-            long fields[2];
-            if ((status = read_tuple_longs(PyTuple_GET_ITEM(log, i), 2, fields)) != 0) {
+            PyObject *record = PyTuple_GET_ITEM(log, i);
+            if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 2) {
+                return 1;
+            }
+            if ((status = read_long(PyTuple_GET_ITEM(record, 0), &rep->id[i])) != 0 ||
+                (status = read_long(PyTuple_GET_ITEM(record, 1), &rep->epoch[i])) != 0) {
                 return status;
             }
-            rep->id[i] = fields[0];
-            rep->epoch[i] = fields[1];
         }
         PyObject *st = PyTuple_GET_ITEM(v->states, r);
         if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 4) {
@@ -201,16 +223,18 @@ static int read_view(PyObject *s, View *v) {
         return status;
     }
     v->requests = PyTuple_GET_ITEM(s, 4);
-    if (!PyFrozenSet_CheckExact(v->requests) || PySet_GET_SIZE(v->requests) > MAX_REQUESTS) {
+    if (!PyFrozenSet_CheckExact(v->requests)) {
         return 1;
     }
+    PyObject *items[MAX_REQUESTS];
+    Py_ssize_t size = set_items(v->requests, items, MAX_REQUESTS);
+    if (size < 0 || size > MAX_REQUESTS) {
+        return size < 0 ? -1 : 1;
+    }
     v->nrequests = 0;
-    Py_ssize_t pos = 0;
-    PyObject *key;
-    Py_hash_t hash;
-    while (_PySet_NextEntry(v->requests, &pos, &key, &hash)) {
+    for (Py_ssize_t k = 0; k < size; k++) {
         Request q;
-        if ((status = read_request(key, v->n, &q)) != 0) {
+        if ((status = read_request(items[k], v->n, &q)) != 0) {
             return status;
         }
         if (q.leader < NO_LEADER || q.leader >= n) {
@@ -262,11 +286,6 @@ static PyObject *new_named(PyTypeObject *type, Py_ssize_t size, PyObject **items
     return t;
 }
 
-static PyObject *new_ref(PyObject *o) {
-    Py_INCREF(o);
-    return o;
-}
-
 /* tuple ``t`` with item ``index`` replaced by ``value`` (stolen). */
 static PyObject *put(PyObject *t, Py_ssize_t index, PyObject *value) {
     if (value == NULL) {
@@ -279,7 +298,7 @@ static PyObject *put(PyObject *t, Py_ssize_t index, PyObject *value) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(out, i, i == index ? value : new_ref(PyTuple_GET_ITEM(t, i)));
+        PyTuple_SET_ITEM(out, i, i == index ? value : Py_NewRef(PyTuple_GET_ITEM(t, i)));
     }
     return out;
 }
@@ -292,8 +311,8 @@ static PyObject *replica_state(const Context *c, long hw, long epoch, long leade
 /* A replica's state with only its hw changed. */
 static PyObject *with_hw(const Context *c, const View *v, int r, long hw) {
     PyObject *old = PyTuple_GET_ITEM(v->states, r);
-    PyObject *items[4] = {PyLong_FromLong(hw), new_ref(PyTuple_GET_ITEM(old, 1)), new_ref(PyTuple_GET_ITEM(old, 2)),
-                          new_ref(PyTuple_GET_ITEM(old, 3))};
+    PyObject *items[4] = {PyLong_FromLong(hw), Py_NewRef(PyTuple_GET_ITEM(old, 1)), Py_NewRef(PyTuple_GET_ITEM(old, 2)),
+                          Py_NewRef(PyTuple_GET_ITEM(old, 3))};
     return new_named(c->replica_type, 4, items);
 }
 
@@ -306,8 +325,8 @@ static PyObject *state6(const Context *c, PyObject *logs, PyObject *states, PyOb
 /* The state with new logs and replica states (stolen), everything else shared. */
 static PyObject *with_replicas(const Context *c, const View *v, PyObject *logs, PyObject *states) {
     PyObject *s = v->state;
-    return state6(c, logs, states, new_ref(PyTuple_GET_ITEM(s, 2)), new_ref(PyTuple_GET_ITEM(s, 3)),
-                  new_ref(PyTuple_GET_ITEM(s, 4)), new_ref(PyTuple_GET_ITEM(s, 5)));
+    return state6(c, logs, states, Py_NewRef(PyTuple_GET_ITEM(s, 2)), Py_NewRef(PyTuple_GET_ITEM(s, 3)),
+                  Py_NewRef(PyTuple_GET_ITEM(s, 4)), Py_NewRef(PyTuple_GET_ITEM(s, 5)));
 }
 
 /* Appends (action, next) to out, stealing next; -1 on error. */
@@ -320,7 +339,7 @@ static int emit(PyObject *out, PyObject *action, PyObject *next) {
         Py_DECREF(next);
         return -1;
     }
-    PyTuple_SET_ITEM(pair, 0, new_ref(action));
+    PyTuple_SET_ITEM(pair, 0, Py_NewRef(action));
     PyTuple_SET_ITEM(pair, 1, next);
     int status = PyList_Append(out, pair);
     Py_DECREF(pair);
@@ -413,8 +432,8 @@ static int controller_update(const Context *c, const View *v, PyObject *out, PyO
     }
     PyObject *s = v->state;
     return emit(out, action,
-                state6(c, new_ref(PyTuple_GET_ITEM(s, 0)), new_ref(PyTuple_GET_ITEM(s, 1)),
-                       new_ref(PyTuple_GET_ITEM(s, 2)), PyLong_FromLong(v->nextLeaderEpoch + 1), requests, request));
+                state6(c, Py_NewRef(PyTuple_GET_ITEM(s, 0)), Py_NewRef(PyTuple_GET_ITEM(s, 1)),
+                       Py_NewRef(PyTuple_GET_ITEM(s, 2)), PyLong_FromLong(v->nextLeaderEpoch + 1), requests, request));
 }
 
 static int controller_actions(const Context *c, const View *v, PyObject *out) {
@@ -424,7 +443,7 @@ static int controller_actions(const Context *c, const View *v, PyObject *out) {
     const Request *q = &v->quorum;
     for (int candidate = 0; candidate < v->n; candidate++) { /* sorted(quorum.isr) */
         if ((q->isr & (1u << candidate)) && candidate != q->leader) {
-            if (controller_update(c, v, out, act1(c->elect, candidate), candidate, new_ref(q->isr_obj)) < 0) {
+            if (controller_update(c, v, out, act1(c->elect, candidate), candidate, Py_NewRef(q->isr_obj)) < 0) {
                 return -1;
             }
         }
@@ -434,7 +453,7 @@ static int controller_actions(const Context *c, const View *v, PyObject *out) {
         PyObject *action = act1(c->shrink_by_controller, r);
         int status;
         if (q->leader == r) {
-            PyObject *isr = q->isr == bit ? new_ref(q->isr_obj) : isr_set(q->isr & ~bit);
+            PyObject *isr = q->isr == bit ? Py_NewRef(q->isr_obj) : isr_set(q->isr & ~bit);
             status = controller_update(c, v, out, action, NO_LEADER, isr);
         } else if (q->isr & bit) {
             status = controller_update(c, v, out, action, q->leader, isr_set(q->isr & ~bit));
@@ -454,9 +473,9 @@ static int become_leader(const Context *c, const View *v, PyObject *out) {
         if (q->leader == NO_LEADER || q->leaderEpoch <= v->r[q->leader].leaderEpoch) {
             continue;
         }
-        PyObject *state = replica_state(c, v->r[q->leader].hw, q->leaderEpoch, q->leader, new_ref(q->isr_obj));
+        PyObject *state = replica_state(c, v->r[q->leader].hw, q->leaderEpoch, q->leader, Py_NewRef(q->isr_obj));
         PyObject *action = act2(c->become_leader, q->leader, q->leaderEpoch);
-        if (emit(out, action, with_replicas(c, v, new_ref(v->logs), put(v->states, q->leader, state))) < 0) {
+        if (emit(out, action, with_replicas(c, v, Py_NewRef(v->logs), put(v->states, q->leader, state))) < 0) {
             return -1;
         }
     }
@@ -482,8 +501,8 @@ static int become_follower(const Context *c, const View *v, PyObject *out) {
             }
             PyObject *action = act3(c->become_follower, r, leader, q->leaderEpoch);
             if (c->truncation == TRUNC_ON_FETCH) { /* no truncation on the epoch change */
-                PyObject *state = replica_state(c, rep->hw, q->leaderEpoch, leader, new_ref(q->isr_obj));
-                if (emit(out, action, with_replicas(c, v, new_ref(v->logs), put(v->states, r, state))) < 0) {
+                PyObject *state = replica_state(c, rep->hw, q->leaderEpoch, leader, Py_NewRef(q->isr_obj));
+                if (emit(out, action, with_replicas(c, v, Py_NewRef(v->logs), put(v->states, r, state))) < 0) {
                     return -1;
                 }
                 continue;
@@ -503,8 +522,8 @@ static int become_follower(const Context *c, const View *v, PyObject *out) {
                 continue; /* a truncation cannot extend the log */
             }
             long hw = offset < rep->hw ? offset : rep->hw;
-            PyObject *state = replica_state(c, hw, q->leaderEpoch, leader, new_ref(q->isr_obj));
-            PyObject *logs = offset == rep->len ? new_ref(v->logs)
+            PyObject *state = replica_state(c, hw, q->leaderEpoch, leader, Py_NewRef(q->isr_obj));
+            PyObject *logs = offset == rep->len ? Py_NewRef(v->logs)
                                                 : put(v->logs, r, PyTuple_GetSlice(rep->log, 0, offset));
             if (emit(out, action, with_replicas(c, v, logs, put(v->states, r, state))) < 0) {
                 return -1;
@@ -525,7 +544,7 @@ static PyObject *append_record(PyObject *log, PyObject *record) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(out, i, new_ref(PyTuple_GET_ITEM(log, i)));
+        PyTuple_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(log, i)));
     }
     PyTuple_SET_ITEM(out, n, record);
     return out;
@@ -544,9 +563,9 @@ static int leader_write(const Context *c, const View *v, PyObject *out) {
         PyObject *items[2] = {PyLong_FromLong(v->nextRecordId), PyLong_FromLong(rep->leaderEpoch)};
         PyObject *record = new_named(c->record_type, 2, items);
         PyObject *logs = put(v->logs, r, append_record(rep->log, record));
-        PyObject *next = state6(c, logs, new_ref(v->states), PyLong_FromLong(v->nextRecordId + 1),
-                                new_ref(PyTuple_GET_ITEM(s, 3)), new_ref(PyTuple_GET_ITEM(s, 4)),
-                                new_ref(PyTuple_GET_ITEM(s, 5)));
+        PyObject *next = state6(c, logs, Py_NewRef(v->states), PyLong_FromLong(v->nextRecordId + 1),
+                                Py_NewRef(PyTuple_GET_ITEM(s, 3)), Py_NewRef(PyTuple_GET_ITEM(s, 4)),
+                                Py_NewRef(PyTuple_GET_ITEM(s, 5)));
         if (emit(out, act2(c->write, r, v->nextRecordId), next) < 0) {
             return -1;
         }
@@ -581,7 +600,7 @@ static int leader_inc_high_watermark(const Context *c, const View *v, PyObject *
         }
         if (ok) {
             PyObject *states = put(v->states, leader, with_hw(c, v, leader, hw + 1));
-            if (emit(out, act1(c->inc_hw, leader), with_replicas(c, v, new_ref(v->logs), states)) < 0) {
+            if (emit(out, act1(c->inc_hw, leader), with_replicas(c, v, Py_NewRef(v->logs), states)) < 0) {
                 return -1;
             }
         }
@@ -603,8 +622,8 @@ static int quorum_update(const Context *c, const View *v, PyObject *out, PyObjec
     PyObject *quorum = new_named(c->request_type, 3, items);
     PyObject *s = v->state;
     return emit(out, action,
-                state6(c, new_ref(v->logs), put(v->states, leader, state), new_ref(PyTuple_GET_ITEM(s, 2)),
-                       new_ref(PyTuple_GET_ITEM(s, 3)), new_ref(PyTuple_GET_ITEM(s, 4)), quorum));
+                state6(c, Py_NewRef(v->logs), put(v->states, leader, state), Py_NewRef(PyTuple_GET_ITEM(s, 2)),
+                       Py_NewRef(PyTuple_GET_ITEM(s, 3)), Py_NewRef(PyTuple_GET_ITEM(s, 4)), quorum));
 }
 
 static int leader_isr_changes(const Context *c, const View *v, PyObject *out) {
@@ -677,7 +696,7 @@ static int follower_fetch(const Context *c, const View *v, PyObject *out) {
             continue;
         }
         long hw = l->hw < end + 1 ? l->hw : (long)end + 1;
-        PyObject *logs = put(v->logs, f, append_record(fr->log, new_ref(PyTuple_GET_ITEM(l->log, end))));
+        PyObject *logs = put(v->logs, f, append_record(fr->log, Py_NewRef(PyTuple_GET_ITEM(l->log, end))));
         PyObject *states = put(v->states, f, with_hw(c, v, f, hw));
         if (emit(out, act2(c->fetch, f, leader), with_replicas(c, v, logs, states)) < 0) {
             return -1;
