@@ -50,6 +50,7 @@ may lose its disk (``max_disk_losses``) and come back empty.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,14 +247,23 @@ class KraftQuorumModel(DynamicVoters, Model):
         self.static_voters = cfg.max_voter_changes == 0
         self.static = self.static_voters and cfg.observers == 0 and cfg.max_disk_losses == 0
         """Every replica a voter of the bootstrap set for ever: the KIP-853 checks are constants."""
-        self._actions: dict[tuple, Action] = {}
+        self._actions: dict[tuple, Action] = {
+            (name, *values): Action.of(name, zip(names, values, strict=True))
+            for name, names in ACTION_ARGS.items()
+            for values in itertools.product(*[(False, True) if n == "preVote" else self.replica_ids for n in names])
+        }
+        """Every action the model can take, built once: successors look them up by (name, *values)."""
+        # What one voter's step does depends on that voter (and the one it talks to) alone, and far
+        # fewer voters than states are reachable: each step is computed once per distinct voter.
+        self._timeouts: dict[tuple[int, Voter], Voter] = {}
+        """(voter, its state) -> its state once its election or fetch timer fired."""
+        self._vote_rounds: dict[tuple[int, int, Voter, Voter], tuple[Voter, Voter] | None] = {}
+        """(candidate, voter, their states) -> ``_vote_round``'s answer, for two replicas connected."""
+        self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
+        """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
 
     def _act(self, name: str, *values: Any) -> Action:
-        key = (name, *values)
-        action = self._actions.get(key)
-        if action is None:
-            action = self._actions[key] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
-        return action
+        return self._actions[(name, *values)]
 
     def init_states(self) -> list[QuorumState]:
         """Every voter Unattached in epoch 0 with an empty log: a freshly formatted quorum."""
@@ -267,12 +277,12 @@ class KraftQuorumModel(DynamicVoters, Model):
 
     def within_bounds(self, s: QuorumState) -> bool:
         """Elections are unbounded (a split vote starts another), so the epoch bound cuts the search."""
-        limit = self.config.max_epoch
-        return all(v.epoch <= limit for v in s.voters)
+        return max([v.epoch for v in s.voters]) <= self.config.max_epoch
 
     # -- helpers -------------------------------------------------------------------------------
     def connected(self, s: QuorumState, a: int, b: int) -> bool:
-        return a == b or (a not in s.isolated and b not in s.isolated)
+        isolated = s.isolated
+        return not isolated or a == b or (a not in isolated and b not in isolated)
 
     def reachable(self, s: QuorumState, v: int) -> frozenset[int]:
         return frozenset(w for w in self.replica_ids if self.connected(s, v, w))
@@ -280,34 +290,40 @@ class KraftQuorumModel(DynamicVoters, Model):
     def _set(self, s: QuorumState, *changes: tuple[int, Voter]) -> QuorumState:
         """The state with these voters replaced; a leader's HW that moved past the committed history
         extends it (the records it newly covers are committed in the leader's epoch)."""
-        voters, committed = s.voters, s.committed
+        replaced, committed = list(s.voters), s.committed
         stood = None
         for i, voter in changes:
-            voters = put(voters, i, voter)
-            if voter.role == LEADER and voter.highWatermark > len(committed):
+            replaced[i] = voter
+            role = voter.role
+            if role == LEADER and voter.highWatermark > len(committed):
                 newly = voter.log[len(committed) : voter.highWatermark]
-                committed += tuple(Committed(r.epoch, voter.epoch) for r in newly)
-            if voter.role == CANDIDATE and (s.voters[i].role != CANDIDATE or s.voters[i].epoch != voter.epoch):
+                committed += tuple([Committed(r.epoch, voter.epoch) for r in newly])
+            elif role == CANDIDATE and (s.voters[i].role != CANDIDATE or s.voters[i].epoch != voter.epoch):
                 stood = i
-        t = _new(QuorumState, (voters, s[1], committed, *s[3:]))
+        voters = tuple(replaced)
         hopeless = s.hopeless
+        if not hopeless and stood is None:
+            return _new(QuorumState, (voters, s.isolated, committed, *s[3:]))
+        t = _new(QuorumState, (voters, s.isolated, committed, *s[3:8], _NOBODY))
         if hopeless:  # a Candidate that moved on (elected, or to another epoch) is no longer one
             hopeless = frozenset(
                 i for i in hopeless if voters[i].role == CANDIDATE and voters[i].epoch == s.voters[i].epoch
             )
         if stood is not None and not self.could_win(t, stood):
             hopeless |= {stood}
-        return t if hopeless == s.hopeless else t._replace(hopeless=hopeless)
+        return t if not hopeless else _new(QuorumState, (*t[:8], hopeless))
 
     def _unattached(self, me: Voter, epoch: int) -> Voter:
         """QuorumState.transitionToUnattached: a new epoch, no vote, no leader known yet."""
-        return Voter(UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False, me.directoryId)
+        return _new(Voter, (UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False,
+                            me.directoryId))  # fmt: skip
 
     def _follower(self, me: Voter, leader: int, epoch: int) -> Voter:
         """QuorumState.transitionToFollower. Kafka keeps a vote cast in this epoch, but once the
         epoch's leader is known the vote can never matter again (every vote request of the epoch is
         refused), so the model forgets it: states that differ only there behave alike."""
-        return Voter(FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False, me.directoryId)
+        return _new(Voter, (FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False,
+                            me.directoryId))  # fmt: skip
 
     def _learn(self, v: int, me: Voter, epoch: int, leader: int) -> Voter:
         """maybeHandleCommonResponse: a response from a higher epoch, or naming this epoch's leader
@@ -374,6 +390,9 @@ class KraftQuorumModel(DynamicVoters, Model):
     # -- next ----------------------------------------------------------------------------------
     def successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
         out: list[tuple[Action, QuorumState]] = []
+        cfg = self.config
+        faults = bool(s.isolated) or s.partitions < cfg.max_partitions or s.restarts < cfg.max_restarts or (
+            s.diskLosses < cfg.max_disk_losses)  # fmt: skip
         for v in self.replica_ids:
             me = s.voters[v]
             role = me.role
@@ -384,7 +403,7 @@ class KraftQuorumModel(DynamicVoters, Model):
                 if not self.static_voters:
                     self._voter_changes(s, v, me, out)
                     self._resign_removed(s, v, me, out)
-            elif not self.is_voter(v, me):
+            elif not (self.static or self.is_voter(v, me)):
                 # An observer (never a voter, removed, or with a new directory) only fetches.
                 if role == FOLLOWER:
                     self._fetch(s, v, me, out)
@@ -403,27 +422,33 @@ class KraftQuorumModel(DynamicVoters, Model):
                     self._election_timeout(s, v, me, out)
             else:
                 self._election_timeout(s, v, me, out)
-            self._faults(s, v, out)
+            if faults:
+                self._faults(s, v, out)
         return out
 
     def _election_timeout(self, s: QuorumState, v: int, me: Voter, out: list) -> None:
-        if me.role == PROSPECTIVE:
-            # ProspectiveState's election timeout: back to the leader it knew, else Unattached.
-            if me.leaderId != NONE:
-                nxt = self._follower(me, me.leaderId, me.epoch)
-            else:
-                nxt = me._replace(role=UNATTACHED, votes=_NOBODY)
-            out.append((self._act("ElectionTimeout", v), self._set(s, (v, nxt))))
-            return
-        out.append((self._act("ElectionTimeout", v), self._set(s, (v, self._start_election(v, me)))))
+        out.append((self._actions["ElectionTimeout", v], self._set(s, (v, self._timed_out(v, me)))))
 
     def _fetch_timeout(self, s: QuorumState, v: int, me: Voter, out: list) -> None:
         """A follower hears nothing from its leader for quorum.fetch.timeout.ms: only when the leader
         is unreachable or no longer leads this epoch (otherwise its fetches keep succeeding)."""
         leader = s.voters[me.leaderId]
-        if self.connected(s, v, me.leaderId) and leader.role == LEADER and leader.epoch == me.epoch:
+        if leader.role == LEADER and leader.epoch == me.epoch and self.connected(s, v, me.leaderId):
             return
-        out.append((self._act("FetchTimeout", v), self._set(s, (v, self._start_election(v, me)))))
+        out.append((self._actions["FetchTimeout", v], self._set(s, (v, self._timed_out(v, me)))))
+
+    def _timed_out(self, v: int, me: Voter) -> Voter:
+        """Voter ``v`` once its election (or, as a follower, fetch) timer fired."""
+        nxt = self._timeouts.get((v, me))
+        if nxt is None:
+            if me.role != PROSPECTIVE:
+                nxt = self._start_election(v, me)
+            elif me.leaderId != NONE:  # ProspectiveState's election timeout: back to the leader it knew
+                nxt = self._follower(me, me.leaderId, me.epoch)
+            else:  # else Unattached
+                nxt = me._replace(role=UNATTACHED, votes=_NOBODY)
+            self._timeouts[v, me] = nxt
+        return nxt
 
     def vote_response(self, s: QuorumState, c: int, v: int, pre_vote: bool) -> tuple[Voter, bool]:
         """KafkaRaftClient.handleVoteRequest on voter ``v`` for candidate ``c``: the voter's new state
@@ -461,8 +486,15 @@ class KraftQuorumModel(DynamicVoters, Model):
         """A Vote request (a pre-vote from a Prospective) from ``c`` to ``v`` and its response: both
         voters afterwards, or None if it would change nothing (a refusal that teaches nothing)."""
         cand = s.voters[c]
-        if v == c or v in cand.votes or not self.connected(s, c, v):
+        if v == c or v in cand.votes or (s.isolated and not self.connected(s, c, v)):
             return None
+        key = (c, v, cand, s.voters[v])
+        result = self._vote_rounds.get(key, key)
+        if result is key:
+            result = self._vote_rounds[key] = self._vote_exchange(s, c, v, cand)
+        return result
+
+    def _vote_exchange(self, s: QuorumState, c: int, v: int, cand: Voter) -> tuple[Voter, Voter] | None:
         voter, granted = self.vote_response(s, c, v, cand.role == PROSPECTIVE)
         # handleVoteResponse: the response carries the voter's epoch and known leader.
         after = self._learn(c, cand, voter.epoch, voter.leaderId)
@@ -479,38 +511,49 @@ class KraftQuorumModel(DynamicVoters, Model):
         pre_vote = cand.role == PROSPECTIVE
         sent = False
         for v in self.voter_ids_of(cand):
+            if v in cand.votes or v == c:
+                continue
             result = self._vote_round(s, c, v)
             if result is not None:
                 voter, after = result
-                out.append((self._act("RequestVote", c, v, pre_vote), self._set(s, (v, voter), (c, after))))
+                out.append((self._actions["RequestVote", c, v, pre_vote], self._set(s, (v, voter), (c, after))))
                 sent = True
         return sent
 
     def _begin_quorum_epoch(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
         """BeginQuorumEpoch from a new leader to each voter of its set: a replica of an epoch no later
         becomes its follower (before KIP-853's voter-key check, so a re-formatted one too)."""
+        isolated = s.isolated
         for v in self.voter_ids_of(leader):
             me = s.voters[v]
-            if v == c or me.epoch > leader.epoch or not self.connected(s, c, v):
+            if v == c or me.epoch > leader.epoch or (isolated and not self.connected(s, c, v)):
                 continue
             if me.role == FOLLOWER and me.leaderId == c and me.epoch == leader.epoch:
                 continue
-            out.append((self._act("BeginQuorumEpoch", c, v), self._set(s, (v, self._follower(me, c, leader.epoch)))))
+            out.append(
+                (self._actions["BeginQuorumEpoch", c, v], self._set(s, (v, self._follower(me, c, leader.epoch))))
+            )
 
     def _fetch(self, s: QuorumState, f: int, me: Voter, out: list) -> None:
         """A Fetch from follower ``f`` and its response (KafkaRaftClient.handleFetchRequest and
         handleFetchResponse)."""
         c = me.leaderId
-        if not self.connected(s, f, c):
+        if s.isolated and not self.connected(s, f, c):
             return
-        leader = s.voters[c]
-        action = self._act("Fetch", f, c)
+        key = (f, me, s.voters[c])
+        changes = self._fetches.get(key, key)
+        if changes is key:
+            changes = self._fetches[key] = self._fetch_exchange(f, me, s.voters[c])
+        if changes is not None:
+            out.append((self._actions["Fetch", f, c], self._set(s, *changes)))
+
+    def _fetch_exchange(self, f: int, me: Voter, leader: Voter) -> tuple[tuple[int, Voter], ...] | None:
+        """The voters a Fetch from ``f`` changes and how, or None if it changes nothing."""
+        c = me.leaderId
         if leader.role != LEADER or leader.epoch != me.epoch:
             # NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: the response names the epoch and leader.
             after = self._learn(f, me, leader.epoch, leader.leaderId)
-            if after is not me:
-                out.append((action, self._set(s, (f, after))))
-            return
+            return None if after is me else ((f, after),)
         log, llog = me.log, leader.log
         fetch_offset = len(log)
         last_epoch = log[-1].epoch if log else 0
@@ -522,8 +565,7 @@ class KraftQuorumModel(DynamicVoters, Model):
             follower = me._replace(
                 log=log[:truncate_to], highWatermark=min(me.highWatermark, truncate_to), hasFetched=True
             )
-            out.append((action, self._set(s, (f, follower))))
-            return
+            return ((f, follower),)
         new_leader = leader
         if self.counts_fetch(leader, f, me):
             new_leader = self._advance_hw(leader._replace(endOffsets=put(leader.endOffsets, f, fetch_offset)))
@@ -534,8 +576,8 @@ class KraftQuorumModel(DynamicVoters, Model):
             hw = min(new_leader.highWatermark, len(new_log))
         follower = me._replace(log=new_log, highWatermark=hw, hasFetched=True)
         if follower == me and new_leader == leader:
-            return  # nothing new on either side: the fetch waits in purgatory
-        out.append((action, self._set(s, (f, follower), (c, new_leader))))
+            return None  # nothing new on either side: the fetch waits in purgatory
+        return (f, follower), (c, new_leader)
 
     def _client_write(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
         if s.writes >= self.config.max_records:
@@ -550,10 +592,13 @@ class KraftQuorumModel(DynamicVoters, Model):
         the voter's id with another directory."""
         leader = s.voters[c]
         if self.static:
-            fetching = sum(
-                1 for v in self.voter_ids if v != c and self.connected(s, c, v) and s.voters[v].epoch <= leader.epoch
-            )
-            return fetching + 1 < self.majority
+            epoch, isolated = leader.epoch, s.isolated
+            fetching = [
+                v
+                for v in self.voter_ids
+                if v != c and s.voters[v].epoch <= epoch and (not isolated or self.connected(s, c, v))
+            ]
+            return len(fetching) + 1 < self.majority
         voters = self.voters_of(leader)
         fetching = sum(
             1
@@ -578,7 +623,7 @@ class KraftQuorumModel(DynamicVoters, Model):
     def _faults(self, s: QuorumState, v: int, out: list) -> None:
         cfg = self.config
         if v in s.isolated:
-            out.append((self._act("Heal", v), s._replace(isolated=s.isolated - {v})))
+            out.append((self._act("Heal", v), _new(QuorumState, (s.voters, s.isolated - {v}, *s[2:]))))
         elif s.partitions < cfg.max_partitions and len(self.replica_ids) > 1:
             out.append((self._act("Isolate", v), s._replace(isolated=s.isolated | {v}, partitions=s.partitions + 1)))
         if s.restarts < cfg.max_restarts:
