@@ -15,7 +15,8 @@ hours on one core: start it and come back. ``--scale large`` is 3 replicas with
 takes in memory, with the in-memory run beside it.
 
 Each run is a fresh ``kmc check ... --store fingerprints --json`` process; recorded: distinct and
-generated states, depth, the search's own time and the whole process's, the peak RSS kmc measured
+generated states, depth, the search's own time, the whole process's time and CPU time (the steadier
+figure on a shared machine), the peak RSS kmc measured
 of itself, and what it spilled (bytes on disk and written, flushes, merges, level spills). Results
 go to benchmarks/results/.
 """
@@ -27,6 +28,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -53,9 +55,11 @@ def run_kmc(sets: list[str], memory: str | None, max_states: int | None, spill_d
     if max_states is not None:
         cmd += ["--max-states", str(max_states)]
     env = {**os.environ, **({"TMPDIR": spill_dir} if spill_dir else {})}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     shutil.rmtree(out, ignore_errors=True)
     if done.returncode not in (0, 1):
         raise SystemExit(f"kmc failed: {done.stderr.strip()}")
@@ -70,6 +74,7 @@ def run_kmc(sets: list[str], memory: str | None, max_states: int | None, spill_d
         "depth": data["depth"],
         "search_s": round(data["elapsed_s"], 2),
         "wall_s": round(wall, 2),
+        "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
         "peak_rss_mb": round(data["peak_memory_bytes"] / 2**20),
         "spill": data.get("spill"),
     }
@@ -103,6 +108,7 @@ def main() -> None:
     if len(runs) == 2:
         record["spilled_over_in_memory"] = {
             "search_time": round(runs[0]["search_s"] / runs[1]["search_s"], 2),
+            "cpu_time": round(runs[0]["cpu_s"] / runs[1]["cpu_s"], 2),
             "peak_rss": round(runs[0]["peak_rss_mb"] / runs[1]["peak_rss_mb"], 2),
         }
     tag = f"-{args.tag}" if args.tag else ""

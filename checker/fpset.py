@@ -279,7 +279,7 @@ class DiskLevel:
         Returns the next free file name."""
         for start in range(0, len(self.buffer), chunk):
             part = self.buffer[start : start + chunk]
-            states = interned([state for state, _fp in part])  # shared parts written once: a third the size
+            states = interned([state for state, _fp in part])  # equal parts written once: about half the size
             payload = pickle.dumps((states, [fp for _state, fp in part]), protocol=pickle.HIGHEST_PROTOCOL)
             name += 1
             path = self.directory / f"level-{name}.pkl"
