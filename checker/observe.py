@@ -125,8 +125,10 @@ class Coverage(SearchObserver):
         self.taken_count: dict[str, int] = {}
         self.states = 0
         self.transitions = 0
-        self.guards = [(p.name, p.bind_guard(model)) for p in props.invariants if p.guard is not None]
-        self.guard_hits = dict.fromkeys((n for n, _ in self.guards), 0)
+        self.guards = [
+            (p.name, f"{p.name} (guard)", p.bind_guard(model)) for p in props.invariants if p.guard is not None
+        ]
+        self.guard_hits = dict.fromkeys((name for name, _label, _guard in self.guards), 0)
         self.triggers = [(p.name, p.bind_guard(model)) for p in props.steps if p.guard is not None]
         self.trigger_hits = dict.fromkeys((n for n, _ in self.triggers), 0)
         self.liveness: dict[str, list[int]] = {}
@@ -136,11 +138,21 @@ class Coverage(SearchObserver):
     # -- the hooks -----------------------------------------------------------------------------
     def state(self, state: State) -> None:
         self.states += 1
-        for name, guard in self.guards:
-            if holds(f"{name} (guard)", guard, state):
+        for name, label, guard in self.guards:
+            if holds(label, guard, state):
                 self.guard_hits[name] += 1
 
     def expanded(self, state: State, successors: Sequence[tuple[Action, State]], all_taken: bool) -> None:
+        if all_taken and not self.triggers:  # every state of an exhaustive search: one pass
+            taken, names = self.taken_count, set()
+            for action, _next in successors:
+                name = action[0] if type(action) is Action else action_name(action)
+                taken[name] = taken.get(name, 0) + 1
+                names.add(name)
+            for name in names:
+                self.enabled[name] = self.enabled.get(name, 0) + 1
+            self.transitions += len(successors)
+            return
         enabled = self.enabled
         names = {action_name(a) for a, _ in successors}
         for name in names:

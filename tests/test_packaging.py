@@ -43,6 +43,7 @@ def test_wheel_holds_only_the_kmc_package(tmp_path: Path) -> None:
         assert module in names
     if ACCELERATED:  # built here, so built into the wheel too
         assert any(name.startswith("kmc/checker/_canonical.") for name in names)
+        assert any(name.startswith("kmc/models/_replication.") for name in names)
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
     assert "kmc = kmc.checker.cli:main" in entry_points
     assert "replication = kmc.models.replication:ReplicationModel" in entry_points
