@@ -354,6 +354,7 @@ def _bfs(
             # Until a property fails, check all of them in one expression; the careful path takes over
             # for a state where one fails or raises, and for good once any property is violated.
             fast_invariants = [pred for _name, pred in invariants] if not violations else []
+            only_invariant = fast_invariants[0] if len(fast_invariants) == 1 else None  # no generator a state
             for s, ks in frontier:
                 if within is not None and not within(s):
                     bounded_by = bounded_by or MODEL_BOUND
@@ -413,7 +414,10 @@ def _bfs(
                             hook(t)
                         if fast_invariants:
                             try:
-                                failed = not all(pred(t) is True for pred in fast_invariants)
+                                if only_invariant is not None:
+                                    failed = only_invariant(t) is not True
+                                else:
+                                    failed = not all(pred(t) is True for pred in fast_invariants)
                             except Exception:
                                 failed = True
                             if not failed:
@@ -446,7 +450,10 @@ def _bfs(
                         hook(t)
                     if fast_invariants:
                         try:
-                            failed = not all(pred(t) is True for pred in fast_invariants)
+                            if only_invariant is not None:
+                                failed = only_invariant(t) is not True
+                            else:
+                                failed = not all(pred(t) is True for pred in fast_invariants)
                         except Exception:
                             failed = True
                         if not failed:
