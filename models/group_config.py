@@ -138,8 +138,7 @@ PRESETS = {
         slow_coordinator=True,
     ),
     "kafka-7610": Preset.of(
-        "before KIP-394 and KAFKA-7610: a JoinGroup retried without a member id mints a second member for one "
-        "process",
+        "before KIP-394 and KAFKA-7610: a JoinGroup retried without a member id mints a second member for one process",
         {"MembersWithinLiveProcesses": "violated"},
         slow_coordinator=True,
         require_known_member_id=False,
