@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kmc.checker import Action, Model, Preset, param
-from kmc.models.kraft_replication_controller import KraftController
+from kmc.models.kraft_replication_controller import KraftController, action_label
 from kmc.models.kraft_replication_drawing import KraftReplicationDrawing
 from kmc.models.kraft_replication_state import (
     DIVERGING_EPOCH,
@@ -77,8 +77,30 @@ from kmc.models.kraft_replication_state import (
     end_offset_for_epoch,
     epoch_start_offset,
     last_epoch,
+    with_fetches,
+    with_follower_state,
+    with_high_watermark,
+    with_log,
+    with_pending,
 )
 from kmc.models.tuples import put
+
+EPOCH_CHANGING_ACTIONS = frozenset(
+    {
+        "ApplyMetadata",
+        "HandleAlterPartition",
+        "BrokerCrash",
+        "ControlledShutdown",
+        "FenceBroker",
+        "BrokerRestart",
+        "UnfenceBroker",
+        "ControllerFailover",
+        "AlterPartitionReassignments",
+    }
+)
+"""The actions that can change a partition epoch, the controller's or a broker's: only their
+successors need ``dense_partition_epochs``, and only when the controller's epoch or a replica moved
+(fetches, produce requests and ISR proposals leave every epoch be)."""
 
 ACTION_ARGS = {
     "Produce": ("leader", "id"),
@@ -298,6 +320,7 @@ class KraftReplicationModel(KraftController, Model):
         super().__init__(config)
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
+        self.controller_changes = {}
 
     def inactive_actions(self) -> tuple[str, ...]:
         inactive = () if self.config.max_controller_failovers else ("ControllerFailover",)
@@ -337,6 +360,9 @@ class KraftReplicationModel(KraftController, Model):
     # -- successors ----------------------------------------------------------------------------
     def successors(self, s: KraftReplicationState) -> list[Step]:
         out: list[Step] = []
+        config, fenced = self.config, s.controller.fenced
+        may_crash, may_shut_down = s.crashes < config.max_crashes, s.shutdowns < config.max_shutdowns
+        may_fence = s.fences < config.max_fences
         for b in self.ids:
             replica = s.replicas[b]
             if replica.running:
@@ -347,23 +373,36 @@ class KraftReplicationModel(KraftController, Model):
                     self._handle_alter_partition(s, b, out)
                 elif replica.hosted:
                     self._send_fetch(s, b, out)
-                self._handle_fetch_response(s, b, out)
+                if s.fetches[b] is not None:
+                    self._handle_fetch_response(s, b, out)
                 self._apply_metadata(s, b, out)
-                self._crash(s, b, out)
-                self._controlled_shutdown(s, b, out)
-                self._unfence(s, b, out)
-            else:
+                if may_crash:
+                    self._crash(s, b, out)
+                if may_shut_down:
+                    self._controlled_shutdown(s, b, out)
+                if b in fenced:
+                    self._unfence(s, b, out)
+            elif b in fenced:
                 self._restart(s, b, out)
-            self._fence(s, b, out)
-        self._controller_failover(s, out)
-        self._alter_partition_reassignments(s, out)
+            if b not in fenced and (may_fence or not replica.running):
+                self._fence(s, b, out)
+        if s.failovers < config.max_controller_failovers:
+            self._controller_failover(s, out)
+        if s.reassignments < config.max_reassignments:
+            self._alter_partition_reassignments(s, out)
         for f in self.ids:
             request = s.fetches[f]
             if type(request) is FetchRequest:
                 self._handle_fetch(s, request.leader, f, request, out)
             elif type(request) is OffsetsForLeaderEpochRequest:
                 self._handle_offsets_for_leader_epoch(s, request.leader, f, request, out)
-        return [(action, dense_partition_epochs(t)) for action, t in out]
+        epoch, replicas = s.controller.partitionEpoch, s.replicas
+        return [
+            (a, dense_partition_epochs(t))
+            if a[0] in EPOCH_CHANGING_ACTIONS and (t.replicas is not replicas or t.controller.partitionEpoch != epoch)
+            else (a, t)
+            for a, t in out
+        ]
 
     # -- the leader ----------------------------------------------------------------------------
     def hw_quorum(self, replica: Replica) -> frozenset[int]:
@@ -383,15 +422,28 @@ class KraftReplicationModel(KraftController, Model):
         for r in self.hw_quorum(replica):
             if r != b:
                 hw = min(hw, replica.followerState[r][0])
-        return replica._replace(highWatermark=hw) if hw > replica.highWatermark else replica
+        return with_high_watermark(replica, hw) if hw > replica.highWatermark else replica
 
-    def _update(self, s: KraftReplicationState, b: int, replica: Replica, **changes: object) -> KraftReplicationState:
+    def _update(
+        self,
+        s: KraftReplicationState,
+        b: int,
+        replica: Replica,
+        fetches: tuple[Fetch, ...] | None = None,
+        controller: Controller | None = None,
+        **changes: object,
+    ) -> KraftReplicationState:
         """Put broker b's new replica into the state, and account for what a leader's HW advance does:
         acks=all produce requests complete (``checkEnoughReplicasReachOffset``), consumers may read
         further, and a non-stale leader's HW defines what is committed."""
         old = s.replicas[b]
         replicas = (*s.replicas[:b], replica, *s.replicas[b + 1 :])
-        nxt = s._replace(replicas=replicas, **changes)
+        nxt = tuple.__new__(KraftReplicationState, (
+            s.controller if controller is None else controller, replicas, s.fetches if fetches is None else fetches,
+            *s[3:],
+        ))  # fmt: skip
+        if changes:
+            nxt = nxt._replace(**changes)
         hw = replica.highWatermark
         if replica.leader != b or hw <= old.highWatermark or not replica.running:
             return nxt
@@ -425,7 +477,7 @@ class KraftReplicationModel(KraftController, Model):
         nxt = self._update(s, b, appended, nextRecordId=rid + 1)
         if self.config.acks == "1":
             nxt = nxt._replace(acked=nxt.acked | {rid})
-        out.append((Action("Produce", leader=b, id=rid), nxt))
+        out.append((action_label("Produce", leader=b, id=rid), nxt))
 
     def _handle_fetch(
         self, s: KraftReplicationState, leader_id: int, f: int, req: FetchRequest, out: list[Step]
@@ -436,34 +488,38 @@ class KraftReplicationModel(KraftController, Model):
         leader = s.replicas[leader_id]
         if not leader.running:
             return
-        action = Action("HandleFetch", leader=leader_id, follower=f)
-        respond = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, ERROR_NONE, (), UNDEFINED,
-                                (UNDEFINED, UNDEFINED), len(leader.log))  # fmt: skip
+        action = action_label("HandleFetch", leader=leader_id, follower=f)
+        log = leader.log
         error = self._epoch_error(leader, leader_id, req.currentLeaderEpoch)
         if error is None and f not in leader.assignment:
             error = NOT_LEADER_OR_FOLLOWER  # Partition.followerReplicaOrThrow: not a replica it knows
         if error is None and self.config.truncation == "diverging_epoch" and req.fetchOffset > 0:
-            epoch, end = end_offset_for_epoch(leader.log, req.lastFetchedEpoch, leader.leaderEpoch)
+            epoch, end = end_offset_for_epoch(log, req.lastFetchedEpoch, leader.leaderEpoch)
             if end < req.fetchOffset or epoch < req.lastFetchedEpoch:
-                response = respond._replace(error=DIVERGING_EPOCH, divergingEpoch=(epoch, end))
+                response = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, DIVERGING_EPOCH, (),
+                                         UNDEFINED, (epoch, end), len(log))  # fmt: skip
                 if self.config.diverging_fetch_not_counted:
-                    out.append((action, s._replace(fetches=put(s.fetches, f, response))))
+                    out.append((action, with_fetches(s, put(s.fetches, f, response))))
                     return
                 # Before KAFKA-13141 the leader recorded the fetch offset as the follower's LEO all the
                 # same (updateFollowerFetchState skipped errors only), though the log below it diverges.
                 followers = put(leader.followerState, f, (req.fetchOffset, req.replicaEpoch))
-                updated = self._maybe_increment_hw(leader._replace(followerState=followers), leader_id)
-                out.append((action, self._update(s, leader_id, updated, fetches=put(s.fetches, f, response))))
+                updated = self._maybe_increment_hw(with_follower_state(leader, followers), leader_id)
+                out.append((action, self._update(s, leader_id, updated, put(s.fetches, f, response))))
                 return
-        elif error is None and req.fetchOffset > len(leader.log):
+        elif error is None and req.fetchOffset > len(log):
             error = OFFSET_OUT_OF_RANGE
         if error is not None:
-            out.append((action, s._replace(fetches=put(s.fetches, f, respond._replace(error=error)))))
+            response = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, error, (), UNDEFINED,
+                                     (UNDEFINED, UNDEFINED), len(log))  # fmt: skip
+            out.append((action, with_fetches(s, put(s.fetches, f, response))))
             return
         followers = put(leader.followerState, f, (req.fetchOffset, req.replicaEpoch))
-        updated = self._maybe_increment_hw(leader._replace(followerState=followers), leader_id)
-        response = respond._replace(records=updated.log[req.fetchOffset :], highWatermark=updated.highWatermark)
-        out.append((action, self._update(s, leader_id, updated, fetches=put(s.fetches, f, response))))
+        updated = self._maybe_increment_hw(with_follower_state(leader, followers), leader_id)
+        records = log[req.fetchOffset :]
+        response = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, ERROR_NONE, records,
+                                 updated.highWatermark, (UNDEFINED, UNDEFINED), len(log))  # fmt: skip
+        out.append((action, self._update(s, leader_id, updated, put(s.fetches, f, response))))
 
     def _epoch_error(self, leader: Replica, leader_id: int, current_leader_epoch: int) -> str | None:
         """The checks every request to a leader passes first: leadership, then (KIP-320) the epoch."""
@@ -486,8 +542,8 @@ class KraftReplicationModel(KraftController, Model):
         if error is None:
             answer = end_offset_for_epoch(leader.log, req.leaderEpoch, leader.leaderEpoch)
         response = OffsetsForLeaderEpochResponse(leader_id, req.currentLeaderEpoch, error or ERROR_NONE, answer)
-        action = Action("HandleOffsetsForLeaderEpoch", leader=leader_id, follower=f)
-        out.append((action, s._replace(fetches=put(s.fetches, f, response))))
+        action = action_label("HandleOffsetsForLeaderEpoch", leader=leader_id, follower=f)
+        out.append((action, with_fetches(s, put(s.fetches, f, response))))
 
     def _shrink_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
         """Partition.maybeShrinkIsr: a follower that has not caught up to the leader's LEO within
@@ -499,9 +555,10 @@ class KraftReplicationModel(KraftController, Model):
         leo = len(leader.log)
         for r in sorted(leader.isr):
             if r != leader_id and leader.followerState[r][0] < leo:
-                proposed = leader._replace(pendingAlterPartition=AlterPartition(leader.isr - {r}, (), s.failovers))
+                proposed = with_pending(leader, AlterPartition(leader.isr - {r}, (), s.failovers))
                 proposed = self._maybe_increment_hw(proposed, leader_id)
-                out.append((Action("ShrinkIsr", leader=leader_id, replica=r), self._update(s, leader_id, proposed)))
+                action = action_label("ShrinkIsr", leader=leader_id, replica=r)
+                out.append((action, self._update(s, leader_id, proposed)))
 
     def _expand_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
         """Partition.maybeExpandIsr: a follower whose LEO has reached the leader's HW -- and, with
@@ -516,8 +573,9 @@ class KraftReplicationModel(KraftController, Model):
             leo = leader.followerState[r][0]
             if leo >= leader.highWatermark and leo >= leso:
                 epochs = ((r, leader.followerState[r][1]),) if self.config.isr_broker_epoch else ()
-                proposed = leader._replace(pendingAlterPartition=AlterPartition(leader.isr | {r}, epochs, s.failovers))
-                out.append((Action("ExpandIsr", leader=leader_id, replica=r), self._update(s, leader_id, proposed)))
+                proposed = with_pending(leader, AlterPartition(leader.isr | {r}, epochs, s.failovers))
+                action = action_label("ExpandIsr", leader=leader_id, replica=r)
+                out.append((action, self._update(s, leader_id, proposed)))
 
     # -- followers -----------------------------------------------------------------------------
     def _send_fetch(self, s: KraftReplicationState, f: int, out: list[Step]) -> None:
@@ -529,13 +587,14 @@ class KraftReplicationModel(KraftController, Model):
             return
         if follower.fetchState == TRUNCATING:
             ask = OffsetsForLeaderEpochRequest(leader_id, follower.leaderEpoch, last_epoch(follower.log))
-            action = Action("SendOffsetsForLeaderEpoch", follower=f, leader=leader_id)
-            out.append((action, s._replace(fetches=put(s.fetches, f, ask))))
+            action = action_label("SendOffsetsForLeaderEpoch", follower=f, leader=leader_id)
+            out.append((action, with_fetches(s, put(s.fetches, f, ask))))
             return
-        request = FetchRequest(
-            leader_id, len(follower.log), last_epoch(follower.log), follower.leaderEpoch, follower.brokerEpoch
-        )
-        out.append((Action("SendFetch", follower=f, leader=leader_id), s._replace(fetches=put(s.fetches, f, request))))
+        log = follower.log
+        request = FetchRequest(leader_id, len(log), log[-1].epoch if log else UNDEFINED, follower.leaderEpoch,
+                               follower.brokerEpoch)  # fmt: skip
+        action = action_label("SendFetch", follower=f, leader=leader_id)
+        out.append((action, with_fetches(s, put(s.fetches, f, request))))
 
     def _handle_fetch_response(self, s: KraftReplicationState, f: int, out: list[Step]) -> None:
         """ReplicaFetcherThread.processPartitionData and truncateOnFetchResponse. A response for a
@@ -547,7 +606,7 @@ class KraftReplicationModel(KraftController, Model):
         if type(response) is not FetchResponse:
             return
         follower = s.replicas[f]
-        action = Action("HandleFetchResponse", follower=f, leader=response.leader)
+        action = action_label("HandleFetchResponse", follower=f, leader=response.leader)
         cleared = put(s.fetches, f, None)
         log = follower.log
         current = (
@@ -555,19 +614,20 @@ class KraftReplicationModel(KraftController, Model):
             and follower.leaderEpoch == response.leaderEpoch
             and len(log) == response.fetchOffset
         )
-        if not current or response.error in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH):
-            out.append((action, s._replace(fetches=cleared)))
+        error = response.error
+        if not current or error in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH):
+            out.append((action, with_fetches(s, cleared)))
             return
-        if response.error == DIVERGING_EPOCH:
-            truncated = log[: self.truncation_offset(follower, response.divergingEpoch)[0]]
-            updated = follower._replace(log=truncated, highWatermark=min(follower.highWatermark, len(truncated)))
-        elif response.error == OFFSET_OUT_OF_RANGE:
-            truncated = log[: min(len(log), response.logEndOffset)]
-            updated = follower._replace(log=truncated, highWatermark=min(follower.highWatermark, len(truncated)))
+        if error == ERROR_NONE:
+            appended = log + response.records if response.records else log
+            updated = with_log(follower, appended, min(response.highWatermark, len(appended)))
         else:
-            appended = log + response.records
-            updated = follower._replace(log=appended, highWatermark=min(response.highWatermark, len(appended)))
-        out.append((action, self._update(s, f, updated, fetches=cleared)))
+            if error == DIVERGING_EPOCH:
+                truncated = log[: self.truncation_offset(follower, response.divergingEpoch)[0]]
+            else:  # OFFSET_OUT_OF_RANGE
+                truncated = log[: min(len(log), response.logEndOffset)]
+            updated = with_log(follower, truncated, min(follower.highWatermark, len(truncated)))
+        out.append((action, self._update(s, f, updated, cleared)))
 
     def _handle_offsets_for_leader_epoch_response(
         self, s: KraftReplicationState, f: int, response: OffsetsForLeaderEpochResponse, out: list[Step]
@@ -576,13 +636,13 @@ class KraftReplicationModel(KraftController, Model):
         (else ask again for the new last epoch). The answer is kept only while the follower is still
         truncating against that leader -- and, with KIP-320, still in the epoch it asked in."""
         follower = s.replicas[f]
-        action = Action("HandleOffsetsForLeaderEpochResponse", follower=f, leader=response.leader)
+        action = action_label("HandleOffsetsForLeaderEpochResponse", follower=f, leader=response.leader)
         cleared = put(s.fetches, f, None)
         current = follower.leader == response.leader and follower.fetchState == TRUNCATING
         if self.config.fetch_fencing:
             current = current and follower.leaderEpoch == response.leaderEpoch
         if not current or response.error != ERROR_NONE:
-            out.append((action, s._replace(fetches=cleared)))
+            out.append((action, with_fetches(s, cleared)))
             return
         offset, done = self.truncation_offset(follower, response.endOffset)
         truncated = follower.log[:offset]
@@ -615,27 +675,27 @@ class KraftReplicationModel(KraftController, Model):
         only replaces the partition's registration."""
         replica, c = s.replicas[b], s.controller
         if c.leader == b:
-            if (replica.leader, replica.leaderEpoch, replica.partitionEpoch, replica.isr) == (
-                b, c.leaderEpoch, c.partitionEpoch, c.isr
-            ):  # fmt: skip
+            same_epoch = replica.leader == b and replica.leaderEpoch == c.leaderEpoch
+            if same_epoch and replica.partitionEpoch == c.partitionEpoch and replica.isr == c.isr:
                 return
-            if replica.leader == b and replica.leaderEpoch == c.leaderEpoch:
+            if same_epoch:
                 # The same leader epoch: only the ISR or the replicas moved. A request in flight is
                 # superseded; a replica that left the assignment leaves remoteReplicasMap.
                 followers = tuple(
                     state if r in c.replicas else (UNDEFINED, UNDEFINED)
                     for r, state in enumerate(replica.followerState)
                 )
-                updated = replica._replace(
-                    partitionEpoch=c.partitionEpoch, isr=c.isr, pendingAlterPartition=None, assignment=c.replicas,
-                    followerState=followers,
+                updated = Replica(
+                    *replica[:7], partitionEpoch=c.partitionEpoch, isr=c.isr, pendingAlterPartition=None,
+                    followerState=followers, fetchState=replica.fetchState, hosted=replica.hosted,
+                    assignment=c.replicas,
                 )  # fmt: skip
             else:
                 # makeLeader: a new epoch starts at the LEO; nothing is known of the followers yet.
-                updated = replica._replace(
-                    leader=b, leaderEpoch=c.leaderEpoch, partitionEpoch=c.partitionEpoch, isr=c.isr,
+                updated = Replica(
+                    *replica[:5], leader=b, leaderEpoch=c.leaderEpoch, partitionEpoch=c.partitionEpoch, isr=c.isr,
                     pendingAlterPartition=None, followerState=self.unknown_followers, fetchState=FETCHING,
-                    assignment=c.replicas, hosted=True,
+                    hosted=True, assignment=c.replicas,
                 )  # fmt: skip
             updated = self._maybe_increment_hw(updated, b)
         elif b not in c.replicas:
@@ -646,17 +706,17 @@ class KraftReplicationModel(KraftController, Model):
                 cleanShutdownEpoch=replica.cleanShutdownEpoch
             )
         else:
-            if (replica.leader, replica.leaderEpoch, replica.hosted) == (c.leader, c.leaderEpoch, True):
+            if replica.leader == c.leader and replica.leaderEpoch == c.leaderEpoch and replica.hosted:
                 return
             log = replica.log
             if self.config.truncation == "hw":
                 log = log[: replica.highWatermark]
-            updated = replica._replace(
-                log=log, leader=c.leader, leaderEpoch=c.leaderEpoch, partitionEpoch=UNDEFINED, isr=frozenset(),
-                pendingAlterPartition=None, followerState=self.unknown_followers, fetchState=self.new_fetch_state(log),
-                hosted=True, assignment=(),
+            updated = Replica(
+                *replica[:3], log, replica.highWatermark, leader=c.leader, leaderEpoch=c.leaderEpoch,
+                partitionEpoch=UNDEFINED, isr=frozenset(), pendingAlterPartition=None,
+                followerState=self.unknown_followers, fetchState=self.new_fetch_state(log), hosted=True, assignment=(),
             )  # fmt: skip
-        out.append((Action("ApplyMetadata", broker=b), self._update(s, b, updated)))
+        out.append((action_label("ApplyMetadata", broker=b), self._update(s, b, updated)))
 
     # -- brokers and the controller ------------------------------------------------------------
     def _crash(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
@@ -667,11 +727,12 @@ class KraftReplicationModel(KraftController, Model):
             return
         replica = s.replicas[b]
         leo = len(replica.log)
-        kept = {"power": range(leo + 1), "process": (leo,), "disk": (0,)}[self.config.crash]
+        crash = self.config.crash
+        kept = range(leo + 1) if crash == "power" else (leo,) if crash == "process" else (0,)
         for keep in kept:
             down = self._stopped(replica, replica.log[:keep], min(replica.highWatermark, keep), UNDEFINED)
             nxt = self._update(s, b, down, fetches=self._drop_fetches(s, b), crashes=s.crashes + 1)
-            out.append((Action("BrokerCrash", broker=b, logEndOffset=keep), nxt))
+            out.append((action_label("BrokerCrash", broker=b, logEndOffset=keep), nxt))
 
     def _stopped(self, replica: Replica, log: tuple[Record, ...], hw: int, clean_epoch: int) -> Replica:
         return Replica(False, replica.brokerEpoch, clean_epoch, log, hw, NO_LEADER, UNDEFINED, UNDEFINED, frozenset(),

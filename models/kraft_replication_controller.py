@@ -6,6 +6,8 @@ stale-epoch errors. Mixed into ``KraftReplicationModel``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING
 
 from kmc.checker import Action
@@ -23,6 +25,8 @@ from kmc.models.kraft_replication_state import (
     KraftReplicationState,
     Record,
     Replica,
+    with_controller,
+    with_pending,
 )
 from kmc.models.tuples import put
 
@@ -31,17 +35,34 @@ if TYPE_CHECKING:
 
 Step = tuple[Action, KraftReplicationState]
 
+action_label = cache(Action)
+"""Action labels, each built once: the search makes the same few hundred of them over and over."""
+
+
+_NOT_YET = object()
+"""A change ``controller_changes`` has not computed yet (None is an answer: not within the bounds)."""
+
 
 class KraftController:
     """The active controller, and the leader's handling of its AlterPartition answers."""
 
     config: KraftReplicationConfig
     ids: tuple[int, ...]
+    controller_changes: dict[tuple, Controller | None]
+    """The controller's image after a change (fencing, unfencing, registering a broker, committing an
+    AlterPartition), by the change and the image before it: a few hundred images recur in every
+    state, and PartitionChangeBuilder's work is then done once per image and change."""
 
     if TYPE_CHECKING:  # the model's own helpers, used here
 
         def _update(
-            self, s: KraftReplicationState, b: int, replica: Replica, **changes: object
+            self,
+            s: KraftReplicationState,
+            b: int,
+            replica: Replica,
+            fetches: tuple[Fetch, ...] | None = None,
+            controller: Controller | None = None,
+            **changes: object,
         ) -> KraftReplicationState: ...
         def _maybe_increment_hw(self, replica: Replica, b: int) -> Replica: ...
         def _stopped(self, replica: Replica, log: tuple[Record, ...], hw: int, clean_epoch: int) -> Replica: ...
@@ -49,6 +70,17 @@ class KraftController:
         def _restarted_view(
             self, c: Controller, b: int, broker_epoch: int, log: tuple[Record, ...], hw: int
         ) -> Replica: ...
+
+    def _changed(self, key: tuple, change: Callable[..., Controller | None], *args: object) -> Controller | None:
+        """``change(*args)``, remembered by ``key`` (the change's name and its arguments) in
+        ``controller_changes``, which starts over when it passes a million entries."""
+        changes = self.controller_changes
+        changed = changes.get(key, _NOT_YET)
+        if changed is _NOT_YET:
+            if len(changes) >= 1_000_000:
+                changes.clear()
+            changed = changes[key] = change(*args)
+        return changed  # type: ignore[return-value]
 
     def _handle_alter_partition(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
         """ReplicationControlManager.alterPartition, and the leader handling the response. The
@@ -59,7 +91,7 @@ class KraftController:
         request = leader.pendingAlterPartition
         if request is None or request.sentTo == AWAITING_METADATA:
             return
-        action = Action("HandleAlterPartition", leader=leader_id)
+        action = action_label("HandleAlterPartition", leader=leader_id)
         if request.sentTo != s.failovers:
             # NOT_CONTROLLER from a controller that has failed over: NodeToControllerChannelManager
             # finds the active controller and sends the same request again.
@@ -77,9 +109,8 @@ class KraftController:
                 waiting = leader._replace(pendingAlterPartition=request._replace(sentTo=AWAITING_METADATA))
                 out.append((action, self._update(s, leader_id, waiting, controller=committed)))
                 return
-            updated = leader._replace(
-                isr=committed.isr, partitionEpoch=committed.partitionEpoch, pendingAlterPartition=None
-            )
+            # leader._replace(partitionEpoch=..., isr=..., pendingAlterPartition=None), without the keywords
+            updated = Replica(*leader[:7], committed.partitionEpoch, committed.isr, None, *leader[10:])
             updated = self._maybe_increment_hw(updated, leader_id)
             out.append((action, self._update(s, leader_id, updated, controller=committed)))
         elif error in (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION) and self.config.alter_partition_awaits_metadata:
@@ -88,7 +119,7 @@ class KraftController:
             waiting = leader._replace(pendingAlterPartition=request._replace(sentTo=AWAITING_METADATA))
             out.append((action, self._update(s, leader_id, waiting)))
         else:
-            out.append((action, self._update(s, leader_id, leader._replace(pendingAlterPartition=None))))
+            out.append((action, self._update(s, leader_id, with_pending(leader, None))))
 
     def _alter_partition_error(self, c: Controller, leader_id: int, leader: Replica, request: AlterPartition) -> str:
         """ReplicationControlManager.validateAlterPartitionData: a stale leader epoch, a stale partition
@@ -105,7 +136,10 @@ class KraftController:
         return ERROR_NONE
 
     def _commit_alter_partition(self, c: Controller, request: AlterPartition) -> Controller | None:
-        return self._partition_change(c, isr=request.isr)
+        return self._changed(("commit", c, request.isr), self._partition_change_isr, c, request.isr)
+
+    def _partition_change_isr(self, c: Controller, isr: frozenset[int]) -> Controller | None:
+        return self._partition_change(c, isr=isr)
 
     def _controller_failover(self, s: KraftReplicationState, out: list[Step]) -> None:
         """The active controller fails over to another member of the KRaft quorum, whose image is the
@@ -114,7 +148,7 @@ class KraftController:
         flight, to a controller that is gone."""
         if s.failovers >= self.config.max_controller_failovers:
             return
-        out.append((Action("ControllerFailover", committed=NO_LEADER), s._replace(failovers=s.failovers + 1)))
+        out.append((action_label("ControllerFailover", committed=NO_LEADER), s._replace(failovers=s.failovers + 1)))
         for b in self.ids:
             leader = s.replicas[b]
             request = leader.pendingAlterPartition
@@ -125,7 +159,7 @@ class KraftController:
             committed = self._commit_alter_partition(s.controller, request)
             if committed is not None:
                 nxt = s._replace(controller=committed, failovers=s.failovers + 1)
-                out.append((Action("ControllerFailover", committed=b), nxt))
+                out.append((action_label("ControllerFailover", committed=b), nxt))
 
     def _alter_partition_reassignments(self, s: KraftReplicationState, out: list[Step]) -> None:
         """ReplicationControlManager.alterPartitionReassignments: an administrator moves one replica
@@ -148,7 +182,7 @@ class KraftController:
                 )
                 if changed is None:
                     continue
-                action = Action("AlterPartitionReassignments", adding=adding, removing=removing)
+                action = action_label("AlterPartitionReassignments", adding=adding, removing=removing)
                 out.append((action, s._replace(controller=changed, reassignments=s.reassignments + 1)))
 
     def _controlled_shutdown(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
@@ -164,7 +198,7 @@ class KraftController:
         replica = s.replicas[b]
         down = self._stopped(replica, replica.log, replica.highWatermark, replica.brokerEpoch)
         nxt = self._update(s, b, down, controller=fenced, fetches=self._drop_fetches(s, b), shutdowns=s.shutdowns + 1)
-        out.append((Action("ControlledShutdown", broker=b), nxt))
+        out.append((action_label("ControlledShutdown", broker=b), nxt))
 
     def _fence(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
         """BrokerHeartbeatManager's session timeout -> ReplicationControlManager.handleBrokerFenced.
@@ -176,7 +210,8 @@ class KraftController:
         fenced = self._fence_in_controller(s.controller, b)
         if fenced is None:
             return
-        out.append((Action("FenceBroker", broker=b), s._replace(controller=fenced, fences=s.fences + running)))
+        nxt = with_controller(s, fenced) if not running else s._replace(controller=fenced, fences=s.fences + 1)
+        out.append((action_label("FenceBroker", broker=b), nxt))
 
     def _fence_in_controller(self, c: Controller, b: int) -> Controller | None:
         """The broker leaves the ISR and loses leadership, and a new leader is elected. Before
@@ -185,6 +220,9 @@ class KraftController:
         within the bounds."""
         if b in c.fenced:
             return None
+        return self._changed(("fence", c, b), self._fenced_change, c, b)
+
+    def _fenced_change(self, c: Controller, b: int) -> Controller | None:
         isr = c.isr - {b}
         if not isr and not self.config.elr:
             isr = c.isr
@@ -213,7 +251,7 @@ class KraftController:
         if self.config.truncation == "hw":
             log = log[:hw]  # makeFollower before KIP-101
         started = self._restarted_view(registered, b, epoch, log, hw)
-        out.append((Action("BrokerRestart", broker=b), self._update(s, b, started, controller=registered)))
+        out.append((action_label("BrokerRestart", broker=b), self._update(s, b, started, controller=registered)))
 
     def _unfence(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
         """A heartbeat of a caught-up broker unfences it (handleBrokerUnfenced); a partition without a
@@ -221,10 +259,13 @@ class KraftController:
         c = s.controller
         if b not in c.fenced or s.replicas[b].brokerEpoch != c.brokerEpochs[b]:
             return
-        unfenced = self._partition_change(c._replace(fenced=c.fenced - {b}), elect=True)
+        unfenced = self._changed(("unfence", c, b), self._unfenced_change, c, b)
         if unfenced is None:
             return
-        out.append((Action("UnfenceBroker", broker=b), s._replace(controller=unfenced)))
+        out.append((action_label("UnfenceBroker", broker=b), with_controller(s, unfenced)))
+
+    def _unfenced_change(self, c: Controller, b: int) -> Controller | None:
+        return self._partition_change(c._replace(fenced=c.fenced - {b}), elect=True)
 
     def _partition_change(
         self,

@@ -167,6 +167,46 @@ class KraftReplicationState(NamedTuple):
     """AlterPartitionReassignments requests the controller has accepted so far."""
 
 
+# -- building states on the hot path ------------------------------------------------------------
+# NamedTuple._replace goes through keyword arguments and a map over every field; these build the
+# few changes that most transitions make directly from the tuple (the field order is the classes').
+
+
+def with_log(r: Replica, log: tuple[Record, ...], highWatermark: int) -> Replica:
+    """``r._replace(log=log, highWatermark=highWatermark)``: a follower appends or truncates."""
+    return tuple.__new__(Replica, (*r[:3], log, highWatermark, *r[5:]))
+
+
+def with_high_watermark(r: Replica, highWatermark: int) -> Replica:
+    """``r._replace(highWatermark=highWatermark)``."""
+    return tuple.__new__(Replica, (*r[:4], highWatermark, *r[5:]))
+
+
+def with_follower_state(r: Replica, followerState: tuple[tuple[int, int], ...]) -> Replica:
+    """``r._replace(followerState=followerState)``: a leader records a follower's fetch."""
+    return tuple.__new__(Replica, (*r[:10], followerState, *r[11:]))
+
+
+def with_pending(r: Replica, pendingAlterPartition: AlterPartition | None) -> Replica:
+    """``r._replace(pendingAlterPartition=pendingAlterPartition)``."""
+    return tuple.__new__(Replica, (*r[:9], pendingAlterPartition, *r[10:]))
+
+
+def with_partition_epoch(r: Replica, partitionEpoch: int) -> Replica:
+    """``r._replace(partitionEpoch=partitionEpoch)``."""
+    return tuple.__new__(Replica, (*r[:7], partitionEpoch, *r[8:]))
+
+
+def with_controller(s: KraftReplicationState, controller: Controller) -> KraftReplicationState:
+    """``s._replace(controller=controller)``."""
+    return tuple.__new__(KraftReplicationState, (controller, *s[1:]))
+
+
+def with_fetches(s: KraftReplicationState, fetches: tuple[Fetch, ...]) -> KraftReplicationState:
+    """``s._replace(fetches=fetches)``: a message is sent, answered or consumed."""
+    return tuple.__new__(KraftReplicationState, (s[0], s[1], fetches, *s[3:]))
+
+
 def end_offset_for_epoch(log: tuple[Record, ...], requested: int, latest: int) -> tuple[int, int]:
     """LeaderEpochFileCache.endOffsetFor: the largest epoch <= ``requested`` in the log's epoch cache
     and the offset where the next epoch starts (the LEO for the latest epoch). ``latest`` is the
@@ -204,12 +244,17 @@ def dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
     controller's, which is always the newest), so they are kept as ranks 0..k-1 of the values
     present. Without this, every ISR shrink and expand would make a new state forever."""
     c = s.controller
-    present = {r.partitionEpoch for r in s.replicas if r.partitionEpoch != UNDEFINED}
-    present.add(c.partitionEpoch)
+    present = {c.partitionEpoch, UNDEFINED}
+    for r in s.replicas:
+        present.add(r.partitionEpoch)
+    present.discard(UNDEFINED)
     if c.partitionEpoch == len(present) - 1:
         return s
     rank = {epoch: i for i, epoch in enumerate(sorted(present))}
+    rank[UNDEFINED] = UNDEFINED
     replicas = tuple(
-        r if r.partitionEpoch == UNDEFINED else r._replace(partitionEpoch=rank[r.partitionEpoch]) for r in s.replicas
+        r if rank[r.partitionEpoch] == r.partitionEpoch else with_partition_epoch(r, rank[r.partitionEpoch])
+        for r in s.replicas
     )
-    return s._replace(controller=c._replace(partitionEpoch=rank[c.partitionEpoch]), replicas=replicas)
+    controller = tuple.__new__(Controller, (*c[:4], rank[c.partitionEpoch], *c[5:]))
+    return tuple.__new__(KraftReplicationState, (controller, replicas, *s[2:]))
