@@ -355,6 +355,7 @@ def _bfs(
             # for a state where one fails or raises, and for good once any property is violated.
             fast_invariants = [pred for _name, pred in invariants] if not violations else []
             only_invariant = fast_invariants[0] if len(fast_invariants) == 1 else None  # no generator a state
+            fast_steps = [pred for _name, pred in steps] if not violations else []
             for s, ks in frontier:
                 if within is not None and not within(s):
                     bounded_by = bounded_by or MODEL_BOUND
@@ -374,7 +375,12 @@ def _bfs(
                     if stop:
                         break
                 if steps:
-                    for a, t in succs:
+                    if fast_steps:  # as for invariants: one expression, the careful path when one fails
+                        try:
+                            failed = not all(pred(s, a, t) is True for a, t in succs for pred in fast_steps)
+                        except Exception:
+                            failed = True
+                    for a, t in succs if not fast_steps or failed else ():
                         for name, pred in steps:
                             if name in violations:
                                 continue

@@ -92,6 +92,7 @@ _VALUES = {
     "checkpoint": "{tmp}/ck",
     "resume": "{tmp}/ck",
     "driver_memory": "1g",
+    "memory": "64m",
     "max_depth": "2",
     "max_states": "9",
 }
