@@ -11,6 +11,7 @@ A function may take an extra ``model`` parameter to see the model's config.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -59,7 +60,7 @@ class Property:
 
 
 def _bind(fn: Callable[..., Any], model: Any) -> Callable[..., Any]:
-    return lambda *args: fn(*args, model=model)
+    return functools.partial(fn, model=model)  # cheaper a call than a lambda forwarding the keyword
 
 
 def holds(name: str, pred: Callable[..., Any], *args: Any) -> bool:
