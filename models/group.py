@@ -169,6 +169,9 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         self.cooperative = self.config.rebalance_protocol == "cooperative"
         self._assignments: dict[tuple, tuple[tuple[str, frozenset[int]], ...] | None] = {}
         """The assignor's answer by subscriptions (it is deterministic), None where it throws."""
+        self._own_steps_of = {}
+        """A consumer's steps that read only the consumer, by (index, Consumer)."""
+        self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
 
     def inactive_actions(self) -> tuple[str, ...]:
         """Actions this config turns off: coverage does not call them vacuous."""
@@ -207,7 +210,10 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         return tuple(dict.fromkeys(off))
 
     def _act(self, name: str, *values: object) -> Action:
-        return Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        action = self._actions.get((name, values))
+        if action is None:
+            action = self._actions[(name, values)] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        return action
 
     def instance_id(self, c: int) -> str | None:
         """Consumer c's group.instance.id; the duplicate process (the last one) shares consumer 0's."""
@@ -240,7 +246,8 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
             self._coordinator_timers(s, out)
             if self.config.coordinator_failover and s.faults < self.config.max_faults:
                 out.append((self._act("CoordinatorUnload"), self._unload(s)))
-        return [(a, _normalise(_canonical(n))) for a, n in out]
+        group = s.group  # canonical already: a successor that keeps it needs no canonical form
+        return [(a, _normalise(n if n.group is group else _canonical(n))) for a, n in out]
 
     def within_bounds(self, s: GroupState) -> bool:
         """Generations stay finite only if bounded when timers can expire at any moment: a consumer

@@ -3,7 +3,9 @@ syncing, heartbeats, commits, the errors they get back, crashes and restarts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+from kmc.checker import Action
 
 from .assignors import AssignorStateError, Member, assign
 from .group_state import (
@@ -40,9 +42,19 @@ from .group_state import (
 )
 
 if TYPE_CHECKING:
-    from kmc.checker import Action
-
     from .group_config import GroupConfig
+
+
+class OwnSteps(NamedTuple):
+    """A consumer's steps that read nothing but the consumer: each action and the consumer after it."""
+
+    start: tuple[Action, Consumer]
+    """ConsumerStart (taken only when stopped)."""
+    crash: tuple[Action, Consumer]
+    send_join: tuple[Action, Consumer] | None
+    """SendJoinGroup: unjoined, or consuming and asked to rejoin, with nothing on the wire."""
+    receive: tuple[Action, Consumer] | None
+    stall: tuple[Action, Consumer] | None
 
 
 class ClientSide:
@@ -52,12 +64,20 @@ class ClientSide:
     sticky: bool
     cooperative: bool
     _assignments: dict[tuple, tuple[tuple[str, frozenset[int]], ...] | None]
+    _own_steps_of: dict[tuple[int, Consumer], OwnSteps]
 
     def _act(self, name: str, *values: object) -> Action: ...
 
     def _consumer_steps(self, s: GroupState, c: int, me: Consumer, out: list[Step]) -> None:
+        own = self._own_steps_of.get((c, me))
+        if own is None:
+            own = self._own_steps_of[(c, me)] = self._own_steps(c, me)
+        consumers, faults = s.consumers, s.faults
+        before, after = consumers[:c], consumers[c + 1 :]
+        may_fail = faults < self.config.max_faults
         if me.phase == STOPPED:
-            out.append((self._act("ConsumerStart", c), self._start(s, c)))
+            action, started = own.start
+            out.append((action, GroupState(s.group, (*before, started, *after), faults)))
             return
         if me.phase == FENCED:
             return
@@ -66,40 +86,61 @@ class ClientSide:
                 handler = self._handle_join if me.request.api == "JoinGroup" else self._handle_sync
                 error, nxt = handler(s, c, me.request)
                 out.append((self._act(f"Handle{me.request.api}", c, error), nxt))
-            if s.faults < self.config.max_faults:
-                out.append((self._act("ConsumerCrash", c), self._crash(s, c)))
+            if may_fail:
+                action, crashed = own.crash
+                out.append((action, GroupState(s.group, (*before, crashed, *after), faults + 1)))
             return
-        if me.phase == UNJOINED and me.request is None and me.response is None:
-            out.append((self._act("SendJoinGroup", c), self._send_join(s, c, me)))
+        if own.send_join is not None and me.phase == UNJOINED:
+            action, joining = own.send_join
+            out.append((action, GroupState(s.group, (*before, joining, *after), faults)))
         if me.request is not None:
             handler = self._handle_join if me.request.api == "JoinGroup" else self._handle_sync
             error, nxt = handler(s, c, me.request)
             out.append((self._act(f"Handle{me.request.api}", c, error), nxt))
-        if me.response is not None:
-            api = me.response.api
-            error = me.response.error
-            if api == "JoinGroup" and error == NONE and self._assignor_throws(me.response):
-                error = ASSIGNOR_FAILED  # what the leader's poll() throws
-            out.append((self._act(f"Receive{api}", c, error), self._receive(s, c, me)))
+        if own.receive is not None:
+            action, received = own.receive
+            out.append((action, GroupState(s.group, (*before, received, *after), faults)))
         if self._request_may_time_out(s, c, me):
             abandoned = _set_consumer(s, c, me._replace(phase=UNJOINED))._replace(faults=s.faults + 1)
             abandoned = abandoned._replace(group=_disconnect(abandoned.group, c, me.incarnation))
             out.append((self._act("RequestTimeout", c), abandoned))
         if me.phase == CONSUMING and me.request is None and me.response is None:
-            if me.rejoinRequested:
-                out.append((self._act("SendJoinGroup", c), self._send_join(s, c, me)))
+            if own.send_join is not None:  # rejoinRequested
+                action, joining = own.send_join
+                out.append((action, GroupState(s.group, (*before, joining, *after), faults)))
             error = self._heartbeat_error(s.group, me, c)
             if error != NONE:
                 out.append((self._act("Heartbeat", c, error), self._on_error(s, c, me, error)))
             if me.owned:
                 out.append(self._offset_commit(s, c, me))
-        if s.faults < self.config.max_faults:
-            out.append((self._act("ConsumerCrash", c), self._crash(s, c)))
-            if self.config.poll_stalls:
-                stalled = _set_consumer(s, c, me._replace(stalled=True))._replace(faults=s.faults + 1)
-                out.append((self._act("ConsumerStall", c), stalled))
+        if may_fail:
+            action, crashed = own.crash
+            out.append((action, GroupState(s.group, (*before, crashed, *after), faults + 1)))
+            if own.stall is not None:
+                action, stalled = own.stall
+                out.append((action, GroupState(s.group, (*before, stalled, *after), faults + 1)))
             if me.phase == CONSUMING and me.memberId and not self.config.static_membership:
                 out.append((self._act("LeaveGroup", c), self._leave(s, c, me)))
+
+    def _own_steps(self, c: int, me: Consumer) -> OwnSteps:
+        """What consumer ``c`` does whatever the group and the other consumers hold: the steps that
+        change nothing but the consumer, each with the consumer after it."""
+        mine = GroupState(None, (me,), 0)  # type: ignore[arg-type]  # only the consumer is read
+        start = (self._act("ConsumerStart", c), self._start(mine, 0).consumers[0])
+        crash = (self._act("ConsumerCrash", c), self._crash(mine, 0).consumers[0])
+        send_join = receive = stall = None
+        idle = me.request is None and me.response is None
+        if (me.phase == UNJOINED and idle) or (me.phase == CONSUMING and idle and me.rejoinRequested):
+            send_join = (self._act("SendJoinGroup", c), self._send_join(mine, 0, me).consumers[0])
+        if me.response is not None:
+            api = me.response.api
+            error = me.response.error
+            if api == "JoinGroup" and error == NONE and self._assignor_throws(me.response):
+                error = ASSIGNOR_FAILED  # what the leader's poll() throws
+            receive = (self._act(f"Receive{api}", c, error), self._receive(mine, 0, me).consumers[0])
+        if self.config.poll_stalls:
+            stall = (self._act("ConsumerStall", c), me._replace(stalled=True))
+        return OwnSteps(start, crash, send_join, receive, stall)
 
     def _request_may_time_out(self, s: GroupState, c: int, me: Consumer) -> bool:
         """``request.timeout.ms`` (for JoinGroup: the rebalance timeout plus 5 s) expires while the

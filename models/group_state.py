@@ -258,6 +258,17 @@ def _generations(s: GroupState) -> list[int]:
     return [g for g in gens if g >= 0]
 
 
+def _some_generation_at_most_one(s: GroupState) -> bool:
+    """``min(_generations(s)) <= 1``, stopping at the first one found (most states have one)."""
+    group = s.group
+    if 0 <= group.generationId <= 1:
+        return True
+    for me in s.consumers:
+        if 0 <= me.generationId <= 1:
+            return True
+    return min(_generations(s)) <= 1
+
+
 def _max_generation(s: GroupState) -> int:
     return max(_generations(s))
 
@@ -273,9 +284,9 @@ def _canonical(s: GroupState) -> GroupState:
 def _normalise(s: GroupState) -> GroupState:
     """Shift every generation so the smallest is 1 (when none is 0): only their differences, and
     comparisons with 0 and -1, matter to the protocol."""
-    lowest = min(_generations(s))
-    if lowest <= 1:
+    if _some_generation_at_most_one(s):
         return s
+    lowest = min(_generations(s))
     shift = lowest - 1
 
     def g(x: int) -> int:

@@ -60,9 +60,13 @@ def NoLiveConsumerFenced(s: GroupState, action: Action, t: GroupState, model) ->
     """GC-6: the coordinator answers FENCED_INSTANCE_ID only when another process took over the
     group.instance.id (a duplicate, ``duplicate_instance``): never to the one process of an instance
     because the coordinator forgot or mixed up its member id."""
-    for c, (before, after) in enumerate(zip(s.consumers, t.consumers, strict=True)):
-        answered = after.response is not None and after.response.error == FENCED_INSTANCE_ID
-        issued = answered and after.response != before.response
+    for c, after in enumerate(t.consumers):
+        response = after.response
+        answered = response is not None and response.error == FENCED_INSTANCE_ID
+        if not answered and after.phase != FENCED:  # the common case: nothing to check
+            continue
+        before = s.consumers[c]
+        issued = answered and response != before.response
         told = after.phase == FENCED and before.phase != FENCED and not action.name.startswith("Receive")
         if not (issued or told):
             continue

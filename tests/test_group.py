@@ -245,3 +245,28 @@ def test_an_assignor_that_throws_is_a_protocol_outcome() -> None:
     [(_, expired)] = [(a, t) for a, t in model.successors(after) if a.name == "SyncTimeout"]
     assert leader not in {m.memberId for m in expired.group.members}
     assert (expired.group.state, expired.group.members) == (EMPTY, ())  # the follower had not synced either
+
+
+def test_kept_steps_are_the_steps_computed_afresh() -> None:
+    """The successors a model computes from what it has kept (a consumer's own steps by the consumer,
+    actions by their arguments) equal, in order, those of a model that has kept nothing, across a
+    search with stalls, slow requests and failovers, so that each kept kind of step is taken."""
+    warm = GroupModel.build("kafka-12890", {"slow_coordinator": True, "max_faults": 1, "max_generation": 3})
+    seen = set(warm.init_states())
+    frontier = list(seen)
+    taken: set[str] = set()
+    for n, s in enumerate(frontier):
+        if not warm.within_bounds(s):
+            continue
+        steps = warm.successors(s)
+        if n % 8 == 0:
+            assert steps == GroupModel(warm.config).successors(s), s
+        for action, t in steps:
+            taken.add(action.name)
+            if t not in seen:
+                seen.add(t)
+                frontier.append(t)
+    kept = {"ConsumerStart", "ConsumerCrash", "ConsumerStall", "SendJoinGroup", "ReceiveJoinGroup", "ReceiveSyncGroup"}
+    assert kept <= taken
+    assert len(seen) == 8165
+    assert len(warm._own_steps_of) < len(seen)
