@@ -44,3 +44,24 @@ def browser() -> Iterator[Any]:
         launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         yield launched
         launched.close()
+
+
+def walk_checking_kept_steps(warm: Any, fresh: Any, every: int = 8) -> tuple[set[Any], set[str]]:
+    """Search warm's whole space (within its bounds); at every `every`-th state its successors, worked
+    out from what it keeps, must equal in order those of `fresh()`, a model that has kept nothing.
+    Returns the states seen and the action names taken."""
+    seen = set(warm.init_states())
+    frontier = list(seen)
+    taken: set[str] = set()
+    for n, s in enumerate(frontier):
+        if not warm.within_bounds(s):
+            continue
+        steps = warm.successors(s)
+        if n % every == 0:
+            assert steps == fresh().successors(s), s
+        for action, t in steps:
+            taken.add(action.name)
+            if t not in seen:
+                seen.add(t)
+                frontier.append(t)
+    return seen, taken

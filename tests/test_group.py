@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import walk_checking_kept_steps
 from kmc.checker import Check, bfs
 from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
@@ -252,20 +253,7 @@ def test_kept_steps_are_the_steps_computed_afresh() -> None:
     actions by their arguments) equal, in order, those of a model that has kept nothing, across a
     search with stalls, slow requests and failovers, so that each kept kind of step is taken."""
     warm = GroupModel.build("kafka-12890", {"slow_coordinator": True, "max_faults": 1, "max_generation": 3})
-    seen = set(warm.init_states())
-    frontier = list(seen)
-    taken: set[str] = set()
-    for n, s in enumerate(frontier):
-        if not warm.within_bounds(s):
-            continue
-        steps = warm.successors(s)
-        if n % 8 == 0:
-            assert steps == GroupModel(warm.config).successors(s), s
-        for action, t in steps:
-            taken.add(action.name)
-            if t not in seen:
-                seen.add(t)
-                frontier.append(t)
+    seen, taken = walk_checking_kept_steps(warm, lambda: GroupModel(warm.config))
     kept = {"ConsumerStart", "ConsumerCrash", "ConsumerStall", "SendJoinGroup", "ReceiveJoinGroup", "ReceiveSyncGroup"}
     assert kept <= taken
     assert len(seen) == 8165

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conftest import walk_checking_kept_steps
 from kmc.checker import Check, bfs
 from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
@@ -116,20 +117,7 @@ def test_kept_steps_are_the_steps_computed_afresh() -> None:
     removals, assignor targets) equal, in order, those of a model that has kept nothing, across a whole
     search with timeouts at any moment, so that every kind of step is taken."""
     warm = Kip848Model.build("slow-member", {"max_faults": 1, "max_group_epoch": 3})
-    seen = set(warm.init_states())
-    frontier = list(seen)
-    taken: set[str] = set()
-    for n, s in enumerate(frontier):
-        if not warm.within_bounds(s):
-            continue
-        steps = warm.successors(s)
-        if n % 8 == 0:
-            assert steps == Kip848Model(warm.config).successors(s), s
-        for action, t in steps:
-            taken.add(action.name)
-            if t not in seen:
-                seen.add(t)
-                frontier.append(t)
+    seen, taken = walk_checking_kept_steps(warm, lambda: Kip848Model(warm.config))
     assert len(seen) == 16125
     assert taken == set(ACTION_ARGS)
     assert len(warm._sticky_targets) < len(warm._heartbeat_outcomes) < len(seen)
