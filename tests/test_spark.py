@@ -314,7 +314,7 @@ class Fields(NamedTuple):
 
 
 def test_frontier_files_share_equal_fields_without_changing_them() -> None:
-    from kmc.checker.spark import _interned
+    from kmc.checker.checkpoint import interned as _interned
 
     logs = [tuple([1, 2]) for _ in range(3)]  # equal, not identical
     states = [Fields(logs[0], 1, frozenset({0})), Fields(logs[1], True, frozenset({0})), Fields(logs[2], 0, {0})]
