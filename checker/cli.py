@@ -587,11 +587,26 @@ def ci(
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write traces of violations found under DIR/<model>/.")] = None,
     jobs: Annotated[int, typer.Option(help="Run this many entries at a time, each in its own process.")] = 1,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(help="Only the entries of this model (repeatable): its name, or the class of a module:Class."),
+    ] = None,
 ) -> None:
     """Run every check in the suite; exit 1 if any verdict differs from the expected one."""
     if jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {jobs}")
     entries = load_suite(suite)
+    if model:
+
+        def named(entry: Any) -> set[str]:
+            ref = entry.check.model_name
+            return {ref, ref.rpartition(":")[2]}
+
+        known = sorted({name for entry in entries for name in named(entry)})
+        missing = [m for m in model if m not in known]
+        if missing:
+            raise UserError(f"{suite} has no entry of model {missing[0]!r}: it has {', '.join(known)}")
+        entries = [entry for entry in entries if named(entry) & set(model)]
 
     def report(outcome: Any) -> None:
         mark = "PASS" if outcome.ok else "FAIL"

@@ -156,3 +156,15 @@ def test_entries_run_in_parallel_give_the_same_outcomes_in_the_suite_order(kmc, 
     assert cases(many) == cases(one)
     assert [name for name, _ in cases(many)][:2] == ["2PC holds", "buggy 2PC is caught"]
     assert (tmp_path / "traces" / "two-phase" / "buggy-Consistent.itf.json").exists()  # written by a worker
+
+
+def test_model_picks_the_entries_of_one_model(kmc, toy: str, tmp_path: Path) -> None:
+    suite = tmp_path / "suite.toml"
+    suite.write_text(STALE.format(toy=toy))
+    code, out, _ = kmc("ci", suite, "--model", "TwoPhaseCommit")
+    assert code == 1 and out.strip().splitlines()[-1] == "0 passed, 1 failed"
+    assert "a bug that is no longer there" in out and "a count that changed" not in out
+    code, out, _ = kmc("ci", suite, "--model", "CounterGrid", "--model", "TwoPhaseCommit")
+    assert out.strip().splitlines()[-1] == "0 passed, 3 failed"
+    code, _, err = kmc("ci", suite, "--model", "replication")
+    assert code == 2 and "has no entry of model 'replication'" in err and "CounterGrid" in err
