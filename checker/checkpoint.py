@@ -97,10 +97,7 @@ def load_meta(workdir: str | Path, key: bytes, fmt: int, job: Mapping[str, Any],
     path = Path(workdir) / "meta.json"
     if not path.exists():
         raise UserError(f"--resume {workdir}: no checkpoint there (meta.json is missing)")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"--resume {workdir}: meta.json is unreadable ({exc})") from None
+    doc = _read_meta(workdir, path)
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise UserError(
             f"--resume {workdir}: the checkpoint was written by another version of kmc "
@@ -119,6 +116,13 @@ def load_meta(workdir: str | Path, key: bytes, fmt: int, job: Mapping[str, Any],
     return doc["progress"]
 
 
+def _read_meta(workdir: str | Path, path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--resume {workdir}: meta.json is unreadable ({' '.join(str(exc).split())})") from None
+
+
 def check_resumable(workdir: str | Path, fmt: int, key: bytes) -> None:
     """A checkpoint directory whose meta.json exists, parses and carries this user's HMAC."""
     path = Path(workdir) / "meta.json"
@@ -126,10 +130,7 @@ def check_resumable(workdir: str | Path, fmt: int, key: bytes) -> None:
         raise UserError(f"--resume {workdir}: no such directory")
     if not path.is_file():
         raise UserError(f"--resume {workdir}: no checkpoint there (meta.json is missing)")
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"--resume {workdir}: meta.json is unreadable ({' '.join(str(exc).split())})") from None
+    doc = _read_meta(workdir, path)
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         return  # load_meta names the format
     if not isinstance(doc.get("mac"), str) or not hmac.compare_digest(doc["mac"], meta_mac(key, doc)):
