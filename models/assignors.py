@@ -85,12 +85,13 @@ def assign(
     partitions_per_topic: Mapping[str, int],
     *,
     sanitise: bool = True,
+    older_claims: bool = True,
 ) -> Assignment:
     """Run the assignor ``strategy`` and return member id -> sorted list of (topic, partition).
 
-    ``sanitise=False`` is the sticky assignors before KAFKA-12984 and KAFKA-14639: every member
-    keeps the partitions it claims, whatever its generation and whoever else claims them (not
-    compared with Kafka: 4.3.1 always sanitises)."""
+    ``sanitise=False`` is the sticky assignors before KAFKA-12984: a partition claimed twice stays
+    with both claimants. ``older_claims=False`` is them before KAFKA-14639: only the members of the
+    newest generation reported keep their claims. Neither is compared with Kafka (4.3.1 has both)."""
     given = [_member(m) for m in members]  # the sticky assignors walk the ids in hash order of this order
     group = sorted(given, key=Member.sort_key)
     ids = [m.memberId for m in group]
@@ -104,9 +105,9 @@ def assign(
     elif strategy == "roundrobin":
         result = _roundrobin(group, partitions_per_topic)
     elif strategy == "sticky":
-        result = _sticky(given, partitions_per_topic, sanitise)[0]
+        result = _sticky(given, partitions_per_topic, sanitise, older_claims)[0]
     elif strategy == "cooperative-sticky":
-        result = _cooperative_sticky(given, partitions_per_topic, sanitise)
+        result = _cooperative_sticky(given, partitions_per_topic, sanitise, older_claims)
     else:
         raise ValueError(f"unknown assignor {strategy!r}; assignors: {', '.join(STRATEGIES)}")
     return {member_id: sorted(parts) for member_id, parts in result.items()}
@@ -263,22 +264,27 @@ def _assignable_topics(group: Sequence[Member], partitions_per_topic: Mapping[st
 
 
 def sanitise_owned(
-    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
+    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True, older_claims: bool = True
 ) -> _Sanitised:
     """The owned partitions the sticky assignors start from (``allSubscriptionsEqual``).
 
     Members are read in Java hash order of their ids; a partition of a topic the assignor sees is
     kept by its first claimant unless a later one reports a higher generation (it takes it over) or
     the same generation (neither keeps it: KAFKA-12984, KAFKA-14639). An older generation's claim
-    nobody else makes is kept. ``sanitise=False``: every claim is kept, whoever else makes it."""
+    nobody else makes is kept. ``sanitise=False``: every claim is kept, whoever else makes it.
+    ``older_claims=False`` (2.3 to 3.5): a member reporting a generation below the newest any member
+    reports keeps none of its claims, uncontested or not."""
     topics = _assignable_topics(group, partitions_per_topic)
     by_id = {m.memberId: m for m in group}
     order = hash_order(by_id)
     owned: dict[str, list[TopicPartition]] = {m: [] for m in order}
     result = _Sanitised(owned=owned)
     owner: dict[TopicPartition, str] = {}
+    newest = NO_GENERATION if older_claims else max((m.generation for m in group), default=NO_GENERATION)
     for member_id in order:
         member = by_id[member_id]
+        if member.generation < newest:
+            continue
         for tp in member.ownedPartitions:
             if tp[0] not in topics:
                 continue
@@ -300,12 +306,12 @@ def sanitise_owned(
 
 
 def _sticky(
-    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
+    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True, older_claims: bool = True
 ) -> tuple[Assignment, dict[TopicPartition, str] | None]:
     """The sticky assignment, and the partitions it hands from one member to another (None when the
     general builder ran: the cooperative assignor then works them out from the owned partitions)."""
     topics = _assignable_topics(group, partitions_per_topic)
-    sanitised = sanitise_owned(group, partitions_per_topic, sanitise)
+    sanitised = sanitise_owned(group, partitions_per_topic, sanitise, older_claims)
     first = set(group[0].topics) if group else set()
     if all(set(m.topics) == first for m in group):
         return _Constrained(topics, sanitised).build()
@@ -627,13 +633,13 @@ class _General:
 
 # -- CooperativeStickyAssignor --------------------------------------------------------------------
 def _cooperative_sticky(
-    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True
+    group: Sequence[Member], partitions_per_topic: Mapping[str, int], sanitise: bool = True, older_claims: bool = True
 ) -> Assignment:
     """The sticky assignment minus the partitions that change owner this round (KIP-429). With equal
     subscriptions those are the ones the sticky builder handed to a member other than the one that
     kept them (and those claimed twice); otherwise, those one member reports owning and the
     assignment gives to another."""
-    result, transferring = _sticky(group, partitions_per_topic, sanitise)
+    result, transferring = _sticky(group, partitions_per_topic, sanitise, older_claims)
     if transferring is None:
         transferring = _transferring_ownership(group, result)
     for tp, member_id in transferring.items():

@@ -167,11 +167,37 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         self.partition_ids = frozenset(range(self.config.partitions))
         self.sticky = self.config.assignor in ("sticky", "cooperative-sticky")
         self.cooperative = self.config.rebalance_protocol == "cooperative"
+        self.claims_generation = self._claims_generation()
+        """Which generation a subscription reports with its owned partitions: the consumer's
+        "current" one, that of its last "assignment", or "none"."""
+        self.claimless_generation_matters = not self.config.keep_uncontested_older_claims
+        """Whether a member claiming nothing still reports its generation: only the rule before
+        KAFKA-14639 (the newest generation's claims alone count) reads it, so elsewhere the model
+        leaves it out and does not split states on it."""
+        self.validates_cooperative_assignment = self.cooperative and (
+            self.config.cooperative_assignment_validation == "all"
+            or (
+                self.config.cooperative_assignment_validation == "except-built-in"
+                and self.config.assignor != "cooperative-sticky"
+            )
+        )
         self._assignments: dict[tuple, tuple[tuple[str, frozenset[int]], ...] | None] = {}
         """The assignor's answer by subscriptions (it is deterministic), None where it throws."""
         self._own_steps_of = {}
         """A consumer's steps that read only the consumer, by (index, Consumer)."""
         self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
+
+    def _claims_generation(self) -> str:
+        assignor = self.config.assignor
+        if assignor == "cooperative-sticky":
+            if self.config.subscription_generation:  # KIP-792: read before the user data
+                return "current"
+            return "assignment" if self.config.cooperative_sticky_generation else "none"
+        if assignor == "sticky":
+            if self.cooperative:  # an assignor that reads the subscription (the unsafe presets)
+                return "current"
+            return "assignment" if self.config.sticky_user_data_generation else "none"
+        return "none"  # range and roundrobin read no generation
 
     def inactive_actions(self) -> tuple[str, ...]:
         """Actions this config turns off: coverage does not call them vacuous."""

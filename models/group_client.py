@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kmc.checker import Action
 
-from .assignors import AssignorStateError, Member, assign
+from .assignors import AssignorStateError, Member, assign, transferring
 from .group_state import (
     ASSIGNOR_FAILED,
     COMPLETING_REBALANCE,
@@ -63,6 +63,9 @@ class ClientSide:
     config: GroupConfig
     sticky: bool
     cooperative: bool
+    claims_generation: str
+    claimless_generation_matters: bool
+    validates_cooperative_assignment: bool
     _assignments: dict[tuple, tuple[tuple[str, frozenset[int]], ...] | None]
     _own_steps_of: dict[tuple[int, Consumer], OwnSteps]
 
@@ -154,11 +157,23 @@ class ClientSide:
         return waiting and _parked(s.group, c, me)
 
     def _metadata(self, me: Consumer) -> tuple[tuple[int, ...], int]:
-        """What the JoinGroup subscription says this consumer owned (only the sticky assignors read it)."""
-        if not self.sticky:
+        """What the JoinGroup subscription says this consumer owned, and of which generation.
+        Cooperative consumers send their owned partitions (``ownedPartitions``); the eager sticky
+        assignor's user data holds its last assignment. Other eager assignors send nothing."""
+        if self.cooperative:
+            claimed = me.owned
+        elif self.sticky:
+            claimed = me.assigned
+        else:
             return ((), NO_GENERATION)
-        previous = me.owned if self.cooperative else me.assigned
-        return (tuple(sorted(previous)), me.generationId if previous else NO_GENERATION)
+        source = self.claims_generation
+        if source == "none" or not (claimed or self.claimless_generation_matters):
+            generation = NO_GENERATION
+        elif source == "current":
+            generation = me.generationId
+        else:
+            generation = me.assignedGeneration
+        return (tuple(sorted(claimed)), generation)
 
     def _send_join(self, s: GroupState, c: int, me: Consumer) -> GroupState:
         """``onJoinPrepare`` then JoinGroup: eager consumers revoke everything first."""
@@ -191,6 +206,8 @@ class ClientSide:
             me = me._replace(owned=new, assigned=new, phase=CONSUMING, rejoinRequested=bool(revoked))
         else:
             me = me._replace(owned=new, assigned=new, phase=CONSUMING)
+        if self.claims_generation == "assignment":  # the assignor's ``onAssignment``
+            me = me._replace(assignedGeneration=me.generationId)
         return _set_consumer(s, c, me)
 
     def _run_assignor(
@@ -204,12 +221,18 @@ class ClientSide:
             ]
             try:
                 result = assign(self.config.assignor, members, {"t": self.config.partitions},
-                                sanitise=self.config.sanitise_owned_partitions)  # fmt: skip
+                                sanitise=self.config.sanitise_owned_partitions,
+                                older_claims=self.config.keep_uncontested_older_claims)  # fmt: skip
             except AssignorStateError:
                 self._assignments[subscriptions] = None
             else:
-                given = tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
-                self._assignments[subscriptions] = given
+                if self.validates_cooperative_assignment and transferring(members, result):
+                    # ``validateCooperativeAssignment``: a partition given to one member while
+                    # another still claims it throws IllegalStateException, like the assignor
+                    self._assignments[subscriptions] = None
+                else:
+                    given = tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
+                    self._assignments[subscriptions] = given
         return self._assignments[subscriptions]
 
     def _assignor_throws(self, response: Response) -> bool:
@@ -226,9 +249,10 @@ class ClientSide:
         elif error == REBALANCE_IN_PROGRESS:
             me = me._replace(phase=UNJOINED, request=None)
         elif error == ILLEGAL_GENERATION:  # onPartitionsLost, keep the member id
-            me = me._replace(generationId=NO_GENERATION, owned=frozenset(), phase=UNJOINED)
+            me = me._replace(generationId=NO_GENERATION, owned=self._owned_after_reset(me, response), phase=UNJOINED)
         elif error == UNKNOWN_MEMBER_ID:
-            me = me._replace(memberId=NO_MEMBER, generationId=NO_GENERATION, owned=frozenset(), phase=UNJOINED)
+            me = me._replace(memberId=NO_MEMBER, generationId=NO_GENERATION,
+                             owned=self._owned_after_reset(me, response), phase=UNJOINED)  # fmt: skip
         elif error == FENCED_INSTANCE_ID:  # fatal: the application's poll() throws
             me = me._replace(phase=FENCED, owned=frozenset())
         elif error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):  # find the coordinator, retry
@@ -236,6 +260,15 @@ class ClientSide:
         else:
             raise AssertionError(f"unexpected error {error}")
         return _set_consumer(s, c, me._replace(rejoinRequested=False))
+
+    def _owned_after_reset(self, me: Consumer, response: Response | None) -> frozenset[int]:
+        """A reset generation makes the next ``onJoinPrepare`` call ``onPartitionsLost``. Before
+        KAFKA-12983 a JoinGroup or SyncGroup response met during a rebalance did not run
+        ``onJoinPrepare`` again (``needsJoinPrepare`` stayed false), so the member kept claiming
+        what it owned."""
+        if response is not None and not self.config.join_prepare_after_reset:
+            return me.owned
+        return frozenset()
 
     def _heartbeat_error(self, group: Group, me: Consumer, c: int) -> str:
         if group.state == DEAD:
@@ -281,7 +314,8 @@ class ClientSide:
     def _leave(self, s: GroupState, c: int, me: Consumer) -> GroupState:
         """A dynamic consumer closes: it revokes everything and sends LeaveGroup."""
         s = _set_consumer(s, c, me._replace(phase=STOPPED, memberId=NO_MEMBER, generationId=NO_GENERATION,
-                                            owned=frozenset(), assigned=frozenset()))  # fmt: skip
+                                            owned=frozenset(), assigned=frozenset(),
+                                            assignedGeneration=NO_GENERATION))  # fmt: skip
         s = s._replace(faults=s.faults + 1)
         if s.group.state == DEAD or _member(s.group, me.memberId) is None:
             return s

@@ -49,6 +49,34 @@ class GroupConfig:
         "KAFKA-12984, KAFKA-14639: the sticky assignors drop an owned partition claimed by an older "
         "generation (and by two members of one generation)",
     )
+    keep_uncontested_older_claims: bool = param(
+        True,
+        "KAFKA-14639 (3.6): the sticky assignors keep a partition only a member of an older generation claims "
+        "(before: only the claims of the newest generation count)",
+    )
+    sticky_user_data_generation: bool = param(
+        True, "KIP-341 (2.3): StickyAssignor's user data carries the generation of its last assignment (before: none)"
+    )
+    cooperative_sticky_generation: bool = param(
+        True,
+        "KAFKA-12984 (3.0): CooperativeStickyAssignor's user data carries the generation of its last assignment "
+        "(before: none)",
+    )
+    subscription_generation: bool = param(
+        True,
+        "KIP-792 (3.4): the subscription carries the consumer's current generation, which CooperativeStickyAssignor "
+        "reads before its user data",
+    )
+    cooperative_assignment_validation: Literal["except-built-in", "all", "off"] = param(
+        "except-built-in",
+        "KAFKA-13406 (3.2): the leader's validateCooperativeAssignment checks every assignor but cooperative-sticky "
+        "(all: before 3.2; off: a client without the check)",
+    )
+    join_prepare_after_reset: bool = param(
+        True,
+        "KAFKA-12983 (3.0): a member that loses its member id or generation in a JoinGroup or SyncGroup response "
+        "runs onJoinPrepare again and drops its owned partitions (before: it rejoins claiming them)",
+    )
     fence_replaced_static_member: bool = param(
         True, "KAFKA-8500: a static member rejoining in any state gets a new member id; the old one is fenced"
     )
@@ -87,10 +115,27 @@ PRESETS = {
         rebalance_protocol="cooperative",
     ),
     "cooperative-unsafe-assignor": Preset.of(
-        "cooperative consumers whose assignor moves partitions in one round (it does not support COOPERATIVE)",
+        "cooperative consumers whose assignor moves partitions in one round (it does not support COOPERATIVE), "
+        "on a client without Kafka's validateCooperativeAssignment",
         {"ExclusiveOwnership": "violated"},
         assignor="sticky",
         rebalance_protocol="cooperative",
+        cooperative_assignment_validation="off",
+    ),
+    "cooperative-kafka-14639": Preset.of(
+        "cooperative-sticky in 3.2 and 3.3 (before KIP-792 and KAFKA-14639): a member that missed a SyncGroup "
+        "claims its partitions with an older generation, the assignor drops the claim and gives one away at once",
+        {"ExclusiveOwnership": "violated"},
+        assignor="cooperative-sticky",
+        rebalance_protocol="cooperative",
+        keep_uncontested_older_claims=False,
+        subscription_generation=False,
+        consumers=3,
+        partitions=1,
+        max_generation=4,
+        require_known_member_id=False,
+        initial_rebalance_delay=False,
+        coordinator_failover=False,
     ),
     "static": Preset.of(
         "static membership (KIP-345) with every later fix",

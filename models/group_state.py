@@ -130,6 +130,9 @@ class Consumer(NamedTuple):
     """Cooperative: revoked something in the last assignment, so it must rejoin."""
     stalled: bool = False
     """The application thread stopped polling; only the heartbeat thread runs (KIP-62)."""
+    assignedGeneration: int = NO_GENERATION
+    """The generation of ``assigned`` (``onAssignment``), kept only where the sticky assignors'
+    user data reports it (KIP-341, KAFKA-12984 before KIP-792)."""
 
 
 class GroupState(NamedTuple):
@@ -249,6 +252,7 @@ def _generations(s: GroupState) -> list[int]:
         gens.append(m.metadata[1])
     for me in s.consumers:
         gens.append(me.generationId)
+        gens.append(me.assignedGeneration)
         if me.request is not None:
             gens.append(me.request.generationId)
             gens.append(me.request.metadata[1])
@@ -314,5 +318,12 @@ def _normalise(s: GroupState) -> GroupState:
                 generationId=g(response.generationId),
                 members=tuple((mid, inst, meta(md)) for mid, inst, md in response.members),
             )
-        consumers.append(me._replace(generationId=g(me.generationId), request=request, response=response))
+        consumers.append(
+            me._replace(
+                generationId=g(me.generationId),
+                assignedGeneration=g(me.assignedGeneration),
+                request=request,
+                response=response,
+            )
+        )
     return GroupState(group, tuple(consumers), s.faults)

@@ -365,6 +365,11 @@ class GroupAssignmentOracle(Oracle):
                 "sanitise_owned_partitions=false is the sticky assignors before KAFKA-12984/KAFKA-14639; "
                 f"Kafka {self.kafka.release} always sanitises"
             )
+        if config.assignor in ("sticky", "cooperative-sticky") and not config.keep_uncontested_older_claims:
+            return (
+                "keep_uncontested_older_claims=false is the sticky assignors before KAFKA-14639; "
+                f"Kafka {self.kafka.release} keeps them"
+            )
         return None
 
     def compare_step(self, state: State, action: Action, next_state: State) -> Iterator[Comparison]:

@@ -19,6 +19,7 @@ from kmc.models.group import (
     GroupModel,
     _normalise,
 )
+from kmc.models.group_state import ILLEGAL_GENERATION, NO_GENERATION, UNKNOWN_MEMBER_ID, Response
 
 HOLDING = {
     "eager-range": 7360,
@@ -200,13 +201,14 @@ def test_bfs_options_depth_bound_is_reported() -> None:
 ASSIGNOR_FAILS = {
     "assignor": "sticky",
     "sanitise_owned_partitions": False,
+    "sticky_user_data_generation": False,
     "timeouts": "any",
     "max_faults": 0,
     "max_generation": 3,
     "require_known_member_id": False,
     "initial_rebalance_delay": False,
 }
-"""Before KAFKA-12984 the sticky assignor throws "No more unfilled consumers" on a stale claim."""
+"""Before KIP-341 and KAFKA-12984 the sticky assignor throws "No more unfilled consumers" on a stale claim."""
 
 
 def test_an_assignor_that_throws_is_a_protocol_outcome() -> None:
@@ -218,16 +220,9 @@ def test_an_assignor_that_throws_is_a_protocol_outcome() -> None:
                    property_names=["NoPartitionTwiceInGeneration", "LegalGroupTransition"]).run()  # fmt: skip
     assert result.status is Status.HOLDS_BOUNDED and result.violations == []
     assert result.bound_reason == "the model's own bounds (within_bounds)"
-    assert result.stats.distinct_states == 26679
+    assert result.stats.distinct_states == 48409
     model = GroupModel.build("eager-range", ASSIGNOR_FAILS)
-    frontier, seen, depth, failed = model.init_states(), set(model.init_states()), 1, None
-    while failed is None:
-        depth += 1
-        successors = [(a, s, t) for s in frontier for a, t in model.successors(s) if model.within_bounds(t)]
-        failed = next(((a, s, t) for a, s, t in successors if a.args.get("error") == ASSIGNOR_FAILED), None)
-        frontier = list(dict.fromkeys(t for _, _, t in successors if t not in seen))
-        seen.update(frontier)
-    action, before, after = failed
+    action, before, after, depth = _first_assignor_failure(model)
     assert (action.name, depth) == ("ReceiveJoinGroup", 19)  # the shortest: 19 states
     c = action.args["consumer"]
     leader = after.group.leaderId
@@ -241,11 +236,39 @@ def test_an_assignor_that_throws_is_a_protocol_outcome() -> None:
     [(_, answered)] = [
         (a, t) for a, t in model.successors(rejoined) if a.name == "HandleJoinGroup" and a.args["consumer"] == c
     ]
-    # Its subscription now names the new generation, so the coordinator starts a rebalance.
-    assert answered.group.state == PREPARING_REBALANCE and before.consumers[c].response is not None
+    # Version 0 user data names no generation, so the rejoin is unchanged: the coordinator answers
+    # it with the same JoinGroup response, and the leader throws again.
+    [joined] = [m for m in after.group.members if m.memberId == leader]
+    assert rejoined.consumers[c].request.metadata == joined.metadata
+    assert answered.group.state == COMPLETING_REBALANCE
+    assert answered.consumers[c].response == before.consumers[c].response
     [(_, expired)] = [(a, t) for a, t in model.successors(after) if a.name == "SyncTimeout"]
     assert leader not in {m.memberId for m in expired.group.members}
     assert (expired.group.state, expired.group.members) == (EMPTY, ())  # the follower had not synced either
+
+
+def test_kip_341_generation_keeps_the_sticky_assignor_from_throwing() -> None:
+    """With the generation of the last assignment in the user data (KIP-341), a stale claim loses
+    to the newer one and the assignor never throws within the same bounds."""
+    model = GroupModel.build("eager-range", dict(ASSIGNOR_FAILS, sticky_user_data_generation=True))
+    assert _first_assignor_failure(model) is None
+    result = Check("group", preset="eager-range", overrides=dict(ASSIGNOR_FAILS, sticky_user_data_generation=True),
+                   property_names=["NoPartitionTwiceInGeneration"]).run()  # fmt: skip
+    assert result.status is Status.HOLDS_BOUNDED and result.stats.distinct_states == 16844
+
+
+def _first_assignor_failure(model: GroupModel):  # type: ignore[no-untyped-def]
+    """The first step (breadth first, within bounds) where the leader's assignor throws."""
+    frontier, seen, depth, failed = model.init_states(), set(model.init_states()), 1, None
+    while failed is None and frontier:
+        depth += 1
+        successors = [(a, s, t) for s in frontier for a, t in model.successors(s) if model.within_bounds(t)]
+        failed = next(((a, s, t) for a, s, t in successors if a.args.get("error") == ASSIGNOR_FAILED), None)
+        frontier = list(dict.fromkeys(t for _, _, t in successors if t not in seen))
+        seen.update(frontier)
+    if failed is None:
+        return None
+    return (*failed, depth)
 
 
 def test_kept_steps_are_the_steps_computed_afresh() -> None:
@@ -258,3 +281,83 @@ def test_kept_steps_are_the_steps_computed_afresh() -> None:
     assert kept <= taken
     assert len(seen) == 8165
     assert len(warm._own_steps_of) < len(seen)
+
+
+def test_kafka_14639_an_older_claim_dropped_hands_a_partition_over_in_one_round() -> None:
+    """3.2/3.3 cooperative-sticky: a member whose SyncGroup met REBALANCE_IN_PROGRESS rejoins
+    claiming its partition with the generation of its last assignment; another member reports a
+    newer one, so the assignor drops the claim and gives the partition away while it is still
+    consumed. Keeping an uncontested older claim (KAFKA-14639) holds within the same bounds."""
+    result = Check("group", preset="cooperative-kafka-14639", property_names=["ExclusiveOwnership"]).run()
+    [violation] = result.violations
+    assert violation.trace_length == 39
+    names = [(a.name, a.args.get("error")) for a in violation.trace.actions[1:]]
+    assert ("ReceiveSyncGroup", "REBALANCE_IN_PROGRESS") in names
+    last = violation.trace.states[-1]
+    owners = [c for c, me in enumerate(last.consumers) if 0 in me.owned]
+    assert len(owners) == 2
+    stale = next(c for c in owners if last.consumers[c].assignedGeneration < last.group.generationId - 1)
+    assert last.consumers[stale].owned == last.consumers[stale].assigned  # never told it lost it
+    fixed = Check("group", preset="cooperative-kafka-14639", overrides={"keep_uncontested_older_claims": True},
+                  property_names=["ExclusiveOwnership"]).run()  # fmt: skip
+    assert fixed.status is Status.HOLDS_BOUNDED and fixed.stats.distinct_states == 159904
+
+
+def test_the_leader_validates_a_cooperative_assignment() -> None:
+    """``validateCooperativeAssignment`` rejects the unsafe assignor's one-round move, so the leader
+    never sends that SyncGroup. Two owners still follow: DelayedSync removes the leader that cannot
+    assign while it still consumes, and the partitions go to the other member."""
+    model = GroupModel.build("cooperative-unsafe-assignor", {"cooperative_assignment_validation": "except-built-in"})
+    moved = (("c0-0", None, ((0, 1), 1)), ("c1-0", None, ((), NO_GENERATION)))
+    assert model._run_assignor(moved) is None
+    assert GroupModel.build("cooperative-unsafe-assignor")._run_assignor(moved) is not None
+    result = bfs(model, select_properties(GroupModel, names=["ExclusiveOwnership"]))
+    [violation] = result.violations
+    assert violation.trace_length == 27
+    assert "SyncTimeout" in [a.name for a in violation.trace.actions[1:]]
+    # cooperative-sticky is not validated since KAFKA-13406 (3.2), and was before it
+    assert not GroupModel.build("cooperative-sticky").validates_cooperative_assignment
+    assert GroupModel.build(
+        "cooperative-sticky", {"cooperative_assignment_validation": "all"}
+    ).validates_cooperative_assignment
+
+
+def test_kafka_12983_a_reset_during_the_rebalance_kept_the_owned_partitions() -> None:
+    """Before KAFKA-12983, UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION in a JoinGroup or SyncGroup
+    response did not run ``onJoinPrepare`` again: the member rejoined claiming what it owned. A
+    heartbeat's error always dropped them."""
+    for error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+        for fixed, kept in ((True, frozenset()), (False, frozenset({1}))):
+            model = GroupModel.build("cooperative-sticky", {"join_prepare_after_reset": fixed})
+            [s] = model.init_states()
+            me = s.consumers[0]._replace(phase="syncing", memberId="c0-0", generationId=2, owned=frozenset({1}))
+            response = Response("SyncGroup", error, "", NO_GENERATION, "", (), frozenset())
+            after = model._on_error(s, 0, me, error, response)
+            assert after.consumers[0].owned == kept and after.consumers[0].generationId == NO_GENERATION
+            assert model._on_error(s, 0, me, error).consumers[0].owned == frozenset()  # a heartbeat's error
+            assert model._metadata(after.consumers[0]) == (tuple(sorted(kept)), NO_GENERATION)
+
+
+def test_which_generation_the_sticky_claims_carry() -> None:
+    """KIP-341 (eager StickyAssignor), KAFKA-12984 and KIP-792 (CooperativeStickyAssignor): the
+    generation a subscription reports with its claims."""
+    me = GroupModel.build("eager-range").init_states()[0].consumers[0]
+    me = me._replace(generationId=5, owned=frozenset({0}), assigned=frozenset({0}), assignedGeneration=3)
+    cases = [
+        ({"assignor": "sticky"}, ((0,), 3)),
+        ({"assignor": "sticky", "sticky_user_data_generation": False}, ((0,), NO_GENERATION)),
+        ({"assignor": "range"}, ((), NO_GENERATION)),
+        ({"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative"}, ((0,), 5)),
+        ({"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative", "subscription_generation": False},
+         ((0,), 3)),
+        ({"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative", "subscription_generation": False,
+          "cooperative_sticky_generation": False}, ((0,), NO_GENERATION)),
+    ]  # fmt: skip
+    for overrides, metadata in cases:
+        assert GroupModel.build("eager-range", overrides)._metadata(me) == metadata, overrides
+    # A member claiming nothing reports a generation only where the newest generation's claims alone count
+    empty = me._replace(owned=frozenset())
+    coop = {"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative"}
+    assert GroupModel.build("eager-range", coop)._metadata(empty) == ((), NO_GENERATION)
+    older = dict(coop, keep_uncontested_older_claims=False)
+    assert GroupModel.build("eager-range", older)._metadata(empty) == ((), 5)
