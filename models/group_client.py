@@ -248,6 +248,9 @@ class ClientSide:
             me = me._replace(memberId=response.memberId, phase=UNJOINED)
         elif error == REBALANCE_IN_PROGRESS:
             me = me._replace(phase=UNJOINED, request=None)
+            if response is not None and response.api == "SyncGroup" and self.config.sync_rebalance_resets_generation:
+                # KAFKA-13891: no assignment in this generation, so none of the owned partitions is sure
+                me = me._replace(generationId=NO_GENERATION, owned=self._owned_after_reset(me, response))
         elif error == ILLEGAL_GENERATION:  # onPartitionsLost, keep the member id
             me = me._replace(generationId=NO_GENERATION, owned=self._owned_after_reset(me, response), phase=UNJOINED)
         elif error == UNKNOWN_MEMBER_ID:

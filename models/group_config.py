@@ -77,6 +77,11 @@ class GroupConfig:
         "KAFKA-12983 (3.0): a member that loses its member id or generation in a JoinGroup or SyncGroup response "
         "runs onJoinPrepare again and drops its owned partitions (before: it rejoins claiming them)",
     )
+    sync_rebalance_resets_generation: bool = param(
+        False,
+        "KAFKA-13891 (3.3 only, reverted in 3.4): a SyncGroup answered REBALANCE_IN_PROGRESS resets the generation, "
+        "so the member drops its owned partitions before rejoining",
+    )
     fence_replaced_static_member: bool = param(
         True, "KAFKA-8500: a static member rejoining in any state gets a new member id; the old one is fenced"
     )
@@ -123,7 +128,7 @@ PRESETS = {
         cooperative_assignment_validation="off",
     ),
     "cooperative-kafka-14639": Preset.of(
-        "cooperative-sticky in 3.2 and 3.3 (before KIP-792 and KAFKA-14639): a member that missed a SyncGroup "
+        "cooperative-sticky in 3.2 (before KAFKA-13891, KIP-792 and KAFKA-14639): a member that missed a SyncGroup "
         "claims its partitions with an older generation, the assignor drops the claim and gives one away at once",
         {"ExclusiveOwnership": "violated"},
         assignor="cooperative-sticky",

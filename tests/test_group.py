@@ -19,7 +19,7 @@ from kmc.models.group import (
     GroupModel,
     _normalise,
 )
-from kmc.models.group_state import ILLEGAL_GENERATION, NO_GENERATION, UNKNOWN_MEMBER_ID, Response
+from kmc.models.group_state import ILLEGAL_GENERATION, NO_GENERATION, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Response
 
 HOLDING = {
     "eager-range": 7360,
@@ -361,3 +361,17 @@ def test_which_generation_the_sticky_claims_carry() -> None:
     assert GroupModel.build("eager-range", coop)._metadata(empty) == ((), NO_GENERATION)
     older = dict(coop, keep_uncontested_older_claims=False)
     assert GroupModel.build("eager-range", older)._metadata(empty) == ((), 5)
+
+
+def test_kafka_13891_a_sync_group_rebalance_in_progress_reset_the_generation() -> None:
+    """3.3 only: a SyncGroup answered REBALANCE_IN_PROGRESS resets the generation but not the member
+    id, and the member rejoins owning nothing; before and after, it keeps both and what it owns."""
+    for resets, generation, owned in ((False, 2, frozenset({1})), (True, NO_GENERATION, frozenset())):
+        model = GroupModel.build("cooperative-sticky", {"sync_rebalance_resets_generation": resets})
+        [s] = model.init_states()
+        me = s.consumers[0]._replace(phase="syncing", memberId="c0-0", generationId=2, owned=frozenset({1}))
+        response = Response("SyncGroup", REBALANCE_IN_PROGRESS, "", NO_GENERATION, "", (), frozenset())
+        after = model._on_error(s, 0, me, REBALANCE_IN_PROGRESS, response).consumers[0]
+        assert (after.memberId, after.generationId, after.owned) == ("c0-0", generation, owned)
+        heartbeat = model._on_error(s, 0, me, REBALANCE_IN_PROGRESS).consumers[0]
+        assert (heartbeat.generationId, heartbeat.owned) == (2, frozenset({1}))
