@@ -206,6 +206,8 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
             off.append("RequestTimeout")
         if not self.config.poll_stalls:
             off.append("ConsumerStall")
+        if not self.config.consumer_pauses or self.config.timeouts == "any":
+            off.append("ConsumerPause")
         if self.config.static_membership:  # static members do not send LeaveGroup, nor get MEMBER_ID_REQUIRED
             off.append("LeaveGroup")
         if self.config.static_membership or not self.config.require_known_member_id:
@@ -222,6 +224,7 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
             off += [
                 "ConsumerCrash",
                 "ConsumerStall",
+                "ConsumerPause",
                 "LeaveGroup",
                 "RequestTimeout",
                 "CoordinatorUnload",

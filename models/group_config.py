@@ -102,6 +102,11 @@ class GroupConfig:
         False,
         "a fault: the client's request.timeout.ms expires while the coordinator still holds its JoinGroup or SyncGroup",
     )
+    consumer_pauses: bool = param(
+        False,
+        "a fault: a running consumer pauses longer than session.timeout.ms (a long GC pause) and the coordinator "
+        "removes its member; it finds out at its next request",
+    )
     poll_stalls: bool = param(
         False, "a fault: the application stops polling for good while the heartbeat thread keeps its session alive"
     )
@@ -141,6 +146,22 @@ PRESETS = {
         require_known_member_id=False,
         initial_rebalance_delay=False,
         coordinator_failover=False,
+    ),
+    "cooperative-kafka-12984": Preset.of(
+        "cooperative-sticky in 2.8 (before KAFKA-12983, KAFKA-12984 and DelayedSync): a consumer paused past its "
+        "session timeout rejoins claiming what it lost, two members claim it with no generation, and the leader's "
+        "assignor throws on every rebalance",
+        {"SyncCompletes": "violated", "RebalanceCompletes": "violated"},
+        assignor="cooperative-sticky",
+        rebalance_protocol="cooperative",
+        consumer_pauses=True,
+        join_prepare_after_reset=False,
+        cooperative_sticky_generation=False,
+        subscription_generation=False,
+        sanitise_owned_partitions=False,
+        keep_uncontested_older_claims=False,
+        cooperative_assignment_validation="all",
+        delayed_sync=False,
     ),
     "static": Preset.of(
         "static membership (KIP-345) with every later fix",
@@ -239,6 +260,7 @@ ACTION_ARGS = {
     "RebalanceTimeout": (),
     "SyncTimeout": (),
     "SessionTimeout": ("memberId",),
+    "ConsumerPause": ("memberId",),
     "PendingMemberTimeout": ("memberId",),
     "NewMemberJoinTimeout": ("memberId",),
     "CoordinatorUnload": (),

@@ -298,10 +298,14 @@ class CoordinatorSide:
                 if self.config.new_member_join_timeout and abandoned:
                     nxt = self._remove_member_and_update_group(s, m.memberId)
                     out.append((self._act("NewMemberJoinTimeout", m.memberId), nxt))
-            elif not (m.awaitingJoin or m.awaitingSync) and self._may_expire(s, [m], frozenset(), session=True):
-                out.append(
-                    (self._act("SessionTimeout", m.memberId), self._remove_member_and_update_group(s, m.memberId))
-                )
+            elif not (m.awaitingJoin or m.awaitingSync):
+                if self._may_expire(s, [m], frozenset(), session=True):
+                    removed = self._remove_member_and_update_group(s, m.memberId)
+                    out.append((self._act("SessionTimeout", m.memberId), removed))
+                elif self.config.consumer_pauses and s.faults < self.config.max_faults:
+                    # the session timer of a running consumer fires: it paused longer than its timeout
+                    removed = self._remove_member_and_update_group(s, m.memberId)
+                    out.append((self._act("ConsumerPause", m.memberId), removed._replace(faults=removed.faults + 1)))
         for member_id in sorted(group.pendingMembers):
             if self._may_expire(s, [], frozenset({member_id})):
                 nxt = _set_group(s, group._replace(pendingMembers=group.pendingMembers - {member_id}))

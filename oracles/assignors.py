@@ -362,7 +362,7 @@ class GroupAssignmentOracle(Oracle):
         config = self.model.config  # type: ignore[attr-defined]
         if config.assignor in ("sticky", "cooperative-sticky") and not config.sanitise_owned_partitions:
             return (
-                "sanitise_owned_partitions=false is the sticky assignors before KAFKA-12984/KAFKA-14639; "
+                "sanitise_owned_partitions=false is the sticky assignors before KAFKA-12984; "
                 f"Kafka {self.kafka.release} always sanitises"
             )
         if config.assignor in ("sticky", "cooperative-sticky") and not config.keep_uncontested_older_claims:
@@ -391,7 +391,10 @@ class GroupAssignmentOracle(Oracle):
             ]
             layout = {"t": self.model.config.partitions}  # type: ignore[attr-defined]
             strategy = self.model.config.assignor  # type: ignore[attr-defined]
-            ours = tuple(sorted((m, tuple(("t", p) for p in sorted(parts))) for m, parts in request.assignment))
+            if request is None:  # the leader threw: the assignor, or the client's validation of its answer
+                ours = our_answer(strategy, members, layout)
+            else:
+                ours = tuple(sorted((m, tuple(("t", p) for p in sorted(parts))) for m, parts in request.assignment))
             yield Comparison(
                 question=f"{strategy} assignment of the leader",
                 ours=ours,

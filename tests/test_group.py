@@ -43,9 +43,9 @@ def test_fixed_presets_hold_completely(preset: str, distinct: int) -> None:
 
 def test_every_action_is_taken_somewhere() -> None:
     """No entry of ACTION_ARGS is dead: each is taken in some preset (RequestTimeout only with a
-    coordinator slower than the client's request timeout)."""
+    coordinator slower than the client's request timeout, ConsumerPause only with consumer_pauses)."""
     taken: set[str] = set()
-    for preset in ("eager-range", "slow-coordinator", "kafka-12890"):
+    for preset in ("eager-range", "slow-coordinator", "kafka-12890", "cooperative-kafka-12984"):
         result = Check("group", preset=preset, property_names=["CommitFencedByGeneration"]).run()
         taken |= {name for name, (_enabled, count) in result.coverage["actions"].items() if count}
     assert taken == set(ACTION_ARGS)
@@ -375,3 +375,33 @@ def test_kafka_13891_a_sync_group_rebalance_in_progress_reset_the_generation() -
         assert (after.memberId, after.generationId, after.owned) == ("c0-0", generation, owned)
         heartbeat = model._on_error(s, 0, me, REBALANCE_IN_PROGRESS).consumers[0]
         assert (heartbeat.generationId, heartbeat.owned) == (2, frozenset({1}))
+
+
+@pytest.mark.parametrize(
+    ("fix", "status", "distinct"),
+    [
+        ({}, Status.VIOLATED, None),
+        ({"join_prepare_after_reset": True}, Status.HOLDS_COMPLETE, 14710),
+        ({"cooperative_sticky_generation": True}, Status.HOLDS_COMPLETE, 21483),
+        ({"sanitise_owned_partitions": True}, Status.HOLDS_COMPLETE, 15404),
+        ({"delayed_sync": True}, Status.HOLDS_BOUNDED, 27924),
+    ],
+)
+def test_kafka_12984_stale_claims_make_every_rebalance_throw(fix: dict, status: Status, distinct: int | None) -> None:
+    """2.8: a consumer paused past its session timeout gets UNKNOWN_MEMBER_ID for its JoinGroup and,
+    before KAFKA-12983, rejoins claiming what it owned; the member that got those partitions claims
+    them too, with no generation (before KAFKA-12984), and the assignor throws. The leader's rejoin
+    is unchanged, so it throws again, forever (no DelayedSync). Each fix alone ends the loop."""
+    properties = ["SyncCompletes", "RebalanceCompletes", "NoPartitionTwiceInGeneration"]
+    result = Check("group", preset="cooperative-kafka-12984", overrides=fix, property_names=properties).run()
+    assert result.status is status
+    if status is Status.VIOLATED:
+        [sync, rebalance] = result.violations
+        assert (sync.property, sync.trace_length, sync.trace.loop) == ("SyncCompletes", 36, 33)
+        assert rebalance.property == "RebalanceCompletes"
+        steps = [(a.name, a.args.get("error")) for a in sync.trace.actions[1:]]
+        assert "ConsumerPause" in [name for name, _ in steps]
+        assert ("ReceiveJoinGroup", UNKNOWN_MEMBER_ID) in steps
+        assert steps[32] == ("ReceiveJoinGroup", ASSIGNOR_FAILED)  # the state the loop returns to
+    else:
+        assert result.stats.distinct_states == distinct
