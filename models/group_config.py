@@ -163,6 +163,24 @@ PRESETS = {
         cooperative_assignment_validation="all",
         delayed_sync=False,
     ),
+    "sticky-kafka-7026": Preset.of(
+        "the eager sticky assignor before KIP-341 (user data without a generation), 3 consumers: a consumer paused "
+        "past its session timeout rejoins claiming its old assignment, and the assignor gives a partition to two "
+        "members",
+        {"NoPartitionTwiceInGeneration": "violated"},
+        assignor="sticky",
+        sticky_user_data_generation=False,
+        sanitise_owned_partitions=False,
+        keep_uncontested_older_claims=False,
+        consumer_pauses=True,
+        delayed_sync=False,
+        consumers=3,
+        partitions=3,
+        max_generation=3,
+        require_known_member_id=False,
+        initial_rebalance_delay=False,
+        coordinator_failover=False,
+    ),
     "static": Preset.of(
         "static membership (KIP-345) with every later fix",
         {"NoLiveConsumerFenced": "holds", "StableAssignmentCovers": "holds"},

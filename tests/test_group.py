@@ -405,3 +405,18 @@ def test_kafka_12984_stale_claims_make_every_rebalance_throw(fix: dict, status: 
         assert steps[32] == ("ReceiveJoinGroup", ASSIGNOR_FAILED)  # the state the loop returns to
     else:
         assert result.stats.distinct_states == distinct
+
+
+def test_kafka_7026_the_sticky_assignor_gives_a_partition_twice() -> None:
+    """Before KIP-341 the eager sticky assignor's user data names no generation: a consumer removed
+    while paused rejoins claiming its old assignment, the member that took those partitions claims
+    them too, and the assignor (before KAFKA-12984's sanitising) keeps both claims."""
+    result = Check("group", preset="sticky-kafka-7026", property_names=["NoPartitionTwiceInGeneration"]).run()
+    [violation] = result.violations
+    assert violation.trace_length == 22
+    assert "ConsumerPause" in [a.name for a in violation.trace.actions[1:]]
+    members = violation.trace.states[-1].group.members
+    twice = [(m, n) for m in members for n in members if m.memberId < n.memberId and m.assignment & n.assignment]
+    [(first, second)] = twice
+    assert first.metadata[1] == second.metadata[1] == NO_GENERATION  # neither claim can be told older
+    assert first.assignment & second.assignment <= set(first.metadata[0]) & set(second.metadata[0])
