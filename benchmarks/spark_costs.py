@@ -21,8 +21,8 @@ import pickle
 import time
 
 from kmc.checker.bfs import expand
+from kmc.checker.checkpoint import interned as _interned
 from kmc.checker.registry import load_model_class
-from kmc.checker.spark import _interned
 
 fp_module = importlib.import_module("kmc.checker.fingerprint")
 fingerprint = fp_module.fingerprint

@@ -22,6 +22,7 @@ import dataclasses
 import enum
 import os
 import struct
+from array import array
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,21 +92,48 @@ def _encode_python(value: Any) -> bytes:
     return encoded
 
 
-def _c_encoder() -> Any:
+class _Candidates:
+    """Per fingerprint of a successor, the least parent that generated it and the successor that
+    parent gave, first met first: what a Spark task sends a level's owners. ``add(successors,
+    parent)`` offers a state's successors; ``take()`` gives the fingerprints and parents (native
+    uint64 bytes) and the states. The C extension's ``Candidates`` does the same with one hash table."""
+
+    def __init__(self) -> None:
+        self.parent_of: dict[int, int] = {}
+        self.state_of: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.parent_of)
+
+    def add(self, successors: list[tuple[Any, Any]], parent: int) -> None:
+        parent_of, state_of = self.parent_of, self.state_of
+        for _action, state in successors:
+            fp = fingerprint(state)
+            seen = parent_of.get(fp)
+            if seen is None or parent < seen:  # the least parent: every attempt keeps the same
+                parent_of[fp] = parent
+                state_of[fp] = state
+
+    def take(self) -> tuple[bytes, bytes, list[Any]]:
+        fps, parents = array("Q", self.parent_of), array("Q", self.parent_of.values())
+        return fps.tobytes(), parents.tobytes(), list(self.state_of.values())  # both dicts, one order
+
+
+def _c_module() -> Any:
     if os.environ.get("KMC_PURE_PYTHON"):
         return None
     try:
-        from ._canonical import encode
+        from . import _canonical
     except ImportError:  # installed without a C compiler
         return None
-    return encode
+    return _canonical
 
 
-_c_encode = _c_encoder()
-ACCELERATED = _c_encode is not None
+_c = _c_module()
+ACCELERATED = _c is not None
 """Whether fingerprints are computed by the C extension (the bytes are the same either way)."""
 
-if _c_encode is None:
+if _c is None:
     _encode = _encode_python
 
     def canonical_bytes(value: Any) -> bytes:
@@ -114,7 +142,16 @@ if _c_encode is None:
             return b"(" + _pack_len(len(value)) + b"".join([_encode(item) for item in value])
         return _encode(value)
 
+    def fingerprint(value: Any) -> int:
+        """A 64-bit unsigned fingerprint of the value's canonical encoding."""
+        return xxhash.xxh3_64_intdigest(canonical_bytes(value))
+
+    def candidates() -> Any:
+        """A level's candidates (see `_Candidates`)."""
+        return _Candidates()
+
 else:
+    _c_encode, _c_fingerprint, _c_candidates = _c.encode, _c.fingerprint, _c.Candidates
 
     def canonical_bytes(value: Any) -> bytes:
         """The canonical encoding: equal values give equal bytes, sets and maps in sorted order."""
@@ -122,10 +159,13 @@ else:
 
     _encode = canonical_bytes
 
+    def fingerprint(value: Any) -> int:
+        """A 64-bit unsigned fingerprint of the value's canonical encoding."""
+        return _c_fingerprint(value, _encode_python)  # hashed where C wrote it: no bytes object
 
-def fingerprint(value: Any) -> int:
-    """A 64-bit unsigned fingerprint of the value's canonical encoding."""
-    return xxhash.xxh3_64_intdigest(canonical_bytes(value))
+    def candidates() -> Any:
+        """A level's candidates (see `_Candidates`), gathered in C."""
+        return _c_candidates(_encode_python)
 
 
 def collision_probability(distinct: int, generated: int) -> float:

@@ -47,7 +47,7 @@ from .checkpoint import (
     write_atomically,
 )
 from .errors import UserError
-from .fingerprint import collision_probability, fingerprint
+from .fingerprint import candidates, collision_probability, fingerprint
 from .model import Model, State
 from .observe import Coverage, CoverageReport, SearchObserver
 from .path import trace_from_keys
@@ -424,21 +424,33 @@ class _Searcher:
         coverage = summary["coverage_counter"]
         fps, states = self.frontier[partition]
         violations = summary["violations"]
-        parent_of: dict[int, int] = {}  # per new fingerprint, its least parent here
+        # Per fingerprint of a successor, its least parent here and the successor it gave. Without
+        # step properties or symmetry, a state's successors go in with one call, in C when the
+        # encoder is (fingerprinting them and this bookkeeping are most of a task's own time).
+        gathered = candidates() if not steps and keyfn is fingerprint else None
+        parent_of: dict[int, int] = {}
         state_of: dict[int, State] = {}
+        generated = 0
         for fp, state in zip(fps, states, strict=True):
             coverage.state(state)
             for name, pred in invariants:
-                if not holds(name, pred, state):
+                try:
+                    ok = pred(state) is True
+                except Exception:
+                    ok = False
+                if not ok and not holds(name, pred, state):  # again, through what reports a failure
                     violations.append((name, "invariant", fp, None))
             if within is not None and not within(state):
                 summary["cut"] += 1
                 continue
             succs = expand(model, state)
             coverage.expanded(state, succs, True)
-            summary["generated"] += len(succs)
+            generated += len(succs)
             if job.deadlock and not succs:
                 violations.append((DEADLOCK, "deadlock", fp, None))
+            if gathered is not None:
+                gathered.add(succs, fp)
+                continue
             for action, nxt in succs:
                 nfp = keyfn(nxt)
                 for name, pred in steps:
@@ -448,10 +460,17 @@ class _Searcher:
                 if seen is None or fp < seen:  # the least parent: every attempt keeps the same
                     parent_of[nfp] = fp
                     state_of[nfp] = nxt
-        count = len(parent_of)
-        new_fps = np.fromiter(parent_of.keys(), dtype=np.uint64, count=count)
-        parents = np.fromiter(parent_of.values(), dtype=np.uint64, count=count)
-        successors = list(state_of.values())  # in the same order: both dicts saw the same insertions
+        summary["generated"] += generated
+        if gathered is not None:
+            fps_bytes, parents_bytes, successors = gathered.take()
+            del gathered
+            new_fps = np.frombuffer(fps_bytes, dtype=np.uint64)
+            parents = np.frombuffer(parents_bytes, dtype=np.uint64)
+        else:
+            count = len(parent_of)
+            new_fps = np.fromiter(parent_of.keys(), dtype=np.uint64, count=count)
+            parents = np.fromiter(parent_of.values(), dtype=np.uint64, count=count)
+            successors = list(state_of.values())  # in the same order: both dicts saw the same insertions
         owner = new_fps % np.uint64(job.partitions)
         held: Held = {}
         for q in range(job.partitions):

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from array import array
 from typing import Any, NamedTuple
 
 import pytest
@@ -136,3 +137,53 @@ def test_c_extension_is_built_where_a_compiler_is() -> None:
     if shutil.which(compiler.split()[0]) is None or os.environ.get("KMC_PURE_PYTHON"):
         pytest.skip("no C compiler here: fingerprints use the pure-Python encoder")
     assert ACCELERATED
+
+
+@pytest.mark.skipif(not ACCELERATED, reason="the C extension is not in use (not built, or KMC_PURE_PYTHON is set)")
+@settings(max_examples=300, deadline=None)
+@given(values())
+def test_c_fingerprint_is_xxh3_of_the_encoding(value: Any) -> None:
+    expected = fingerprint_module.xxhash.xxh3_64_intdigest(fingerprint_module._encode_python(value))
+    assert fingerprint(value) == expected
+    assert fingerprint((value, value, "x" * 40)) == fingerprint_module.xxhash.xxh3_64_intdigest(
+        fingerprint_module._encode_python((value, value, "x" * 40))
+    )
+
+
+@dataclasses.dataclass
+class Mutable:
+    """Not frozen: its encoding changes with it, so no encoding of it may be kept."""
+
+    offset: int
+
+
+def test_encodings_of_parts_that_can_change_are_not_reused() -> None:
+    """The C encoder reuses the encodings of tuples it met (by identity); a tuple holding a set,
+    a mapping or a mutable object must be encoded afresh each time."""
+    members, config, cursor = {1, 2}, {"k": 1}, Mutable(3)
+    part = ("members", members, "config", config, "cursor", cursor, "padding" * 8)
+    before = [fingerprint(("state", part)), canonical_bytes(("state", part))]
+    members.add(3)
+    config["k"] = 2
+    cursor.offset = 4
+    after = [fingerprint(("state", part)), canonical_bytes(("state", part))]
+    assert after[0] != before[0]
+    assert after[1] == fingerprint_module._encode_python(("state", part)) != before[1]
+    shared = ("log", tuple(range(10)))  # immutable: reused, and still the same bytes
+    assert fingerprint(("a", shared)) == fingerprint(("a", shared)) == fingerprint(("a", ("log", tuple(range(10)))))
+
+
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_candidates_keep_the_least_parent_and_its_successor(accelerated: bool) -> None:
+    if accelerated and not ACCELERATED:
+        pytest.skip("the C extension is not in use")
+    gathered = fingerprint_module.candidates() if accelerated else fingerprint_module._Candidates()
+    a1, a2, b, c = ("s", 1), ("s", 1), ("s", 2), ("s", 3)  # a1 == a2, different objects
+    gathered.add([("x", b), ("y", a1)], 7)
+    gathered.add([("x", a2), ("z", c)], 5)  # a smaller parent of a: it and its a2 win
+    gathered.add([("x", a1), ("x", b)], 9)  # larger parents: nothing changes
+    assert len(gathered) == 3
+    fps, parents, states = gathered.take()
+    assert list(array("Q", fps)) == [fingerprint(b), fingerprint(a1), fingerprint(c)]
+    assert list(array("Q", parents)) == [7, 5, 5]
+    assert states == [b, a2, c] and states[1] is a2
