@@ -202,6 +202,9 @@ static int encode_set(Buffer *buf, PyObject *value, PyObject *fallback, int dept
 }
 
 static int encode_tuple(Buffer *buf, PyObject *value, PyObject *fallback, int depth, int *frail);
+typedef struct Slot Slot;
+static Slot *slot_of(PyObject *value);
+static void keep_in_slot(Slot *slot, PyObject *value, const char *encoded, Py_ssize_t len);
 
 static int encode_by_fallback(Buffer *buf, PyObject *value, PyObject *fallback, int *frail) {
     *frail = 1;
@@ -253,9 +256,15 @@ static int encode(Buffer *buf, PyObject *value, PyObject *fallback, int depth, i
         return encode_tuple(buf, value, fallback, depth, frail);
     }
     if (PyFrozenSet_CheckExact(value)) {
+        /* The same frozenset as lately (states share them): no lookup by value, no comparison. */
+        Slot *slot = slot_of(value);
+        if (slot->value == value) {
+            return put(buf, slot->encoded, slot->len);
+        }
         /* A frozenset keeps its hash, so looking its encoding up costs little: states share them. */
         PyObject *cached = PyDict_GetItemWithError(frozenset_cache, value);
         if (cached != NULL) {
+            keep_in_slot(slot, value, PyBytes_AS_STRING(cached), PyBytes_GET_SIZE(cached));
             return put(buf, PyBytes_AS_STRING(cached), PyBytes_GET_SIZE(cached));
         }
         if (PyErr_Occurred()) {
@@ -277,6 +286,7 @@ static int encode(Buffer *buf, PyObject *value, PyObject *fallback, int depth, i
         if (PyDict_GET_SIZE(frozenset_cache) >= FROZENSET_CACHE_LIMIT) {
             PyDict_Clear(frozenset_cache);
         }
+        keep_in_slot(slot, value, PyBytes_AS_STRING(encoded), PyBytes_GET_SIZE(encoded));
         int status = PyDict_SetItem(frozenset_cache, value, encoded);
         Py_DECREF(encoded);
         return status;
@@ -294,21 +304,22 @@ static int encode(Buffer *buf, PyObject *value, PyObject *fallback, int depth, i
     return encode_by_fallback(buf, value, fallback, frail);
 }
 
-/* The encodings of recently seen tuples, by the tuple's address. A successor shares most of its
- * parts with the state it came from (the model rebuilds only what an action changed), so the
- * siblings of a successor find their parts here. A slot holds a reference to its tuple: while it
- * is there, no other object can have that address. Only tuples whose encoding cannot change are
- * kept (a tuple is immutable, but what it holds need not be); small ones cost less to encode. */
+/* The encodings of recently seen tuples and frozensets, by the object's address. A successor
+ * shares most of its parts with the state it came from (the model rebuilds only what an action
+ * changed), so the siblings of a successor find their parts here. A slot holds a reference to its
+ * object: while it is there, no other object can have that address. Only parts whose encoding
+ * cannot change are kept (a tuple is immutable, but what it holds need not be); small tuples
+ * cost less to encode than to keep. */
 #define IDENTITY_SLOTS 4096
 #define IDENTITY_MIN_BYTES 32
 #define IDENTITY_MAX_DEPTH 2
 #define IDENTITY_MAX_BYTES 240
 
-typedef struct {
+struct Slot {
     PyObject *value;
     uint32_t len;
     char encoded[IDENTITY_MAX_BYTES];
-} Slot;
+};
 
 static Slot *identity_cache; /* IDENTITY_SLOTS of them */
 
@@ -339,18 +350,24 @@ static int encode_tuple(Buffer *buf, PyObject *value, PyObject *fallback, int de
         return 0;
     }
     Py_ssize_t len = buf->len - start;
-    if (slot == NULL || len < IDENTITY_MIN_BYTES || len > IDENTITY_MAX_BYTES) {
-        return 0;
+    if (slot != NULL && len >= IDENTITY_MIN_BYTES) {
+        keep_in_slot(slot, value, buf->data + start, len);
     }
-    /* The slot is whole before the old tuple is released (its release runs no encoding, but a
+    return 0;
+}
+
+static void keep_in_slot(Slot *slot, PyObject *value, const char *encoded, Py_ssize_t len) {
+    if (len > IDENTITY_MAX_BYTES) {
+        return;
+    }
+    /* The slot is whole before the old value is released (its release runs no encoding, but a
      * subclass's __del__ could). */
     PyObject *old = slot->value;
     slot->value = NULL;
-    memcpy(slot->encoded, buf->data + start, (size_t)len);
+    memcpy(slot->encoded, encoded, (size_t)len);
     slot->len = (uint32_t)len;
     slot->value = Py_NewRef(value);
     Py_XDECREF(old);
-    return 0;
 }
 
 /* Encodes value into buf (which starts on the caller's stack); -1 with an exception set. */
