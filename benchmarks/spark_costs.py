@@ -5,7 +5,8 @@ that the single-process BFS does not do.
 
 It runs the BFS of replication kip-320-first-try with 3 replicas to a depth, then times, on that
 level's states: computing the successors; fingerprinting them (BFS keeps states, Spark must
-fingerprint to shard), with the C encoder and with the pure-Python one; pickling the level as one
+fingerprint to shard), with the C encoder and with the pure-Python one; fingerprinting them and
+keeping each one's least parent, as a task gathers a level's candidates; pickling the level as one
 list and unpickling it, as it is and with equal fields interned first (what a frontier file
 costs); and the successors and their fingerprints again, of the unpickled states, which no longer
 share their parts with the states the model has seen. CPU time, so a busy machine skews it less.
@@ -64,6 +65,15 @@ def main() -> None:
     t_fp, fps = timed(lambda: [fingerprint(nxt) for succs in successors for _action, nxt in succs])
     t_fp_python, python_fps = timed(lambda: [python_fingerprint(nxt) for succs in successors for _action, nxt in succs])
     assert fps == python_fps
+
+    def gather() -> int:  # what a task does with them: fingerprint, and keep each one's least parent
+        gathered = fp_module.candidates()
+        for parent, succs in zip(fps_of_frontier, successors, strict=True):
+            gathered.add(succs, parent)
+        return len(gathered)
+
+    fps_of_frontier = [fingerprint(state) for state in frontier]
+    t_gather, _ = timed(gather)
     t_dumps, blob = timed(lambda: pickle.dumps(frontier, pickle.HIGHEST_PROTOCOL))
     t_loads, fresh = timed(lambda: pickle.loads(blob))
     t_intern, interned = timed(lambda: _interned(fresh))
@@ -78,6 +88,7 @@ def main() -> None:
             "successors": per_state(t_expand, count),
             "fingerprint_successors": per_state(t_fp, count),
             "fingerprint_successors_pure_python": per_state(t_fp_python, count),
+            "fingerprint_and_gather_candidates": per_state(t_gather, count),
             "pickle_as_one_list": per_state(t_dumps, count),
             "unpickle_the_list": per_state(t_loads, count),
             "intern_equal_fields_of_the_unpickled": per_state(t_intern, count),
