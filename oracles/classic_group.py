@@ -216,7 +216,7 @@ class ClassicGroupOracle(Oracle):
             yield from self._validate_member(state, action)
         if name == "Heartbeat":
             return
-        if name in ("SessionTimeout", "NewMemberJoinTimeout"):
+        if name in ("SessionTimeout", "NewMemberJoinTimeout", "ConsumerPause"):
             yield self._expiry(before, args["memberId"])
         if name == "HandleJoinGroup" and before.state != DEAD:
             yield from self._pending(state, action, next_state)
