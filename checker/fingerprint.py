@@ -13,7 +13,8 @@ The types states are mostly made of (tuples, frozensets, ints, strs, None) are e
 C extension, ``_canonical``, when it was built (``pip install`` compiles it where a C compiler is
 found); the pure-Python encoder below gives the same bytes, handles every other type, and is used
 for everything when the extension is missing or ``KMC_PURE_PYTHON=1`` is set. In Python, the
-encodings of the parts states share (logs, member records, sets) are cached.
+encodings of the parts states share (logs, member records, sets) are cached; in C, those of the
+recently met tuples and frozensets, by identity (a successor shares most parts with its siblings).
 """
 
 from __future__ import annotations
