@@ -202,7 +202,12 @@ static int encode_set(Buffer *buf, PyObject *value, PyObject *fallback, int dept
 }
 
 static int encode_tuple(Buffer *buf, PyObject *value, PyObject *fallback, int depth, int *frail);
-typedef struct Slot Slot;
+#define IDENTITY_MAX_BYTES 240 /* the longest encoding the identity cache keeps (see below) */
+typedef struct Slot {
+    PyObject *value;
+    uint32_t len;
+    char encoded[IDENTITY_MAX_BYTES];
+} Slot;
 static Slot *slot_of(PyObject *value);
 static void keep_in_slot(Slot *slot, PyObject *value, const char *encoded, Py_ssize_t len);
 
@@ -313,13 +318,6 @@ static int encode(Buffer *buf, PyObject *value, PyObject *fallback, int depth, i
 #define IDENTITY_SLOTS 4096
 #define IDENTITY_MIN_BYTES 32
 #define IDENTITY_MAX_DEPTH 2
-#define IDENTITY_MAX_BYTES 240
-
-struct Slot {
-    PyObject *value;
-    uint32_t len;
-    char encoded[IDENTITY_MAX_BYTES];
-};
 
 static Slot *identity_cache; /* IDENTITY_SLOTS of them */
 
