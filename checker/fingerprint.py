@@ -93,11 +93,12 @@ def _encode_python(value: Any) -> bytes:
     return encoded
 
 
-class _Candidates:
+class Candidates:
     """Per fingerprint of a successor, the least parent that generated it and the successor that
     parent gave, first met first: what a Spark task sends a level's owners. ``add(successors,
     parent)`` offers a state's successors; ``take()`` gives the fingerprints and parents (native
-    uint64 bytes) and the states. The C extension's ``Candidates`` does the same with one hash table."""
+    uint64 bytes) and the states. The C extension's ``Candidates`` does the same with one hash table;
+    this one also takes successors whose key the caller computed (``offer``)."""
 
     def __init__(self) -> None:
         self.parent_of: dict[int, int] = {}
@@ -107,13 +108,15 @@ class _Candidates:
         return len(self.parent_of)
 
     def add(self, successors: list[tuple[Any, Any]], parent: int) -> None:
-        parent_of, state_of = self.parent_of, self.state_of
         for _action, state in successors:
-            fp = fingerprint(state)
-            seen = parent_of.get(fp)
-            if seen is None or parent < seen:  # the least parent: every attempt keeps the same
-                parent_of[fp] = parent
-                state_of[fp] = state
+            self.offer(fingerprint(state), parent, state)
+
+    def offer(self, fp: int, parent: int, state: Any) -> None:
+        """One successor whose key the caller computed (a symmetric one, say)."""
+        seen = self.parent_of.get(fp)
+        if seen is None or parent < seen:  # the least parent: every attempt keeps the same
+            self.parent_of[fp] = parent
+            self.state_of[fp] = state
 
     def take(self) -> tuple[bytes, bytes, list[Any]]:
         fps, parents = array("Q", self.parent_of), array("Q", self.parent_of.values())
@@ -148,8 +151,8 @@ if _c is None:
         return xxhash.xxh3_64_intdigest(canonical_bytes(value))
 
     def candidates() -> Any:
-        """A level's candidates (see `_Candidates`)."""
-        return _Candidates()
+        """A level's candidates (see `Candidates`)."""
+        return Candidates()
 
 else:
     _c_encode, _c_fingerprint, _c_candidates = _c.encode, _c.fingerprint, _c.Candidates
@@ -165,7 +168,7 @@ else:
         return _c_fingerprint(value, _encode_python)  # hashed where C wrote it: no bytes object
 
     def candidates() -> Any:
-        """A level's candidates (see `_Candidates`), gathered in C."""
+        """A level's candidates (see `Candidates`), gathered in C."""
         return _c_candidates(_encode_python)
 
 

@@ -47,7 +47,7 @@ from .checkpoint import (
     write_atomically,
 )
 from .errors import UserError
-from .fingerprint import candidates, collision_probability, fingerprint
+from .fingerprint import Candidates, candidates, collision_probability, fingerprint
 from .model import Model, State
 from .observe import Coverage, CoverageReport, SearchObserver
 from .path import trace_from_keys
@@ -427,9 +427,8 @@ class _Searcher:
         # Per fingerprint of a successor, its least parent here and the successor it gave. Without
         # step properties or symmetry, a state's successors go in with one call, in C when the
         # encoder is (fingerprinting them and this bookkeeping are most of a task's own time).
-        gathered = candidates() if not steps and keyfn is fingerprint else None
-        parent_of: dict[int, int] = {}
-        state_of: dict[int, State] = {}
+        fast = not steps and keyfn is fingerprint
+        gathered = candidates() if fast else Candidates()
         generated = 0
         for fp, state in zip(fps, states, strict=True):
             coverage.state(state)
@@ -448,7 +447,7 @@ class _Searcher:
             generated += len(succs)
             if job.deadlock and not succs:
                 violations.append((DEADLOCK, "deadlock", fp, None))
-            if gathered is not None:
+            if fast:
                 gathered.add(succs, fp)
                 continue
             for action, nxt in succs:
@@ -456,21 +455,12 @@ class _Searcher:
                 for name, pred in steps:
                     if not holds(name, pred, state, action, nxt):
                         violations.append((name, "step", fp, nfp))
-                seen = parent_of.get(nfp)
-                if seen is None or fp < seen:  # the least parent: every attempt keeps the same
-                    parent_of[nfp] = fp
-                    state_of[nfp] = nxt
+                gathered.offer(nfp, fp, nxt)
         summary["generated"] += generated
-        if gathered is not None:
-            fps_bytes, parents_bytes, successors = gathered.take()
-            del gathered
-            new_fps = np.frombuffer(fps_bytes, dtype=np.uint64)
-            parents = np.frombuffer(parents_bytes, dtype=np.uint64)
-        else:
-            count = len(parent_of)
-            new_fps = np.fromiter(parent_of.keys(), dtype=np.uint64, count=count)
-            parents = np.fromiter(parent_of.values(), dtype=np.uint64, count=count)
-            successors = list(state_of.values())  # in the same order: both dicts saw the same insertions
+        fps_bytes, parents_bytes, successors = gathered.take()
+        del gathered
+        new_fps = np.frombuffer(fps_bytes, dtype=np.uint64)
+        parents = np.frombuffer(parents_bytes, dtype=np.uint64)
         owner = new_fps % np.uint64(job.partitions)
         held: Held = {}
         for q in range(job.partitions):

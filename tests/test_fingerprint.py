@@ -177,7 +177,7 @@ def test_encodings_of_parts_that_can_change_are_not_reused() -> None:
 def test_candidates_keep_the_least_parent_and_its_successor(accelerated: bool) -> None:
     if accelerated and not ACCELERATED:
         pytest.skip("the C extension is not in use")
-    gathered = fingerprint_module.candidates() if accelerated else fingerprint_module._Candidates()
+    gathered = fingerprint_module.candidates() if accelerated else fingerprint_module.Candidates()
     a1, a2, b, c = ("s", 1), ("s", 1), ("s", 2), ("s", 3)  # a1 == a2, different objects
     gathered.add([("x", b), ("y", a1)], 7)
     gathered.add([("x", a2), ("z", c)], 5)  # a smaller parent of a: it and its a2 win
