@@ -101,16 +101,17 @@ def test_a_worker_joining_mid_run_gets_work(sc, cluster: LocalCluster, tmp_path:
         time.sleep(0.2)
     assert _slots(sc) == 1
     checkpoint = tmp_path / "ckpt"
-    search = _Background(sc, 5, {"partitions": 2, "checkpoint": str(checkpoint)})
+    # long enough (about 30 s on one worker) that the new worker registers before the search ends
+    search = _Background(sc, 6, {"partitions": 2, "checkpoint": str(checkpoint)})
     meta = checkpoint / "meta.json"
     while search.is_alive() and not (meta.exists() and json.loads(meta.read_text())["progress"]["level"] >= 1):
         time.sleep(0.1)
     joined_at = json.loads(meta.read_text())["progress"]["level"]
     cluster.add_worker()
     result = search.result()
-    assert joined_at < 30, "the search ended before the worker joined"
+    assert joined_at < 34, "the search ended before the worker joined"
     assert result.status is Status.HOLDS_COMPLETE
-    assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (445715, 967081, 30)
+    assert (result.stats.distinct_states, result.stats.generated_states, result.stats.depth) == (1550337, 3430629, 34)
     assert result.stats.extra["restarts"] == 0
     assert len(result.stats.extra["task_wait_s"]) == 2, "the search did not spread onto the new worker"
 
