@@ -22,7 +22,7 @@ from .model import Action, Model, State
 from .observe import GraphRecorder, SearchObserver
 from .path import key_chain, trace_from_keys
 from .progress import NoProgress, Progress
-from .properties import SYMMETRY_WARNING, PropertySet, holds
+from .properties import SYMMETRY_WARNING, PropertySet, all_true, holds
 from .result import CheckResult, Stats, Status, Trace, Violation
 
 DEADLOCK = "Deadlock"
@@ -353,8 +353,7 @@ def _bfs(
             setdefault = parents.setdefault
             # Until a property fails, check all of them in one expression; the careful path takes over
             # for a state where one fails or raises, and for good once any property is violated.
-            fast_invariants = [pred for _name, pred in invariants] if not violations else []
-            only_invariant = fast_invariants[0] if len(fast_invariants) == 1 else None  # no generator a state
+            all_hold = all_true([pred for _name, pred in invariants]) if invariants and not violations else None
             for s, ks in frontier:
                 if within is not None and not within(s):
                     bounded_by = bounded_by or MODEL_BOUND
@@ -418,16 +417,12 @@ def _bfs(
                         append((t, tid))
                         for hook in seen_hooks:
                             hook(t)
-                        if fast_invariants:
+                        if all_hold is not None:
                             try:
-                                if only_invariant is not None:
-                                    failed = only_invariant(t) is not True
-                                else:
-                                    failed = not all(pred(t) is True for pred in fast_invariants)
+                                if all_hold(t):
+                                    continue
                             except Exception:
-                                failed = True
-                            if not failed:
-                                continue
+                                pass
                         if invariants:
                             check_invariants(t, tid)
                             if stop:
@@ -454,16 +449,12 @@ def _bfs(
                     append((t, k))
                     for hook in seen_hooks:
                         hook(t)
-                    if fast_invariants:
+                    if all_hold is not None:
                         try:
-                            if only_invariant is not None:
-                                failed = only_invariant(t) is not True
-                            else:
-                                failed = not all(pred(t) is True for pred in fast_invariants)
+                            if all_hold(t):
+                                continue
                         except Exception:
-                            failed = True
-                        if not failed:
-                            continue
+                            pass
                     if invariants:  # the careful path: names the property, reports one that raises
                         check_invariants(t, k)
                         if stop:

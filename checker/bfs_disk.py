@@ -44,7 +44,7 @@ from .model import Action, Model, State
 from .observe import Coverage, SearchObserver
 from .path import trace_from_keys
 from .progress import NoProgress, Progress
-from .properties import PropertySet, holds
+from .properties import PropertySet, all_true, holds
 from .result import CheckResult, Stats, Trace, Violation
 
 CHECKPOINT_FORMAT = 1
@@ -262,7 +262,8 @@ class _Search:
         at_depth_bound = max_depth is not None and self.depth >= max_depth
         nxt = DiskLevel(self.directory, self.durable)
         measured = False
-        fast_invariants = [pred for _name, pred in self.invariants] if not self.violations else []
+        quiet = self.invariants and not self.violations
+        all_hold = all_true([pred for _name, pred in self.invariants]) if quiet else None
         invariants, steps = self.invariants, self.steps
         seen_hooks, expand_hooks = self.seen_hooks, self.expand_hooks
         for chunk in frontier.chunks():
@@ -333,13 +334,12 @@ class _Search:
                         append((t, k))
                         for hook in seen_hooks:
                             hook(t)
-                        if fast_invariants:
+                        if all_hold is not None:
                             try:
-                                failed = not all(pred(t) is True for pred in fast_invariants)
+                                if all_hold(t):
+                                    continue
                             except Exception:
-                                failed = True
-                            if not failed:
-                                continue
+                                pass
                         if invariants:  # the careful path: names the property, reports one that raises
                             self.check_invariants(t, k)
                             if self.stop:

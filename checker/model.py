@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -30,9 +31,8 @@ class Action(tuple):
     def of(cls, name: str, args: Iterable[tuple[str, Any]]) -> Action:
         return tuple.__new__(cls, (name, tuple(args)))
 
-    @property
-    def name(self) -> str:
-        return self[0]
+    name: str = property(operator.itemgetter(0), doc="The action's name.")  # type: ignore[assignment]
+    """The action's name (a C getter: properties read it on every step)."""
 
     @property
     def args(self) -> dict[str, Any]:
