@@ -25,6 +25,9 @@ none is 0 (they are only compared with each other, plus one, or with 0 and -1).
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from kmc.checker import Action, Model
 from kmc.checker.liveness import WF
 
@@ -186,6 +189,8 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         self._own_steps_of = {}
         """A consumer's steps that read only the consumer, by (index, Consumer)."""
         self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
+        self._fast = _fast_module()
+        self._fast_ctx = self._fast_context() if self._fast is not None else None
 
     def _claims_generation(self) -> str:
         assignor = self.config.assignor
@@ -264,8 +269,47 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
             consumers += (consumer._replace(phase=STOPPED),)
         return [GroupState(group, consumers, 0)]
 
+    def _fast_context(self) -> tuple:
+        """What the C successor function reads: the state types, the model's strings, the action
+        names (labels come from ``_act``, cached by the C under its own keys), the assignor and the
+        config as small ints."""
+        c = self.config
+        flags = (
+            c.consumers, self.cooperative, self.sticky, ("none", "current", "assignment").index(self.claims_generation),
+            self.claimless_generation_matters, c.static_membership, c.require_known_member_id,
+            c.new_member_join_timeout, c.pending_members_block_join, c.join_group_v0, c.v0_rebalance_timeout,
+            c.initial_rebalance_delay, c.delay_extensions, c.delayed_sync, c.rebalance_static_rejoin_in_completing,
+            c.join_prepare_after_reset, c.sync_rebalance_resets_generation, c.fence_replaced_static_member,
+            c.persist_static_replacement, c.timeouts == "any", c.max_faults, c.coordinator_failover,
+            c.slow_coordinator, c.consumer_pauses, c.poll_stalls,
+        )  # fmt: skip
+        return (
+            GroupState, Group, GroupMember, StoredGroup, Consumer, Request, Response,
+            (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD),
+            (STOPPED, UNJOINED, JOINING, SYNCING, CONSUMING, FENCED),
+            (NONE, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED,
+             FENCED_INSTANCE_ID, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ASSIGNOR_FAILED),
+            ("JoinGroup", "SyncGroup"),
+            ("", "initial", "join"),
+            _FAST_ACTIONS,
+            {},
+            self._act,
+            self._run_assignor,
+            tuple(int(f) for f in flags),
+        )  # fmt: skip
+
     # -- next ----------------------------------------------------------------------------------
     def successors(self, s: GroupState) -> list[Step]:
+        """The steps of every action from ``s``: by the C extension when it was built (the same
+        list, several times faster), otherwise, or for a state it leaves to Python, by the Python below."""
+        if self._fast_ctx is not None:
+            out = self._fast.successors(self._fast_ctx, s)
+            if out is not None:
+                return out
+        return self._successors(s)
+
+    def _successors(self, s: GroupState) -> list[Step]:
+        """The definition of the model's steps (the C extension's successors return the same list)."""
         out: list[Step] = []
         for c, consumer in enumerate(s.consumers):
             self._consumer_steps(s, c, consumer, out)
@@ -281,7 +325,32 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
     def within_bounds(self, s: GroupState) -> bool:
         """Generations stay finite only if bounded when timers can expire at any moment: a consumer
         can sit idle while the group moves on (its generation falls ever further behind)."""
+        if self._fast_ctx is not None:
+            highest = self._fast.max_generation(self._fast_ctx, s)
+            if highest is not None:
+                return highest < self.config.max_generation
         return _max_generation(s) < self.config.max_generation
 
     def drawing(self) -> GroupDrawing:
         return GroupDrawing(self.processes)
+
+
+_FAST_ACTIONS = (
+    "SendJoinGroup", "HandleJoinGroup", "HandleSyncGroup", "ReceiveJoinGroup", "ReceiveSyncGroup", "Heartbeat",
+    "OffsetCommit", "LeaveGroup", "ConsumerCrash", "ConsumerStart", "ConsumerStall", "RequestTimeout",
+    "InitialDelayExpired", "RebalanceTimeout", "SyncTimeout", "SessionTimeout", "ConsumerPause",
+    "PendingMemberTimeout", "NewMemberJoinTimeout", "CoordinatorUnload", "CoordinatorLoad",
+)  # fmt: skip
+"""The actions in the order of the C's action kinds."""
+
+
+def _fast_module() -> Any:
+    """The C extension (its successors and max_generation); None when it was not built or
+    KMC_PURE_PYTHON=1."""
+    if os.environ.get("KMC_PURE_PYTHON"):
+        return None
+    try:
+        from kmc.models import _group
+    except ImportError:  # installed without a C compiler
+        return None
+    return _group
