@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,21 @@ from .properties import PropertySet, holds
 
 if TYPE_CHECKING:
     from .bfs import ExploredGraph
+
+
+def _counts_extension() -> Any:
+    """The C twin of Coverage.expanded's exhaustive-search pass (checker/_counts.c); None when it
+    was not built or KMC_PURE_PYTHON=1, and the Python below counts."""
+    if os.environ.get("KMC_PURE_PYTHON"):
+        return None
+    try:
+        from ._counts import count_actions
+    except ImportError:  # installed without a C compiler
+        return None
+    return count_actions
+
+
+_count_actions = _counts_extension()
 
 
 class SearchObserver:
@@ -144,6 +160,13 @@ class Coverage(SearchObserver):
 
     def expanded(self, state: State, successors: Sequence[tuple[Action, State]], all_taken: bool) -> None:
         if all_taken and not self.triggers:  # every state of an exhaustive search: one pass
+            if (
+                _count_actions is not None
+                and type(successors) is list
+                and _count_actions(successors, self.taken_count, self.enabled, Action)
+            ):
+                self.transitions += len(successors)
+                return
             taken, names = self.taken_count, set()
             for action, _next in successors:
                 name = action[0] if type(action) is Action else action_name(action)

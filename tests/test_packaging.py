@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 from kmc.checker.fingerprint import ACCELERATED
 
@@ -98,3 +101,15 @@ def test_the_ci_workflow_runs_on_an_installed_copy(tmp_path: Path) -> None:
     report = (repo / "kmc-report.xml").read_text()
     assert 'tests="3"' in report and 'failures="0"' in report, report
     assert "KIP-320 holds" in ci.stdout
+
+
+def test_every_c_extension_is_built_where_a_compiler_is() -> None:
+    """Each extension setup.py lists is optional, so a compile error only shows as a silent fall back
+    to the Python: here it fails instead (the C twins of the models, the coverage counts, the encoder)."""
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    if shutil.which(compiler.split()[0]) is None:
+        pytest.skip("no C compiler here: every extension falls back to its Python")
+    modules = re.findall(r'Extension\("([\w.]+)"', (ROOT / "setup.py").read_text())
+    assert "kmc.checker._canonical" in modules and "kmc.checker._counts" in modules
+    for module in modules:
+        importlib.import_module(module)  # ImportError: it did not build
