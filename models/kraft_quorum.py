@@ -51,6 +51,7 @@ may lose its disk (``max_disk_losses``) and come back empty.
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,6 +262,33 @@ class KraftQuorumModel(DynamicVoters, Model):
         """(candidate, voter, their states) -> ``_vote_round``'s answer, for two replicas connected."""
         self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
         """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
+        self._fast = _fast_successors()
+        self._fast_ctx = self._fast_context() if self._fast is not None and self.static and _as_defined(self) else None
+        """The C successor function's context; None for Python alone: KIP-853's dynamic voter sets, and a
+        subclass that changes a method (the C would not see the change)."""
+
+    def _fast_context(self) -> tuple:
+        """What the C successor function reads: the state types, the strings, the action tables, the config."""
+        cfg, ids = self.config, self.replica_ids
+        tables = (
+            *([self._actions[name, v] for v in ids] for name in ("ElectionTimeout", "FetchTimeout")),
+            [[[self._actions["RequestVote", c, v, p] for p in (False, True)] for v in ids] for c in ids],
+            [[self._actions["BeginQuorumEpoch", c, v] for v in ids] for c in ids],
+            [[self._actions["Fetch", f, c] for c in ids] for f in ids],
+            *(
+                [self._actions[name, v] for v in ids]
+                for name in ("ClientWrite", "CheckQuorumResign", "Isolate", "Heal", "Restart")
+            ),
+        )
+        flags = (
+            cfg.pre_vote, cfg.check_quorum, cfg.single_voter_exemption, cfg.prevote_from_unfetched_follower,
+            cfg.hw_needs_current_epoch,
+        )  # fmt: skip
+        return (
+            QuorumState, Voter, Record, Committed, ROLES, LEADER_CHANGE, DATA, _NOBODY, *tables,
+            len(ids), self.majority, cfg.max_records, cfg.max_partitions, cfg.max_restarts, cfg.fetch_max_records,
+            *[int(f) for f in flags], cfg.observers, cfg.max_voter_changes + cfg.max_disk_losses,
+        )  # fmt: skip
 
     def _act(self, name: str, *values: Any) -> Action:
         return self._actions[(name, *values)]
@@ -389,6 +417,17 @@ class KraftQuorumModel(DynamicVoters, Model):
 
     # -- next ----------------------------------------------------------------------------------
     def successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
+        """The steps of every action from ``s``: by the C extension when it was built and the voter set
+        is static (the same list, several times faster), otherwise, or for a state it leaves to
+        Python, by the Python below."""
+        if self._fast_ctx is not None:
+            out = self._fast(self._fast_ctx, s)
+            if out is not None:
+                return out
+        return self._successors(s)
+
+    def _successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
+        """The definition of the model's steps (the C extension's successors return the same list)."""
         out: list[tuple[Action, QuorumState]] = []
         cfg = self.config
         faults = bool(s.isolated) or s.partitions < cfg.max_partitions or s.restarts < cfg.max_restarts or (
@@ -652,6 +691,24 @@ class KraftQuorumModel(DynamicVoters, Model):
 
     def drawing(self) -> KraftQuorumDrawing:
         return KraftQuorumDrawing(self.config.voters, self.config.observers, not self.static)
+
+
+def _fast_successors() -> Any:
+    """The C extension's successor function; None when it was not built or KMC_PURE_PYTHON=1."""
+    if os.environ.get("KMC_PURE_PYTHON"):
+        return None
+    try:
+        from kmc.models._kraft_quorum import successors
+    except ImportError:  # installed without a C compiler
+        return None
+    return successors
+
+
+def _as_defined(model: KraftQuorumModel) -> bool:
+    """Whether the model's class keeps every method of KraftQuorumModel and DynamicVoters as defined."""
+    methods = {**vars(DynamicVoters), **vars(KraftQuorumModel)}
+    cls = type(model)
+    return all(getattr(cls, name) is getattr(KraftQuorumModel, name) for name, f in methods.items() if callable(f))
 
 
 def end_offset_for_epoch(log: tuple[Record, ...], epoch: int) -> tuple[int, int]:

@@ -1,0 +1,136 @@
+"""The kraft-quorum model's C successor function against its Python definition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kmc.checker import bfs
+from kmc.checker.properties import PropertySet
+from kmc.models import kraft_quorum
+from kmc.models.kraft_quorum import (
+    PRESETS,
+    UNATTACHED,
+    VOTERS,
+    KraftQuorumModel,
+    QuorumState,
+    Voter,
+    VotersRecord,
+)
+
+# Every preset, with bounds small enough for seconds, and the flags the presets leave alone: distinct
+# states, states generated and depth of a search with symmetry, the same by either path.
+CASES = {
+    ("kip-996", (("max_partitions", 0), ("max_restarts", 1), ("max_epoch", 1))): (9235, 23377, 18),
+    ("kip-996", (("voters", 2), ("max_records", 2), ("fetch_max_records", 1))): (3170, 8029, 22),
+    ("kip-996", (("voters", 4), ("max_partitions", 0), ("max_epoch", 1), ("max_records", 0), ("pre_vote", False))): (
+        1628,
+        4225,
+        14,
+    ),
+    ("kip-996", (("voters", 1), ("max_restarts", 2), ("max_records", 2))): (42, 45, 8),
+    ("kip-595", (("max_epoch", 1),)): (3643, 8257, 13),
+    ("pre-kafka-15489", (("max_epoch", 1),)): (11257, 34783, 18),
+    ("pre-kafka-16144", ()): (14, 14, 7),
+    ("pre-kafka-17641", (("voters", 2), ("max_epoch", 3))): (3094, 7649, 22),
+    ("raft-figure-8", (("max_epoch", 2),)): (4157, 13036, 18),
+    ("kip-853", (("max_epoch", 1),)): (21433, 46663, 23),
+    ("pre-kip-853", (("max_epoch", 1),)): (5631, 17272, 19),
+}
+DYNAMIC = {"kip-853", "no-voter-change-guard", "pre-kip-853"}
+"""KIP-853's presets (voter changes, lost disks): the C leaves them to the Python."""
+
+needs_c = pytest.mark.skipif(kraft_quorum._fast_successors() is None, reason="the C extension was not built")
+
+
+def build(case: tuple[str, tuple]) -> KraftQuorumModel:
+    preset, overrides = case
+    return KraftQuorumModel.build(preset, dict(overrides))  # type: ignore[return-value]
+
+
+def shape(value: Any) -> Any:
+    """The value with every tuple's type kept: NamedTuple fields name a trace's variables."""
+    if isinstance(value, tuple):
+        return (type(value).__name__, tuple(shape(v) for v in value))
+    if isinstance(value, frozenset):
+        return frozenset(shape(v) for v in value)
+    return (type(value).__name__, value)
+
+
+def reachable(model: KraftQuorumModel) -> list[QuorumState]:
+    """Every state the Python definition reaches (no symmetry), expanded within the model's bounds."""
+    seen = dict.fromkeys(model.init_states())
+    frontier = list(seen)
+    while frontier:
+        following = []
+        for s in frontier:
+            for _action, t in model._successors(s):
+                if t not in seen:
+                    seen[t] = None
+                    if model.within_bounds(t):
+                        following.append(t)
+        frontier = following
+    return list(seen)
+
+
+@needs_c
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] not in DYNAMIC], ids=str)
+def test_c_successors_are_the_python_ones_on_every_reachable_state(case: tuple[str, tuple]) -> None:
+    """The same actions and states, in the same order, of the same types."""
+    model = build(case)
+    assert model._fast_ctx is not None
+    for s in reachable(model):
+        fast = model._fast(model._fast_ctx, s)
+        python = model._successors(s)
+        assert fast == python
+        assert [(a, shape(t)) for a, t in fast] == [(a, shape(t)) for a, t in python]
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=str)
+def test_pure_python_and_c_give_the_same_counts(case: tuple[str, tuple]) -> None:
+    pure = build(case)
+    pure._fast_ctx = None
+    for model in (build(case), pure):
+        stats = bfs(model, PropertySet()).stats
+        assert (stats.distinct_states, stats.generated_states, stats.depth) == CASES[case]
+
+
+def test_every_preset_is_searched_by_either_path() -> None:
+    assert {preset for preset, _ in CASES} | DYNAMIC == set(PRESETS)
+
+
+@needs_c
+def test_dynamic_voter_sets_are_left_to_the_python() -> None:
+    for preset in DYNAMIC:
+        assert KraftQuorumModel.build(preset)._fast_ctx is None
+
+
+@needs_c
+def test_a_subclass_that_changes_a_method_runs_the_python() -> None:
+    class NeverGrants(KraftQuorumModel):
+        def vote_response(self, s: QuorumState, c: int, v: int, pre_vote: bool) -> tuple[Voter, bool]:
+            return s.voters[v], False
+
+    assert KraftQuorumModel.build("kip-996")._fast_ctx is not None
+    assert NeverGrants(KraftQuorumModel.make_config("kip-996"))._fast_ctx is None
+
+
+@needs_c
+def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
+    model = KraftQuorumModel.build("kip-996")
+    [init] = model.init_states()
+    # A VotersRecord belongs to a dynamic voter set: the C declines and the Python answers.
+    voters_record = VotersRecord(0, VOTERS, frozenset({(0, 0), (1, 0)}))
+    odd = init._replace(voters=(init.voters[0]._replace(log=(voters_record,)), *init.voters[1:]))
+    assert model._fast(model._fast_ctx, odd) is None
+    assert model.successors(odd) == model._successors(odd) != []
+    # True == 1 as an epoch, but it is no plain int.
+    boolean = init._replace(voters=(Voter(UNATTACHED, True, -1, -1, (), 0, frozenset(), (), False, False),) * 3)
+    assert model._fast(model._fast_ctx, boolean) is None
+    assert model.successors(boolean) == model._successors(boolean)
+
+
+def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KMC_PURE_PYTHON", "1")
+    assert kraft_quorum._fast_successors() is None
+    assert KraftQuorumModel.build("kip-996")._fast_ctx is None
