@@ -1235,45 +1235,6 @@ static long lowest_generation(const S *s) {
     return low;
 }
 
-static long highest_generation(const S *s) {
-    long high = LONG_MIN;
-#define SEE(x)                                                                                                    \
-    do {                                                                                                          \
-        long g_ = (x);                                                                                            \
-        if (g_ >= 0 && g_ > high) {                                                                               \
-            high = g_;                                                                                            \
-        }                                                                                                         \
-    } while (0)
-    const Grp *g = &s->g;
-    SEE(g->generationId);
-    if (g->has_stored) {
-        SEE(g->stored.generationId);
-        for (int i = 0; i < g->stored.n; i++) {
-            SEE(g->stored.m[i].claimedGeneration);
-        }
-    }
-    for (int i = 0; i < g->n; i++) {
-        SEE(g->m[i].claimedGeneration);
-    }
-    for (int k = 0; k < s->nc; k++) {
-        const Cons *me = &s->c[k];
-        SEE(me->generationId);
-        SEE(me->assignedGeneration);
-        if (me->request.present) {
-            SEE(me->request.generationId);
-            SEE(me->request.claimedGeneration);
-        }
-        if (me->response.present) {
-            SEE(me->response.generationId);
-            for (int i = 0; i < me->response.nmembers; i++) {
-                SEE(me->response.memberGeneration[i]);
-            }
-        }
-    }
-#undef SEE
-    return high;
-}
-
 static void shift(long *x, long by) {
     if (*x >= 0) {
         *x -= by;
@@ -2412,6 +2373,92 @@ static PyObject *successors(PyObject *Py_UNUSED(module), PyObject *const *args, 
     return out;
 }
 
+/* The generation at ``index`` of a tuple, into *high when >= 0 and larger; GIVE_UP when it is no int. */
+static int see_generation(PyObject *t, Py_ssize_t index, long *high) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) <= index) {
+        return GIVE_UP;
+    }
+    long g;
+    int status = read_long(PyTuple_GET_ITEM(t, index), &g);
+    if (status == 0 && g > *high) {
+        *high = g;
+    }
+    return status;
+}
+
+/* The metadata generations of a tuple of members (index 4 of each) or of subscriptions (index 2). */
+static int see_metadata_generations(PyObject *members, Py_ssize_t index, long *high) {
+    if (!PyTuple_Check(members)) {
+        return GIVE_UP;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++) {
+        PyObject *m = PyTuple_GET_ITEM(members, i);
+        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) <= index) {
+            return GIVE_UP;
+        }
+        int status = see_generation(PyTuple_GET_ITEM(m, index), 1, high);
+        if (status != 0) {
+            return status;
+        }
+    }
+    return 0;
+}
+
+/* _max_generation(s), read straight off the tuples: within_bounds asks it of every state. */
+static int highest_generation_of(const Context *c, PyObject *s, long *high) {
+    if (!is_named(s, c->state_type, 3)) {
+        return GIVE_UP;
+    }
+    PyObject *group = PyTuple_GET_ITEM(s, 0), *consumers = PyTuple_GET_ITEM(s, 1);
+    int status;
+    if (!is_named(group, c->group_type, 10) || !PyTuple_Check(consumers)) {
+        return GIVE_UP;
+    }
+    if ((status = see_generation(group, 1, high)) != 0 ||
+        (status = see_metadata_generations(PyTuple_GET_ITEM(group, 3), 4, high)) != 0) {
+        return status;
+    }
+    PyObject *stored = PyTuple_GET_ITEM(group, 9);
+    if (stored != Py_None) {
+        if (!is_named(stored, c->stored_type, 3)) {
+            return GIVE_UP;
+        }
+        if ((status = see_generation(stored, 0, high)) != 0 ||
+            (status = see_metadata_generations(PyTuple_GET_ITEM(stored, 2), 4, high)) != 0) {
+            return status;
+        }
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(consumers); k++) {
+        PyObject *me = PyTuple_GET_ITEM(consumers, k);
+        if (!is_named(me, c->consumer_type, 11)) {
+            return GIVE_UP;
+        }
+        if ((status = see_generation(me, 2, high)) != 0 || (status = see_generation(me, 10, high)) != 0) {
+            return status;
+        }
+        PyObject *request = PyTuple_GET_ITEM(me, 5), *response = PyTuple_GET_ITEM(me, 6);
+        if (request != Py_None) {
+            if (!is_named(request, c->request_type, 5)) {
+                return GIVE_UP;
+            }
+            if ((status = see_generation(request, 2, high)) != 0 ||
+                (status = see_generation(PyTuple_GET_ITEM(request, 3), 1, high)) != 0) {
+                return status;
+            }
+        }
+        if (response != Py_None) {
+            if (!is_named(response, c->response_type, 7)) {
+                return GIVE_UP;
+            }
+            if ((status = see_generation(response, 3, high)) != 0 ||
+                (status = see_metadata_generations(PyTuple_GET_ITEM(response, 5), 2, high)) != 0) {
+                return status;
+            }
+        }
+    }
+    return 0;
+}
+
 static PyObject *max_generation(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "max_generation(ctx, state) takes two arguments");
@@ -2421,15 +2468,15 @@ static PyObject *max_generation(PyObject *Py_UNUSED(module), PyObject *const *ar
     if (read_context(args[0], &c) < 0) {
         return NULL;
     }
-    S s;
-    int status = read_state(&c, args[1], &s);
+    long high = -1;
+    int status = highest_generation_of(&c, args[1], &high);
     if (status < 0) {
         return NULL;
     }
-    if (status > 0) {
+    if (status > 0 || high < 0) {
         Py_RETURN_NONE;
     }
-    return PyLong_FromLong(highest_generation(&s));
+    return PyLong_FromLong(high);
 }
 
 static PyMethodDef methods[] = {

@@ -1,0 +1,129 @@
+"""The group model's C successor function against its Python definition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kmc.checker import bfs
+from kmc.checker.properties import PropertySet
+from kmc.models import group
+from kmc.models.group import PRESETS, GroupModel, GroupState
+from kmc.models.group_state import _max_generation
+
+needs_c = pytest.mark.skipif(group._fast_module() is None, reason="the C extension was not built")
+
+BOUND = 4000
+"""States compared per configuration, in breadth-first order: every reachable state of the
+presets below it (static, static-kafka-9801, join-group-v0, kafka-8653), the first levels of the
+larger ones (a second or two apiece); the counts below compare whole searches."""
+
+FLAG_COMBINATIONS = [
+    ("eager-range", {"max_faults": 2}),
+    ("eager-range", {"assignor": "roundrobin", "consumers": 3, "partitions": 3, "max_faults": 0}),
+    ("eager-range", {"assignor": "sticky", "timeouts": "any", "max_generation": 3}),
+    ("eager-range", {"pending_members_block_join": False, "delay_extensions": 2, "consumer_pauses": True}),
+    ("eager-range", {"join_group_v0": True, "v0_rebalance_timeout": False, "poll_stalls": True}),
+    ("cooperative-sticky", {"sync_rebalance_resets_generation": True, "join_prepare_after_reset": False}),
+    ("cooperative-sticky", {"cooperative_assignment_validation": "all", "slow_coordinator": True}),
+    ("cooperative-sticky", {"subscription_generation": False, "cooperative_sticky_generation": False}),
+    ("cooperative-sticky", {"assignor": "range", "keep_uncontested_older_claims": False}),
+    ("static", {"fence_replaced_static_member": False, "persist_static_replacement": False, "max_faults": 2}),
+    ("static", {"rebalance_static_rejoin_in_completing": False, "duplicate_instance": True}),
+    ("static", {"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative", "poll_stalls": True}),
+]
+
+
+def shape(value: Any) -> Any:
+    """The value with every tuple's type kept: NamedTuple fields name a trace's variables."""
+    if isinstance(value, tuple):
+        return (type(value).__name__, tuple(shape(v) for v in value))
+    if isinstance(value, frozenset):
+        return frozenset(shape(v) for v in value)
+    return (type(value).__name__, value)
+
+
+def reachable(model: GroupModel, bound: int = BOUND) -> list[GroupState]:
+    """The first ``bound`` states the Python reaches, breadth first, within the model's bounds."""
+    seen = dict.fromkeys(model.init_states())
+    frontier = list(seen)
+    while frontier and len(seen) < bound:
+        following = []
+        for s in frontier:
+            if not model.within_bounds(s):
+                continue
+            for _action, t in model._successors(s):
+                if t not in seen:
+                    seen[t] = None
+                    following.append(t)
+        frontier = following
+    return list(seen)[:bound]
+
+
+def assert_same_steps(model: GroupModel) -> int:
+    """Asserts the C's steps are the Python's on every state reached; returns how many states."""
+    states = reachable(model)
+    for s in states:
+        fast = model._fast.successors(model._fast_ctx, s)
+        assert fast is not None, f"the C left a state of {model.config} to the Python: {s}"
+        python = model._successors(s)
+        assert fast == python
+        assert [a for a, _t in fast] == [a for a, _t in python]  # the very same Action objects
+        assert all(a is b for (a, _), (b, _) in zip(fast, python, strict=True))
+        assert [shape(t) for _a, t in fast] == [shape(t) for _a, t in python]
+        assert model._fast.max_generation(model._fast_ctx, s) == _max_generation(s)
+    return len(states)
+
+
+@needs_c
+@pytest.mark.parametrize("preset", PRESETS)
+def test_c_successors_are_the_python_ones_on_every_preset(preset: str) -> None:
+    """The same actions and states, in the same order, of the same types; every preset runs in C."""
+    assert assert_same_steps(GroupModel.build(preset)) > 100
+
+
+@needs_c
+@pytest.mark.parametrize(("preset", "overrides"), FLAG_COMBINATIONS)
+def test_c_successors_are_the_python_ones_on_other_flags(preset: str, overrides: dict[str, Any]) -> None:
+    assert assert_same_steps(GroupModel.build(preset, overrides)) > 100
+
+
+@pytest.mark.parametrize(
+    ("preset", "counts"),
+    [
+        ("eager-range", (7360, 16284, 43)),
+        ("static", (3592, 7748, 31)),
+        ("join-retry", (7984, 17707, 43)),
+        ("slow-member", (9188, 25129, 52)),
+    ],
+)
+def test_pure_python_and_c_give_the_same_counts(preset: str, counts: tuple[int, int, int]) -> None:
+    for model in (GroupModel.build(preset), pure_python(GroupModel.build(preset))):
+        stats = bfs(model, PropertySet()).stats
+        assert (stats.distinct_states, stats.generated_states, stats.depth) == counts
+
+
+def pure_python(model: GroupModel) -> GroupModel:
+    model._fast_ctx = None
+    return model
+
+
+@needs_c
+def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
+    model = GroupModel.build("eager-range")
+    [init] = model.init_states()
+    # a member id the C does not name: the Python answers, the C declines
+    odd = init._replace(consumers=(init.consumers[0]._replace(memberId="someone"), init.consumers[1]))
+    assert model._fast.successors(model._fast_ctx, odd) is None
+    assert model.successors(odd) == model._successors(odd) != []
+    # True == 1, but it is no plain int
+    flagged = init._replace(faults=True)
+    assert model._fast.successors(model._fast_ctx, flagged) is None
+    assert model._fast.max_generation(model._fast_ctx, init._replace(consumers=())) == 0
+    assert model.within_bounds(init)
+
+
+def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KMC_PURE_PYTHON", "1")
+    assert group._fast_module() is None
+    assert GroupModel.build("eager-range")._fast_ctx is None
