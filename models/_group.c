@@ -607,7 +607,7 @@ static int read_consumer(const Context *c, PyObject *t, Cons *me) {
 }
 
 static int read_state(const Context *c, PyObject *t, S *s) {
-    memset(s, 0, sizeof *s);
+    s->g.has_stored = 0; /* every other field is read, or past a count */
     if (!is_named(t, c->state_type, 3)) {
         return GIVE_UP;
     }
@@ -2325,16 +2325,35 @@ static int read_context(PyObject *ctx, Context *c) {
 
 static PyObject *empty_tuple;
 
+/* The last context read, kept with a reference to its tuple (whose items it borrows): a search
+ * asks with one model's context over and over. */
+static PyObject *last_ctx;
+static Context last_context;
+
+static const Context *cached_context(PyObject *ctx) {
+    if (ctx != last_ctx) {
+        Context c;
+        if (read_context(ctx, &c) < 0) {
+            return NULL;
+        }
+        c.empty_tuple = empty_tuple;
+        Py_INCREF(ctx);
+        Py_XSETREF(last_ctx, ctx);
+        last_context = c;
+    }
+    return &last_context;
+}
+
 static PyObject *successors(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "successors(ctx, state) takes two arguments");
         return NULL;
     }
-    Context c;
-    if (read_context(args[0], &c) < 0) {
+    const Context *context = cached_context(args[0]);
+    if (context == NULL) {
         return NULL;
     }
-    c.empty_tuple = empty_tuple;
+    Context c = *context;
     S s;
     int status = read_state(&c, args[1], &s);
     if (status < 0) {
@@ -2464,12 +2483,12 @@ static PyObject *max_generation(PyObject *Py_UNUSED(module), PyObject *const *ar
         PyErr_SetString(PyExc_TypeError, "max_generation(ctx, state) takes two arguments");
         return NULL;
     }
-    Context c;
-    if (read_context(args[0], &c) < 0) {
+    const Context *c = cached_context(args[0]);
+    if (c == NULL) {
         return NULL;
     }
     long high = -1;
-    int status = highest_generation_of(&c, args[1], &high);
+    int status = highest_generation_of(c, args[1], &high);
     if (status < 0) {
         return NULL;
     }
