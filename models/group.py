@@ -189,7 +189,8 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         self._own_steps_of = {}
         """A consumer's steps that read only the consumer, by (index, Consumer)."""
         self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
-        self._fast = _fast_module()
+        # a subclass may redefine any step, which the C would not see: it runs the Python
+        self._fast = _fast_module() if type(self) is GroupModel else None
         self._fast_ctx = self._fast_context() if self._fast is not None else None
 
     def _claims_generation(self) -> str:

@@ -123,6 +123,16 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     assert model.within_bounds(init)
 
 
+def test_a_subclass_runs_the_python() -> None:
+    """A subclass may redefine a step the C does not see (tests break the model on purpose)."""
+
+    class Broken(GroupModel):
+        def _maybe_prepare_rebalance(self, s: GroupState) -> GroupState:
+            return s
+
+    assert Broken(GroupModel.make_config("eager-range"))._fast_ctx is None
+
+
 def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
     assert group._fast_module() is None
