@@ -190,8 +190,10 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         """A consumer's steps that read only the consumer, by (index, Consumer)."""
         self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
         # a subclass may redefine any step, which the C would not see: it runs the Python
-        self._fast = _fast_module() if type(self) is GroupModel else None
-        self._fast_ctx = self._fast_context() if self._fast is not None else None
+        fast = _fast_module() if type(self) is GroupModel else None
+        self._fast_successors = fast.successors if fast is not None else None
+        self._fast_max_generation = fast.max_generation if fast is not None else None
+        self._fast_ctx = self._fast_context() if fast is not None else None
 
     def _claims_generation(self) -> str:
         assignor = self.config.assignor
@@ -304,7 +306,7 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         """The steps of every action from ``s``: by the C extension when it was built (the same
         list, several times faster), otherwise, or for a state it leaves to Python, by the Python below."""
         if self._fast_ctx is not None:
-            out = self._fast.successors(self._fast_ctx, s)
+            out = self._fast_successors(self._fast_ctx, s)
             if out is not None:
                 return out
         return self._successors(s)
@@ -327,7 +329,7 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         """Generations stay finite only if bounded when timers can expire at any moment: a consumer
         can sit idle while the group moves on (its generation falls ever further behind)."""
         if self._fast_ctx is not None:
-            highest = self._fast.max_generation(self._fast_ctx, s)
+            highest = self._fast_max_generation(self._fast_ctx, s)
             if highest is not None:
                 return highest < self.config.max_generation
         return _max_generation(s) < self.config.max_generation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
@@ -64,14 +65,14 @@ def assert_same_steps(model: GroupModel) -> int:
     """Asserts the C's steps are the Python's on every state reached; returns how many states."""
     states = reachable(model)
     for s in states:
-        fast = model._fast.successors(model._fast_ctx, s)
+        fast = model._fast_successors(model._fast_ctx, s)
         assert fast is not None, f"the C left a state of {model.config} to the Python: {s}"
         python = model._successors(s)
         assert fast == python
         assert [a for a, _t in fast] == [a for a, _t in python]  # the very same Action objects
         assert all(a is b for (a, _), (b, _) in zip(fast, python, strict=True))
         assert [shape(t) for _a, t in fast] == [shape(t) for _a, t in python]
-        assert model._fast.max_generation(model._fast_ctx, s) == _max_generation(s)
+        assert model._fast_max_generation(model._fast_ctx, s) == _max_generation(s)
     return len(states)
 
 
@@ -114,12 +115,12 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     [init] = model.init_states()
     # a member id the C does not name: the Python answers, the C declines
     odd = init._replace(consumers=(init.consumers[0]._replace(memberId="someone"), init.consumers[1]))
-    assert model._fast.successors(model._fast_ctx, odd) is None
+    assert model._fast_successors(model._fast_ctx, odd) is None
     assert model.successors(odd) == model._successors(odd) != []
     # True == 1, but it is no plain int
     flagged = init._replace(faults=True)
-    assert model._fast.successors(model._fast_ctx, flagged) is None
-    assert model._fast.max_generation(model._fast_ctx, init._replace(consumers=())) == 0
+    assert model._fast_successors(model._fast_ctx, flagged) is None
+    assert model._fast_max_generation(model._fast_ctx, init._replace(consumers=())) == 0
     assert model.within_bounds(init)
 
 
@@ -131,6 +132,15 @@ def test_a_subclass_runs_the_python() -> None:
             return s
 
     assert Broken(GroupModel.make_config("eager-range"))._fast_ctx is None
+
+
+@needs_c
+def test_the_model_still_pickles() -> None:
+    """The C functions pickle by name, the context with the model."""
+    model = GroupModel.build("eager-range")
+    copy = pickle.loads(pickle.dumps(model))
+    [init] = copy.init_states()
+    assert copy._fast_ctx is not None and copy.successors(init) == model.successors(init)
 
 
 def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
