@@ -2118,6 +2118,9 @@ static int heartbeat_error(const Context *c, const Grp *g, const Cons *me, int k
 static int offset_commit(const Context *c, const S *s, int k, PyObject *out) {
     const Cons *me = &s->c[k];
     const Grp *g = &s->g;
+    if (me->generationId < -1 || me->generationId > 4000) {
+        return GIVE_UP; /* past what an action's key holds */
+    }
     S next = *s;
     int error;
     if (g->state == DEAD) {
@@ -2236,8 +2239,8 @@ static int consumer_steps(const Context *c, const S *s, int k, PyObject *out) {
                 return -1;
             }
         }
-        if (me->owned && offset_commit(c, s, k, out) < 0) {
-            return -1;
+        if (me->owned && (status = offset_commit(c, s, k, out)) != 0) {
+            return status;
         }
     }
     if (may_fail) {

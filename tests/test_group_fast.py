@@ -120,6 +120,11 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     # True == 1, but it is no plain int
     flagged = init._replace(faults=True)
     assert model._fast_successors(model._fast_ctx, flagged) is None
+    # a generation past what the C's action keys hold
+    far = init.consumers[0]._replace(phase="stable", memberId="c0-0", generationId=5000, owned=frozenset({0}))
+    beyond = init._replace(consumers=(far, init.consumers[1]))
+    assert model._fast_successors(model._fast_ctx, beyond) is None
+    assert any(a.name == "OffsetCommit" for a, _t in model.successors(beyond))
     assert model._fast_max_generation(model._fast_ctx, init._replace(consumers=())) == 0
     assert model.within_bounds(init)
 
