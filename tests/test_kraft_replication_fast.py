@@ -1,0 +1,173 @@
+"""The kraft-replication model's C successor function against its Python definition."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from typing import Any
+
+import pytest
+from kmc.checker import bfs
+from kmc.checker.properties import PropertySet
+from kmc.models import kraft_replication
+from kmc.models.kraft_replication import PRESETS, KraftReplicationModel, KraftReplicationState
+from kmc.models.kraft_replication_state import FetchResponse
+
+SMALL = {"max_records": 1, "max_leader_epoch": 1}
+"""Bounds that keep a preset's space to thousands of states (each is compared state by state)."""
+QUIET = {**SMALL, "max_fences": 0}
+"""SMALL without fencing a running broker, for the presets whose fix is not about fencing."""
+
+# Every preset and flag combinations no preset has, within small bounds: distinct states, states
+# generated and depth, the same by either path.
+CASES: dict[str, tuple[str, dict[str, Any], tuple[int, int, int]]] = {
+    "kip-966": ("kip-966", SMALL, (9841, 36146, 34)),
+    "unclean": ("unclean", SMALL, (10943, 39575, 29)),
+    "acks-1": ("acks-1", QUIET, (1896, 5688, 24)),
+    "v3.5": ("v3.5", SMALL, (5373, 21165, 24)),
+    "pre-kip-966": ("pre-kip-966", QUIET, (1477, 4056, 25)),
+    "pre-kafka-15583": ("pre-kafka-15583", QUIET, (1877, 5354, 25)),
+    "pre-kip-497": ("pre-kip-497", QUIET, (2438, 6889, 25)),
+    "pre-kafka-7128": ("pre-kafka-7128", QUIET, (2001, 5802, 27)),
+    "pre-kip-903": ("pre-kip-903", QUIET, (1694, 4827, 25)),
+    "pre-kafka-13141": ("pre-kafka-13141", QUIET, (1768, 5101, 25)),
+    "controller-failover": ("controller-failover", {"max_records": 1}, (11548, 43347, 26)),
+    "drop-pending-on-error": ("drop-pending-on-error", {"max_records": 0}, (1428, 5428, 18)),
+    "reassignment": ("reassignment", {"max_records": 0, "max_leader_epoch": 1}, (1620, 5430, 23)),
+    "kip-320": ("kip-320", QUIET, (1917, 5490, 25)),
+    "pre-kip-320": ("pre-kip-320", {**QUIET, "max_crashes": 0}, (2788, 8790, 24)),
+    "pre-kip-101": ("pre-kip-101", SMALL, (6053, 22613, 28)),
+    "process-crash-and-shutdown": ("kip-966", {**QUIET, "crash": "process", "max_shutdowns": 1}, (6682, 21777, 28)),
+    "disk-acks-0": ("kip-966", {**QUIET, "crash": "disk", "acks": "0"}, (1550, 4647, 24)),
+    "hw-truncation-unfenced": ("kip-966", {**QUIET, "truncation": "hw", "fetch_fencing": False}, (1534, 4404, 25)),
+    "kip-320-unfenced-disk": ("kip-320", {**QUIET, "fetch_fencing": False, "crash": "disk"}, (1367, 3885, 25)),
+    "failover-and-reassignment": (
+        "reassignment",
+        {"max_records": 0, "max_leader_epoch": 1, "max_controller_failovers": 1, "elr": False},
+        (7277, 30743, 26),
+    ),
+}
+
+FIRST_STATES = {
+    "three-brokers": ("kip-966", {"brokers": 3, "max_records": 1, "max_leader_epoch": 2}),
+    "pre-kip-320-whole": ("pre-kip-320", {}),
+}
+"""Spaces of millions of states (3 brokers): compared on their first states in BFS order."""
+
+needs_c = pytest.mark.skipif(kraft_replication._fast_successors() is None, reason="the C extension was not built")
+
+
+def test_every_preset_is_compared() -> None:
+    assert set(PRESETS) <= {preset for preset, _, _ in CASES.values()}
+
+
+def pure_python(model: KraftReplicationModel) -> KraftReplicationModel:
+    model._fast_ctx = None
+    return model
+
+
+def shape(value: Any) -> str:
+    """The value with every tuple's type kept (NamedTuple fields name a trace's variables), and
+    True told from 1: the repr of each NamedTuple names its type."""
+    return repr(value)
+
+
+def reachable(model: KraftReplicationModel, limit: int | None = None) -> list[KraftReplicationState]:
+    seen = dict.fromkeys(model.init_states())
+    frontier = list(seen)
+    while frontier and (limit is None or len(seen) < limit):
+        following = []
+        for s in frontier:
+            for _action, t in model._successors(s):
+                if t not in seen:
+                    seen[t] = None
+                    following.append(t)
+        frontier = following
+    return list(seen)
+
+
+@needs_c
+@pytest.mark.parametrize("case", CASES)
+def test_c_successors_are_the_python_ones_on_every_reachable_state(case: str) -> None:
+    """The same actions (the very label objects) and states, in the same order, of the same types."""
+    preset, overrides, counts = CASES[case]
+    model = KraftReplicationModel.build(preset, overrides)
+    states = reachable(model)
+    assert len(states) == counts[0]
+    assert_same_steps(model, states)
+
+
+@needs_c
+@pytest.mark.parametrize("case", FIRST_STATES)
+def test_c_successors_are_the_python_ones_with_three_brokers(case: str) -> None:
+    preset, overrides = FIRST_STATES[case]
+    model = KraftReplicationModel.build(preset, overrides)
+    states = reachable(model, limit=5000)
+    assert len(states) >= 5000
+    assert_same_steps(model, states)
+
+
+def assert_same_steps(model: KraftReplicationModel, states: list[KraftReplicationState]) -> None:
+    for s in states:
+        fast, python = model._fast(model._fast_ctx, s), model._successors(s)
+        assert fast == python, s
+        assert all(a is b for (a, _), (b, _) in zip(fast, python, strict=True))
+        assert shape(fast) == shape(python)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_pure_python_and_c_give_the_same_counts(case: str) -> None:
+    preset, overrides, counts = CASES[case]
+    for model in (
+        KraftReplicationModel.build(preset, overrides),
+        pure_python(KraftReplicationModel.build(preset, overrides)),
+    ):
+        stats = bfs(model, PropertySet()).stats
+        assert (stats.distinct_states, stats.generated_states, stats.depth) == counts
+
+
+@needs_c
+def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
+    model = KraftReplicationModel.build("kip-966")
+    [init] = model.init_states()
+    # True == 1, but it is no plain int: the C declines and the Python answers.
+    odd = init._replace(nextRecordId=True)
+    assert model._fast(model._fast_ctx, odd) is None
+    assert model.successors(odd) == model._successors(odd) != []
+    unknown_error = FetchResponse(0, 0, 0, "SOME_OTHER_ERROR", (), 0, (-1, -1), 0)
+    answered = init._replace(fetches=(None, unknown_error))
+    assert model._fast(model._fast_ctx, answered) is None
+    assert model.successors(answered) == model._successors(answered)
+
+
+@needs_c
+def test_a_bad_context_is_a_type_error() -> None:
+    model = KraftReplicationModel.build("kip-966")
+    [init] = model.init_states()
+    with pytest.raises(TypeError, match="context"):
+        model._fast((), init)
+
+
+@needs_c
+def test_searching_twice_keeps_no_memory() -> None:
+    """Reference counts are exact: a second search in the same process allocates nothing that stays."""
+    model = KraftReplicationModel.build("kip-966", QUIET)
+    bfs(model, PropertySet())
+    gc.collect()
+    tracemalloc.start()
+    try:
+        bfs(model, PropertySet())
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        bfs(model, PropertySet())
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 32 * 1024  # 4,926 steps: a leaked pair per step would be 270 KiB
+
+
+def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KMC_PURE_PYTHON", "1")
+    assert kraft_replication._fast_successors() is None
+    assert KraftReplicationModel.build("kip-966")._fast_ctx is None
