@@ -16,16 +16,30 @@
 #define NONE (-1)
 
 enum { UNATTACHED, PROSPECTIVE, CANDIDATE, LEADER, FOLLOWER, RESIGNED, ROLE_COUNT };
+enum { NO_COUNTER = 0, WRITES = 3, PARTITIONS = 4, RESTARTS = 5, VOTER_CHANGES = 6, DISK_LOSSES = 7 }; /* fields */
+
+/* A voter set: its keys (replica id, directory id) sorted, and the frozenset they came from. */
+typedef struct {
+    int k;
+    long id[MAX_VOTERS], dir[MAX_VOTERS];
+    unsigned ids; /* the ids as a mask */
+    PyObject *obj; /* borrowed */
+} VSet;
 
 /* The context, unpacked. */
 typedef struct {
-    PyTypeObject *state_type, *voter_type, *record_type, *committed_type;
+    PyTypeObject *state_type, *voter_type, *record_type, *committed_type, *voters_record_type;
     PyObject *roles[ROLE_COUNT];
-    PyObject *leader_change, *data, *nobody;
+    PyObject *leader_change, *data, *voters_kind, *nobody;
     PyObject *election_timeout, *fetch_timeout, *request_vote, *begin_quorum_epoch, *fetch, *client_write,
-        *check_quorum_resign, *isolate, *heal, *restart;
-    long n, majority, max_records, max_partitions, max_restarts, fetch_max_records;
-    int pre_vote, check_quorum, single_voter_exemption, prevote_from_unfetched_follower, hw_needs_current_epoch;
+        *check_quorum_resign, *isolate, *heal, *restart, *add_voter, *remove_voter, *resign_removed, *lose_disk;
+    long n, n_voters, majority, max_records, max_partitions, max_restarts, fetch_max_records, max_voter_changes,
+        max_disk_losses;
+    int pre_vote, check_quorum, single_voter_exemption, prevote_from_unfetched_follower, hw_needs_current_epoch,
+        directory_ids, one_voter_change_at_a_time;
+    int static_voters; /* no voter changes: every replica's voter set is the bootstrap set */
+    int is_static;     /* nor observers nor lost disks: every replica a voter for ever */
+    VSet bootstrap;
 } Context;
 
 /* One replica's state as C values. In the view its references are borrowed; a Val made from it by
@@ -36,7 +50,8 @@ typedef struct {
     long epoch, votedId, leaderId, hw;
     PyObject *log;
     Py_ssize_t len;
-    long rec[MAX_LOG]; /* the records' epochs */
+    long rec[MAX_LOG];     /* the records' epochs */
+    PyObject *rvs[MAX_LOG]; /* a VotersRecord's voters (borrowed from the log), else NULL */
     unsigned votes;
     PyObject *votes_obj; /* NULL: made from the mask */
     int noff;
@@ -48,12 +63,21 @@ typedef struct {
     PyObject *orig;
 } Val;
 
+#define MAX_SETS 64
+
+/* Every voter set the logs hold, read once per state (a voter set is looked up by its frozenset). */
+typedef struct {
+    int count;
+    VSet set[MAX_SETS + 1]; /* one more: a VotersRecord being appended */
+} Sets;
+
 typedef struct {
     PyObject *state, *voters, *committed;
+    Sets *sets;
     int n;
     Val v[MAX_VOTERS];
     unsigned isolated, hopeless;
-    long writes, partitions, restarts, diskLosses;
+    long counters[9]; /* writes, partitions, restarts, voterChanges, diskLosses at their fields' indexes */
 } View;
 
 static PyObject *mask_sets[1 << MAX_VOTERS]; /* the frozenset of each voter mask, made once */
@@ -151,6 +175,70 @@ static int read_mask(PyObject *set, int n, unsigned *out) {
     return 0;
 }
 
+/* A key (id, directory id) of a voter set. */
+static int read_key(PyObject *key, int n, long *id, long *dir) {
+    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != 2) {
+        return 1;
+    }
+    int status;
+    if ((status = read_long(PyTuple_GET_ITEM(key, 0), id)) != 0 ||
+        (status = read_long(PyTuple_GET_ITEM(key, 1), dir)) != 0) {
+        return status;
+    }
+    return *id < 0 || *id >= n ? 1 : 0;
+}
+
+/* A VotersRecord's voters: at most one key per replica id, sorted as sorted() sorts the keys. */
+static int read_vset(PyObject *set, int n, VSet *out) {
+    if (!PyFrozenSet_CheckExact(set) || PySet_GET_SIZE(set) > n) {
+        return 1;
+    }
+    out->k = 0;
+    out->ids = 0;
+    out->obj = set;
+#if PY_VERSION_HEX < 0x030D0000
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    PyObject *key;
+    while (_PySet_NextEntry(set, &pos, &key, &hash)) {
+#else
+    PyObject *iter = PyObject_GetIter(set), *key;
+    if (iter == NULL) {
+        return -1;
+    }
+    while ((key = PyIter_Next(iter)) != NULL) {
+        Py_DECREF(key); /* the set holds it */
+#endif
+        long id, dir;
+        int status = read_key(key, n, &id, &dir);
+        if (status == 0 && (out->ids & (1u << id))) {
+            status = 1;
+        }
+        if (status != 0) {
+#if PY_VERSION_HEX >= 0x030D0000
+            Py_DECREF(iter);
+#endif
+            return status;
+        }
+        int j = out->k++;
+        while (j > 0 && out->id[j - 1] > id) {
+            out->id[j] = out->id[j - 1];
+            out->dir[j] = out->dir[j - 1];
+            j--;
+        }
+        out->id[j] = id;
+        out->dir[j] = dir;
+        out->ids |= 1u << id;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    Py_DECREF(iter);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+#endif
+    return 0;
+}
+
 static int read_role(const Context *c, PyObject *value, int *out) {
     for (int i = 0; i < ROLE_COUNT; i++) {
         if (value == c->roles[i]) {
@@ -174,7 +262,7 @@ static int read_role(const Context *c, PyObject *value, int *out) {
     return 1;
 }
 
-static int read_voter(const Context *c, PyObject *obj, int n, Val *x) {
+static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x) {
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 11) {
         return 1;
     }
@@ -203,12 +291,32 @@ static int read_voter(const Context *c, PyObject *obj, int n, Val *x) {
     x->len = PyTuple_GET_SIZE(x->log);
     for (Py_ssize_t i = 0; i < x->len; i++) {
         PyObject *record = PyTuple_GET_ITEM(x->log, i);
-        /* a VotersRecord (three fields) belongs to a dynamic voter set: left to the Python */
-        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 2) {
+        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) < 2 || PyTuple_GET_SIZE(record) > 3) {
             return 1;
         }
         if ((status = read_long(PyTuple_GET_ITEM(record, 0), &x->rec[i])) != 0) {
             return status;
+        }
+        x->rvs[i] = NULL;
+        if (PyTuple_GET_SIZE(record) == 3) { /* a VotersRecord: only a dynamic voter set has them */
+            PyObject *set = PyTuple_GET_ITEM(record, 2);
+            if (c->static_voters) {
+                return 1;
+            }
+            int known = 0;
+            for (int k = 0; k < sets->count && !known; k++) {
+                known = sets->set[k].obj == set;
+            }
+            if (!known) {
+                if (sets->count == MAX_SETS) {
+                    return 1;
+                }
+                if ((status = read_vset(set, n, &sets->set[sets->count])) != 0) {
+                    return status;
+                }
+                sets->count++;
+            }
+            x->rvs[i] = set;
         }
     }
     x->offs_obj = PyTuple_GET_ITEM(obj, 7);
@@ -246,9 +354,10 @@ static int read_view(const Context *c, PyObject *s, View *v) {
         return 1;
     }
     v->n = (int)c->n;
+    v->sets->count = 0;
     int status;
     for (int i = 0; i < v->n; i++) {
-        if ((status = read_voter(c, PyTuple_GET_ITEM(v->voters, i), v->n, &v->v[i])) != 0) {
+        if ((status = read_voter(c, PyTuple_GET_ITEM(v->voters, i), v->n, v->sets, &v->v[i])) != 0) {
             return status;
         }
     }
@@ -256,18 +365,14 @@ static int read_view(const Context *c, PyObject *s, View *v) {
     if (!PyTuple_Check(v->committed)) {
         return 1;
     }
-    long voterChanges;
     if ((status = read_mask(PyTuple_GET_ITEM(s, 1), v->n, &v->isolated)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(s, 3), &v->writes)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(s, 4), &v->partitions)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(s, 5), &v->restarts)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(s, 6), &voterChanges)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(s, 7), &v->diskLosses)) != 0 ||
         (status = read_mask(PyTuple_GET_ITEM(s, 8), v->n, &v->hopeless)) != 0) {
         return status;
     }
-    if (v->diskLosses != 0) {
-        return 1; /* only a config with lost disks counts them: the Python's */
+    for (int i = WRITES; i <= DISK_LOSSES; i++) {
+        if ((status = read_long(PyTuple_GET_ITEM(s, i), &v->counters[i])) != 0) {
+            return status;
+        }
     }
     return 0;
 }
@@ -424,6 +529,47 @@ static int last_cmp(const Val *a, const Val *b) {
     return a->len < b->len ? -1 : a->len > b->len;
 }
 
+/* last_voters_offset: the offset of the last VotersRecord, or -1. */
+static long last_voters_offset(const Val *x) {
+    for (Py_ssize_t i = x->len - 1; i >= 0; i--) {
+        if (x->rvs[i] != NULL) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/* voters_of: the last VotersRecord in the replica's log, else the bootstrap set. */
+static const VSet *voters_of(const Context *c, const View *v, const Val *x) {
+    long i = c->static_voters ? -1 : last_voters_offset(x);
+    if (i >= 0) {
+        for (int k = 0; k < v->sets->count; k++) {
+            if (v->sets->set[k].obj == x->rvs[i]) {
+                return &v->sets->set[k];
+            }
+        }
+    }
+    return &c->bootstrap;
+}
+
+static int holds_key(const VSet *vs, long id, long dir) {
+    for (int k = 0; k < vs->k; k++) {
+        if (vs->id[k] == id) {
+            return vs->dir[k] == dir;
+        }
+    }
+    return 0;
+}
+
+/* is_voter: the replica's own key is in its voter set. */
+static int is_voter(const Context *c, const View *v, int w, const Val *x) {
+    return c->is_static || holds_key(voters_of(c, v, x), w, x->directoryId);
+}
+
+static long majority_of(const Context *c, const View *v, const Val *x) {
+    return c->static_voters ? c->majority : voters_of(c, v, x)->k / 2 + 1;
+}
+
 /* _unattached and _follower: a new role in ``epoch``, no vote, nothing volatile kept. */
 static void transition(Val *x, int role, long epoch, long leader) {
     x->role = role;
@@ -453,18 +599,27 @@ static int learn(int v, Val *x, long epoch, long leader) {
     return 0;
 }
 
-/* LeaderState.maybeUpdateHighWatermark over the static voter set. */
-static void advance_hw(const Context *c, Val *x) {
+/* LeaderState.maybeUpdateHighWatermark: over every replica's offset for a static voter set, else
+ * over the leader's last voter set. */
+static void advance_hw(const Context *c, const View *v, Val *x) {
     long sorted[MAX_VOTERS];
+    int count = 0, rank = (int)c->majority - 1;
+    const VSet *vs = c->static_voters ? NULL : voters_of(c, v, x);
     for (int i = 0; i < x->noff; i++) { /* descending insertion sort */
-        int j = i;
+        if (vs != NULL && !(vs->ids & (1u << i))) {
+            continue;
+        }
+        int j = count++;
         while (j > 0 && sorted[j - 1] < x->off[i]) {
             sorted[j] = sorted[j - 1];
             j--;
         }
         sorted[j] = x->off[i];
     }
-    long offset = sorted[c->majority - 1];
+    if (vs != NULL) {
+        rank = count / 2;
+    }
+    long offset = sorted[rank];
     if (offset <= x->hw) {
         return;
     }
@@ -476,58 +631,59 @@ static void advance_hw(const Context *c, Val *x) {
     x->orig = NULL;
 }
 
-static void become_leader(const Context *c, int v, Val *x) {
+static void become_leader(const Context *c, const View *v, int w, Val *x) {
     set_log(x, x->log == NULL ? NULL : append_record(c, x->log, x->epoch, c->leader_change));
+    x->rvs[x->len] = NULL;
     x->rec[x->len++] = x->epoch;
     x->role = LEADER;
-    x->leaderId = v;
+    x->leaderId = w;
     set_votes(x, 0);
     Py_CLEAR(x->offs_obj);
     x->noff = (int)c->n;
-    for (int w = 0; w < x->noff; w++) {
-        x->off[w] = w == v ? (long)x->len : 0;
+    for (int r = 0; r < x->noff; r++) {
+        x->off[r] = r == w ? (long)x->len : 0;
     }
     x->hasFetched = 0;
     x->hwKnown = 0;
-    advance_hw(c, x);
+    advance_hw(c, v, x);
 }
 
-static void become_candidate(const Context *c, int v, Val *x);
+static void become_candidate(const Context *c, const View *v, int w, Val *x);
 
 /* _tally: a majority of pre-votes makes a Candidate, a majority of votes a Leader. */
-static void tally(const Context *c, int v, Val *x) {
-    if (popcount(x->votes) < c->majority) {
+static void tally(const Context *c, const View *v, int w, Val *x) {
+    if (popcount(x->votes) < majority_of(c, v, x)) {
         return;
     }
     if (x->role == PROSPECTIVE) {
-        become_candidate(c, v, x);
+        become_candidate(c, v, w, x);
     } else if (x->role == CANDIDATE) {
-        become_leader(c, v, x);
+        become_leader(c, v, w, x);
     }
 }
 
-static void become_candidate(const Context *c, int v, Val *x) {
+static void become_candidate(const Context *c, const View *v, int w, Val *x) {
     transition(x, CANDIDATE, x->epoch + 1, NONE);
-    x->votedId = v;
-    set_votes(x, 1u << v);
-    tally(c, v, x);
+    x->votedId = w;
+    set_votes(x, 1u << w);
+    tally(c, v, w, x);
 }
 
 /* _timed_out: the election (or fetch) timer fired. */
-static void timed_out(const Context *c, int v, Val *x) {
+static void timed_out(const Context *c, const View *v, int w, Val *x) {
     x->orig = NULL;
     if (x->role != PROSPECTIVE) {
         if (!c->pre_vote) {
-            become_candidate(c, v, x);
+            become_candidate(c, v, w, x);
             return;
         }
         x->role = PROSPECTIVE;
-        if (x->leaderId == v) {
+        if (x->leaderId == w) {
             x->leaderId = NONE;
         }
-        set_votes(x, 1u << v);
+        set_votes(x, 1u << w);
         x->hasFetched = 0;
-        tally(c, v, x);
+        tally(c, v, w, x);
     } else if (x->leaderId != NONE) {
         transition(x, FOLLOWER, x->epoch, x->leaderId);
     } else {
@@ -544,9 +700,9 @@ typedef struct {
 } Change;
 
 /* _set: the state with these voters replaced, the committed history extended and the hopeless
- * Candidates updated; ``writes`` and ``restarts`` added to theirs. */
-static PyObject *next_state(const Context *c, const View *v, const Change *changes, int count, long writes,
-                            long restarts) {
+ * Candidates updated; ``delta`` added to the counter at index ``counter`` (NO_COUNTER: none). */
+static PyObject *next_state(const Context *c, const View *v, const Change *changes, int count, int counter,
+                            long delta) {
     const Val *now[MAX_VOTERS];
     for (int i = 0; i < v->n; i++) {
         now[i] = &v->v[i];
@@ -607,30 +763,26 @@ static PyObject *next_state(const Context *c, const View *v, const Change *chang
                 mask |= 1u << i;
             }
         }
-        if (stood >= 0) { /* could_win: a majority can reach it and holds a log no newer */
+        if (stood >= 0) { /* could_win: a majority of its voter set can reach it and holds a log no newer */
+            const VSet *vs = voters_of(c, v, now[stood]);
             int electors = 0;
-            for (int w = 0; w < v->n; w++) {
-                if (now[w]->directoryId == 0 && connected(v->isolated, stood, w)) {
+            for (int k = 0; k < vs->k; k++) {
+                int w = (int)vs->id[k];
+                if (now[w]->directoryId == vs->dir[k] && connected(v->isolated, stood, w)) {
                     electors += last_cmp(now[w], now[stood]) <= 0;
                 }
             }
-            if (electors < c->majority) {
+            if (electors < vs->k / 2 + 1) {
                 mask |= 1u << stood;
             }
         }
         hopeless = mask_set(c, mask);
     }
-    PyObject *items[9] = {
-        voters,
-        Py_NewRef(PyTuple_GET_ITEM(s, 1)),
-        committed,
-        writes ? PyLong_FromLong(v->writes + writes) : Py_NewRef(PyTuple_GET_ITEM(s, 3)),
-        Py_NewRef(PyTuple_GET_ITEM(s, 4)),
-        restarts ? PyLong_FromLong(v->restarts + restarts) : Py_NewRef(PyTuple_GET_ITEM(s, 5)),
-        Py_NewRef(PyTuple_GET_ITEM(s, 6)),
-        Py_NewRef(PyTuple_GET_ITEM(s, 7)),
-        hopeless,
-    };
+    PyObject *items[9] = {voters, Py_NewRef(PyTuple_GET_ITEM(s, 1)), committed};
+    for (int i = WRITES; i <= DISK_LOSSES; i++) {
+        items[i] = i == counter ? PyLong_FromLong(v->counters[i] + delta) : Py_NewRef(PyTuple_GET_ITEM(s, i));
+    }
+    items[8] = hopeless;
     return new_named(c->state_type, 9, items);
 error:
     Py_DECREF(voters);
@@ -656,10 +808,10 @@ static int emit(PyObject *out, PyObject *action, PyObject *next) {
 }
 
 /* One voter replaced, then the step emitted; x is cleared. */
-static int emit1(const Context *c, const View *v, PyObject *out, PyObject *action, int i, Val *x, long writes,
-                 long restarts) {
+static int emit1(const Context *c, const View *v, PyObject *out, PyObject *action, int i, Val *x, int counter,
+                 long delta) {
     Change change = {i, x};
-    int status = emit(out, action, next_state(c, v, &change, 1, writes, restarts));
+    int status = emit(out, action, next_state(c, v, &change, 1, counter, delta));
     val_clear(x);
     return status;
 }
@@ -674,50 +826,70 @@ static PyObject *act3(PyObject *table, long i, long j, long k) {
 /* -- the steps ----------------------------------------------------------------------------------- */
 
 static int client_write(const Context *c, const View *v, PyObject *out, int l) {
-    if (v->writes >= c->max_records) {
+    if (v->counters[WRITES] >= c->max_records) {
         return 0;
     }
     Val x;
     val_copy(&x, &v->v[l]);
     set_log(&x, append_record(c, x.log, x.epoch, c->data));
+    x.rvs[x.len] = NULL;
     x.rec[x.len++] = x.epoch;
     set_offset(&x, l, (long)x.len);
-    advance_hw(c, &x);
-    return emit1(c, v, out, act1(c->client_write, l), l, &x, 1, 0);
+    advance_hw(c, v, &x);
+    return emit1(c, v, out, act1(c->client_write, l), l, &x, WRITES, 1);
 }
 
-static int check_quorum(const Context *c, const View *v, PyObject *out, int l) {
-    if (!c->check_quorum) {
-        return 0;
-    }
-    int lone = c->n == 1;
-    if (lone && c->single_voter_exemption) {
-        return 0;
-    }
-    if (!lone) { /* quorum_lost */
-        const Val *leader = &v->v[l];
-        int fetching = 0;
-        for (int w = 0; w < v->n; w++) {
-            fetching += w != l && v->v[w].epoch <= leader->epoch && connected(v->isolated, l, w);
-        }
-        if (fetching + 1 >= c->majority) {
-            return 0;
-        }
-    }
+/* The leader as Resigned (check-quorum, or removed from the voter set). */
+static int resign(const Context *c, const View *v, PyObject *out, PyObject *action, int l) {
     Val x;
     val_copy(&x, &v->v[l]);
     x.role = RESIGNED;
     x.orig = NULL;
     set_offsets_empty(&x);
     x.hwKnown = 0;
-    return emit1(c, v, out, act1(c->check_quorum_resign, l), l, &x, 0, 0);
+    return emit1(c, v, out, action, l, &x, NO_COUNTER, 0);
+}
+
+/* quorum_lost: fewer than a majority of the voter set can still fetch from the leader. */
+static int quorum_lost(const Context *c, const View *v, int l) {
+    const Val *leader = &v->v[l];
+    int fetching = 0;
+    if (c->is_static) {
+        for (int w = 0; w < c->n_voters; w++) {
+            fetching += w != l && v->v[w].epoch <= leader->epoch && connected(v->isolated, l, w);
+        }
+        return fetching + 1 < c->majority;
+    }
+    const VSet *vs = voters_of(c, v, leader);
+    for (int k = 0; k < vs->k; k++) {
+        int w = (int)vs->id[k];
+        fetching += w != l && v->v[w].directoryId == vs->dir[k] && connected(v->isolated, l, w) &&
+                    v->v[w].epoch <= leader->epoch;
+    }
+    int own = holds_key(vs, l, leader->directoryId);
+    return fetching + own < vs->k / 2 + 1;
+}
+
+static int check_quorum(const Context *c, const View *v, PyObject *out, int l) {
+    if (!c->check_quorum) {
+        return 0;
+    }
+    int lone = voters_of(c, v, &v->v[l])->k == 1;
+    if (lone && c->single_voter_exemption) {
+        return 0;
+    }
+    if (!lone && !quorum_lost(c, v, l)) {
+        return 0;
+    }
+    return resign(c, v, out, act1(c->check_quorum_resign, l), l);
 }
 
 static int begin_quorum_epoch(const Context *c, const View *v, PyObject *out, int l) {
     const Val *leader = &v->v[l];
+    unsigned ids = voters_of(c, v, leader)->ids;
     for (int w = 0; w < v->n; w++) {
         const Val *me = &v->v[w];
-        if (w == l || me->epoch > leader->epoch || !connected(v->isolated, l, w)) {
+        if (!(ids & (1u << w)) || w == l || me->epoch > leader->epoch || !connected(v->isolated, l, w)) {
             continue;
         }
         if (me->role == FOLLOWER && me->leaderId == l && me->epoch == leader->epoch) {
@@ -726,7 +898,7 @@ static int begin_quorum_epoch(const Context *c, const View *v, PyObject *out, in
         Val x;
         val_copy(&x, me);
         transition(&x, FOLLOWER, leader->epoch, l);
-        if (emit1(c, v, out, act2(c->begin_quorum_epoch, l, w), w, &x, 0, 0) < 0) {
+        if (emit1(c, v, out, act2(c->begin_quorum_epoch, l, w), w, &x, NO_COUNTER, 0) < 0) {
             return -1;
         }
     }
@@ -741,6 +913,15 @@ static void end_offset_for_epoch(const Val *x, long epoch, long *found, long *en
         *found = x->rec[o];
         *end = (long)o + 1;
     }
+}
+
+/* counts_fetch: the leader records the fetch as a voter's or an observer's. */
+static int counts_fetch(const Context *c, const View *v, const Val *leader, int f, const Val *follower) {
+    if (c->is_static) {
+        return 1;
+    }
+    const VSet *vs = voters_of(c, v, leader);
+    return holds_key(vs, f, follower->directoryId) || !(vs->ids & (1u << f));
 }
 
 static int fetch(const Context *c, const View *v, PyObject *out, int f) {
@@ -758,7 +939,7 @@ static int fetch(const Context *c, const View *v, PyObject *out, int f) {
             val_clear(&x);
             return 0;
         }
-        return emit1(c, v, out, action, f, &x, 0, 0);
+        return emit1(c, v, out, action, f, &x, NO_COUNTER, 0);
     }
     Py_ssize_t fetch_offset = me->len;
     long last_epoch = me->len ? me->rec[me->len - 1] : 0, epoch, end;
@@ -771,12 +952,14 @@ static int fetch(const Context *c, const View *v, PyObject *out, int f) {
         x.len = truncate_to;
         x.hw = me->hw < truncate_to ? me->hw : truncate_to;
         x.hasFetched = 1;
-        return emit1(c, v, out, action, f, &x, 0, 0);
+        return emit1(c, v, out, action, f, &x, NO_COUNTER, 0);
     }
     Val y;
     val_copy(&y, leader);
-    set_offset(&y, f, (long)fetch_offset);
-    advance_hw(c, &y);
+    if (counts_fetch(c, v, leader, f, me)) {
+        set_offset(&y, f, (long)fetch_offset);
+        advance_hw(c, v, &y);
+    }
     Py_ssize_t take = leader->len - fetch_offset;
     if (c->fetch_max_records && take > c->fetch_max_records) {
         take = c->fetch_max_records;
@@ -798,6 +981,7 @@ static int fetch(const Context *c, const View *v, PyObject *out, int f) {
         set_log(&x, log);
         for (Py_ssize_t o = fetch_offset; o < fetch_offset + take; o++) {
             x.rec[o] = leader->rec[o];
+            x.rvs[o] = leader->rvs[o];
         }
         x.len = fetch_offset + take;
     }
@@ -807,7 +991,7 @@ static int fetch(const Context *c, const View *v, PyObject *out, int f) {
         x.orig = NULL;
     }
     Change changes[2] = {{f, &x}, {l, &y}};
-    int status = emit(out, action, next_state(c, v, changes, 2, 0, 0));
+    int status = emit(out, action, next_state(c, v, changes, 2, NO_COUNTER, 0));
     val_clear(&x);
     val_clear(&y);
     return status;
@@ -821,15 +1005,15 @@ static int fetch_timeout(const Context *c, const View *v, PyObject *out, int f) 
     }
     Val x;
     val_copy(&x, me);
-    timed_out(c, f, &x);
-    return emit1(c, v, out, act1(c->fetch_timeout, f), f, &x, 0, 0);
+    timed_out(c, v, f, &x);
+    return emit1(c, v, out, act1(c->fetch_timeout, f), f, &x, NO_COUNTER, 0);
 }
 
 static int election_timeout(const Context *c, const View *v, PyObject *out, int w) {
     Val x;
     val_copy(&x, &v->v[w]);
-    timed_out(c, w, &x);
-    return emit1(c, v, out, act1(c->election_timeout, w), w, &x, 0, 0);
+    timed_out(c, v, w, &x);
+    return emit1(c, v, out, act1(c->election_timeout, w), w, &x, NO_COUNTER, 0);
 }
 
 /* A Vote request (a pre-vote from a Prospective) from ``cand`` to ``w`` and its response: 1 when
@@ -843,9 +1027,12 @@ static int vote_round(const Context *c, const View *v, int ci, int w, Val *x, Va
         if (cand->epoch > me->epoch) {
             transition(x, UNATTACHED, cand->epoch, NONE);
         }
-        if (pre_vote) {
-            granted = x->role != LEADER && !(x->role == FOLLOWER && (x->hasFetched || !c->prevote_from_unfetched_follower)) &&
-                      log_ok;
+        const VSet *vs = c->is_static || !c->directory_ids ? NULL : voters_of(c, v, cand);
+        if (vs != NULL && (vs->ids & (1u << w)) && !holds_key(vs, w, x->directoryId)) {
+            granted = 0; /* INVALID_VOTER_KEY */
+        } else if (pre_vote) {
+            granted = x->role != LEADER &&
+                      !(x->role == FOLLOWER && (x->hasFetched || !c->prevote_from_unfetched_follower)) && log_ok;
         } else if (x->role != UNATTACHED && x->role != PROSPECTIVE) {
             granted = 0;
         } else if (x->leaderId != NONE) {
@@ -869,7 +1056,7 @@ static int vote_round(const Context *c, const View *v, int ci, int w, Val *x, Va
             return 1;
         }
         set_votes(y, y->votes | (1u << w));
-        tally(c, ci, y);
+        tally(c, v, ci, y);
     }
     return 1;
 }
@@ -878,8 +1065,9 @@ static int vote_round(const Context *c, const View *v, int ci, int w, Val *x, Va
 static int request_votes(const Context *c, const View *v, PyObject *out, int ci) {
     const Val *cand = &v->v[ci];
     int pre_vote = cand->role == PROSPECTIVE, sent = 0;
+    unsigned ids = voters_of(c, v, cand)->ids;
     for (int w = 0; w < v->n; w++) {
-        if ((cand->votes & (1u << w)) || w == ci || !connected(v->isolated, ci, w)) {
+        if (!(ids & (1u << w)) || (cand->votes & (1u << w)) || w == ci || !connected(v->isolated, ci, w)) {
             continue;
         }
         Val x, y;
@@ -887,7 +1075,7 @@ static int request_votes(const Context *c, const View *v, PyObject *out, int ci)
             continue;
         }
         Change changes[2] = {{w, &x}, {ci, &y}};
-        int status = emit(out, act3(c->request_vote, ci, w, pre_vote), next_state(c, v, changes, 2, 0, 0));
+        int status = emit(out, act3(c->request_vote, ci, w, pre_vote), next_state(c, v, changes, 2, NO_COUNTER, 0));
         val_clear(&x);
         val_clear(&y);
         if (status < 0) {
@@ -898,6 +1086,161 @@ static int request_votes(const Context *c, const View *v, PyObject *out, int ci)
     return sent;
 }
 
+/* -- KIP-853: voter changes, observers, lost disks ----------------------------------------------- */
+
+/* _append_voters: the leader appends a VotersRecord of ``vs`` (its keys; the frozenset is made here). */
+static int append_voters(const Context *c, const View *v, PyObject *out, PyObject *action, int l, VSet *vs,
+                         int removed) {
+    PyObject *set = PyFrozenSet_New(NULL);
+    if (set == NULL) {
+        return -1;
+    }
+    for (int k = 0; k < vs->k; k++) {
+        PyObject *key = Py_BuildValue("(ll)", vs->id[k], vs->dir[k]);
+        if (key == NULL || PySet_Add(set, key) < 0) {
+            Py_XDECREF(key);
+            Py_DECREF(set);
+            return -1;
+        }
+        Py_DECREF(key);
+    }
+    const Val *leader = &v->v[l];
+    PyObject *items[3] = {PyLong_FromLong(leader->epoch), Py_NewRef(c->voters_kind), set};
+    PyObject *record = new_named(c->voters_record_type, 3, items);
+    if (record == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = leader->len;
+    PyObject *log = PyTuple_New(n + 1);
+    if (log == NULL) {
+        Py_DECREF(record);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(log, i, Py_NewRef(PyTuple_GET_ITEM(leader->log, i)));
+    }
+    PyTuple_SET_ITEM(log, n, record);
+    vs->obj = set; /* held by the log */
+    Sets *sets = v->sets;
+    sets->set[sets->count++] = *vs;
+    Val x;
+    val_copy(&x, leader);
+    set_log(&x, log);
+    x.rvs[x.len] = set;
+    x.rec[x.len++] = x.epoch;
+    set_offset(&x, l, (long)x.len);
+    if (removed >= 0 && removed != l) {
+        set_offset(&x, removed, 0);
+    }
+    advance_hw(c, v, &x);
+    int status = emit1(c, v, out, action, l, &x, VOTER_CHANGES, 1);
+    sets->count--;
+    return status;
+}
+
+/* _voter_changes: AddVoter and RemoveVoter, handled by the leader. */
+static int voter_changes(const Context *c, const View *v, PyObject *out, int l) {
+    const Val *leader = &v->v[l];
+    if (v->counters[VOTER_CHANGES] >= c->max_voter_changes || !leader->hwKnown) {
+        return 0;
+    }
+    if (c->one_voter_change_at_a_time && last_voters_offset(leader) >= leader->hw) {
+        return 0;
+    }
+    const VSet *vs = voters_of(c, v, leader);
+    for (int o = 0; o < v->n; o++) {
+        if ((vs->ids & (1u << o)) || !connected(v->isolated, l, o) || leader->off[o] != leader->len) {
+            continue;
+        }
+        VSet added = *vs;
+        int j = added.k++;
+        while (j > 0 && added.id[j - 1] > o) {
+            added.id[j] = added.id[j - 1];
+            added.dir[j] = added.dir[j - 1];
+            j--;
+        }
+        added.id[j] = o;
+        added.dir[j] = v->v[o].directoryId;
+        added.ids |= 1u << o;
+        if (append_voters(c, v, out, act2(c->add_voter, l, o), l, &added, -1) < 0) {
+            return -1;
+        }
+    }
+    if (vs->k > 1) {
+        for (int k = 0; k < vs->k; k++) {
+            VSet less = {0};
+            for (int i = 0; i < vs->k; i++) {
+                if (i != k) {
+                    less.id[less.k] = vs->id[i];
+                    less.dir[less.k++] = vs->dir[i];
+                    less.ids |= 1u << vs->id[i];
+                }
+            }
+            int o = (int)vs->id[k];
+            if (append_voters(c, v, out, act2(c->remove_voter, l, o), l, &less, o) < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* _resign_removed: a leader no longer in its voter set resigns once that record is committed. */
+static int resign_removed(const Context *c, const View *v, PyObject *out, int l) {
+    const Val *leader = &v->v[l];
+    if (c->static_voters || is_voter(c, v, l, leader) || !leader->hwKnown) {
+        return 0;
+    }
+    if (leader->hw > last_voters_offset(leader)) {
+        return resign(c, v, out, act1(c->resign_removed, l), l);
+    }
+    return 0;
+}
+
+/* _discover: an observer with no leader to fetch from asks any voter it knows. */
+static int discover(const Context *c, const View *v, PyObject *out, int o) {
+    const Val *me = &v->v[o];
+    if (me->role == FOLLOWER) {
+        const Val *leader = &v->v[me->leaderId];
+        if (connected(v->isolated, o, (int)me->leaderId) && leader->role == LEADER && leader->epoch == me->epoch) {
+            return 0;
+        }
+    }
+    unsigned ids = voters_of(c, v, me)->ids;
+    for (int w = 0; w < v->n; w++) {
+        if (!(ids & (1u << w)) || w == o || !connected(v->isolated, o, w)) {
+            continue;
+        }
+        Val x;
+        val_copy(&x, me);
+        if (!learn(o, &x, v->v[w].epoch, v->v[w].leaderId)) {
+            val_clear(&x);
+            continue;
+        }
+        if (emit1(c, v, out, act2(c->fetch, o, w), o, &x, NO_COUNTER, 0) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* An observer's step: it only fetches (and a removed leader that resigned leaves its epoch). */
+static int observer(const Context *c, const View *v, PyObject *out, int o) {
+    const Val *me = &v->v[o];
+    if (me->role == FOLLOWER && fetch(c, v, out, o) < 0) {
+        return -1;
+    }
+    if (me->role == RESIGNED) { /* _leave_resigned */
+        Val x;
+        val_copy(&x, me);
+        transition(&x, UNATTACHED, me->epoch + 1, NONE);
+        return emit1(c, v, out, act1(c->election_timeout, o), o, &x, NO_COUNTER, 0);
+    }
+    return discover(c, v, out, o);
+}
+
+/* -- faults -------------------------------------------------------------------------------------- */
+
 static PyObject *with_isolated(const Context *c, const View *v, unsigned isolated, long partitions) {
     PyObject *s = v->state;
     PyObject *items[9];
@@ -906,7 +1249,7 @@ static PyObject *with_isolated(const Context *c, const View *v, unsigned isolate
     }
     Py_SETREF(items[1], mask_set(c, isolated));
     if (partitions) {
-        Py_SETREF(items[4], PyLong_FromLong(v->partitions + partitions));
+        Py_SETREF(items[4], PyLong_FromLong(v->counters[PARTITIONS] + partitions));
     }
     return new_named(c->state_type, 9, items);
 }
@@ -916,13 +1259,13 @@ static int faults(const Context *c, const View *v, PyObject *out, int w) {
     unsigned bit = 1u << w;
     if (v->isolated & bit) {
         status = emit(out, act1(c->heal, w), with_isolated(c, v, v->isolated & ~bit, 0));
-    } else if (v->partitions < c->max_partitions && v->n > 1) {
+    } else if (v->counters[PARTITIONS] < c->max_partitions && v->n > 1) {
         status = emit(out, act1(c->isolate, w), with_isolated(c, v, v->isolated | bit, 1));
     }
     if (status < 0) {
         return -1;
     }
-    if (v->restarts < c->max_restarts) { /* _restarted: from the durable quorum-state */
+    if (v->counters[RESTARTS] < c->max_restarts) { /* _restarted: from the durable quorum-state */
         Val x;
         val_copy(&x, &v->v[w]);
         int role = (x.role == LEADER || x.role == RESIGNED) && x.leaderId == w ? RESIGNED
@@ -932,28 +1275,50 @@ static int faults(const Context *c, const View *v, PyObject *out, int w) {
         transition(&x, role, x.epoch, x.leaderId);
         x.votedId = votedId;
         x.hw = 0;
-        return emit1(c, v, out, act1(c->restart, w), w, &x, 0, 1);
+        if (emit1(c, v, out, act1(c->restart, w), w, &x, RESTARTS, 1) < 0) {
+            return -1;
+        }
+    }
+    if (v->counters[DISK_LOSSES] < c->max_disk_losses) { /* _lose_disk: an empty log directory */
+        Val x;
+        val_copy(&x, &v->v[w]);
+        transition(&x, UNATTACHED, 0, NONE);
+        set_log(&x, PyTuple_New(0));
+        x.len = 0;
+        x.hw = 0;
+        if (c->directory_ids) {
+            x.directoryId++;
+            Py_SETREF(x.dir_obj, PyLong_FromLong(x.directoryId));
+            if (x.dir_obj == NULL) {
+                val_clear(&x);
+                return -1;
+            }
+        }
+        return emit1(c, v, out, act1(c->lose_disk, w), w, &x, DISK_LOSSES, 1);
     }
     return 0;
 }
 
 /* -- the module ---------------------------------------------------------------------------------- */
 
+enum { CTX_TYPES = 0, CTX_ROLES = 5, CTX_STRINGS = 6, CTX_TABLES = 10, CTX_INTS = 24, CTX_SIZE = 40 };
+
 static int read_context(PyObject *ctx, Context *c) {
-    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 31) {
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != CTX_SIZE) {
         PyErr_SetString(PyExc_TypeError, "successors(ctx, state): ctx is not KraftQuorumModel's context");
         return -1;
     }
-    PyTypeObject **types[4] = {&c->state_type, &c->voter_type, &c->record_type, &c->committed_type};
-    for (int i = 0; i < 4; i++) {
-        PyObject *t = PyTuple_GET_ITEM(ctx, i);
+    PyTypeObject **types[5] = {&c->state_type, &c->voter_type, &c->record_type, &c->committed_type,
+                               &c->voters_record_type};
+    for (int i = 0; i < 5; i++) {
+        PyObject *t = PyTuple_GET_ITEM(ctx, CTX_TYPES + i);
         if (!PyType_Check(t) || !PyType_IsSubtype((PyTypeObject *)t, &PyTuple_Type)) {
             PyErr_SetString(PyExc_TypeError, "successors(ctx, state): the context's types must be tuple types");
             return -1;
         }
         *types[i] = (PyTypeObject *)t;
     }
-    PyObject *roles = PyTuple_GET_ITEM(ctx, 4);
+    PyObject *roles = PyTuple_GET_ITEM(ctx, CTX_ROLES);
     if (!PyTuple_Check(roles) || PyTuple_GET_SIZE(roles) != ROLE_COUNT) {
         PyErr_SetString(PyExc_TypeError, "successors(ctx, state): the context's roles must be a tuple of six");
         return -1;
@@ -961,54 +1326,72 @@ static int read_context(PyObject *ctx, Context *c) {
     for (int i = 0; i < ROLE_COUNT; i++) {
         c->roles[i] = PyTuple_GET_ITEM(roles, i);
     }
-    c->leader_change = PyTuple_GET_ITEM(ctx, 5);
-    c->data = PyTuple_GET_ITEM(ctx, 6);
-    c->nobody = PyTuple_GET_ITEM(ctx, 7);
-    PyObject **tables[10] = {&c->election_timeout, &c->fetch_timeout, &c->request_vote, &c->begin_quorum_epoch,
+    c->leader_change = PyTuple_GET_ITEM(ctx, CTX_STRINGS);
+    c->data = PyTuple_GET_ITEM(ctx, CTX_STRINGS + 1);
+    c->voters_kind = PyTuple_GET_ITEM(ctx, CTX_STRINGS + 2);
+    c->nobody = PyTuple_GET_ITEM(ctx, CTX_STRINGS + 3);
+    PyObject **tables[14] = {&c->election_timeout, &c->fetch_timeout, &c->request_vote,  &c->begin_quorum_epoch,
                              &c->fetch,            &c->client_write,  &c->check_quorum_resign, &c->isolate,
-                             &c->heal,             &c->restart};
-    for (int i = 0; i < 10; i++) {
-        *tables[i] = PyTuple_GET_ITEM(ctx, 8 + i);
+                             &c->heal,             &c->restart,       &c->add_voter,     &c->remove_voter,
+                             &c->resign_removed,   &c->lose_disk};
+    for (int i = 0; i < 14; i++) {
+        *tables[i] = PyTuple_GET_ITEM(ctx, CTX_TABLES + i);
         if (!PyList_Check(*tables[i])) {
             PyErr_SetString(PyExc_TypeError, "successors(ctx, state): the action tables must be lists");
             return -1;
         }
     }
-    long ints[13];
-    for (int i = 0; i < 13; i++) {
-        ints[i] = PyLong_AsLong(PyTuple_GET_ITEM(ctx, 18 + i));
+    long ints[CTX_SIZE - CTX_INTS];
+    for (int i = 0; i < CTX_SIZE - CTX_INTS; i++) {
+        ints[i] = PyLong_AsLong(PyTuple_GET_ITEM(ctx, CTX_INTS + i));
         if (ints[i] == -1 && PyErr_Occurred()) {
             return -1;
         }
     }
-    c->n = ints[0];
-    c->majority = ints[1];
-    c->max_records = ints[2];
-    c->max_partitions = ints[3];
-    c->max_restarts = ints[4];
-    c->fetch_max_records = ints[5];
-    c->pre_vote = (int)ints[6];
-    c->check_quorum = (int)ints[7];
-    c->single_voter_exemption = (int)ints[8];
-    c->prevote_from_unfetched_follower = (int)ints[9];
-    c->hw_needs_current_epoch = (int)ints[10];
-    if (ints[11] != 0 || ints[12] != 0 || c->n < 1 || c->n > MAX_VOTERS || c->majority < 1 || c->majority > c->n ||
+    long *sizes[9] = {&c->n, &c->n_voters, &c->majority, &c->max_records, &c->max_partitions, &c->max_restarts,
+                      &c->fetch_max_records, &c->max_voter_changes, &c->max_disk_losses};
+    for (int i = 0; i < 9; i++) {
+        *sizes[i] = ints[i];
+    }
+    int *flags[7] = {&c->pre_vote, &c->check_quorum, &c->single_voter_exemption, &c->prevote_from_unfetched_follower,
+                     &c->hw_needs_current_epoch, &c->directory_ids, &c->one_voter_change_at_a_time};
+    for (int i = 0; i < 7; i++) {
+        *flags[i] = ints[9 + i] != 0;
+    }
+    if (c->n < 1 || c->n > MAX_VOTERS || c->n_voters < 1 || c->n_voters > c->n || c->majority != c->n_voters / 2 + 1 ||
         PyList_GET_SIZE(c->election_timeout) != c->n) {
-        PyErr_SetString(PyExc_ValueError, "successors(ctx, state): the context is not a static voter set");
+        PyErr_SetString(PyExc_ValueError, "successors(ctx, state): the context's sizes do not fit");
         return -1;
+    }
+    c->static_voters = c->max_voter_changes == 0;
+    c->is_static = c->static_voters && c->n == c->n_voters && c->max_disk_losses == 0;
+    c->bootstrap.k = (int)c->n_voters;
+    c->bootstrap.ids = 0;
+    c->bootstrap.obj = NULL;
+    for (int i = 0; i < c->n_voters; i++) {
+        c->bootstrap.id[i] = i;
+        c->bootstrap.dir[i] = 0;
+        c->bootstrap.ids |= 1u << i;
     }
     return 0;
 }
 
 static int step(const Context *c, const View *v, PyObject *out) {
-    int any_faults = v->isolated || v->partitions < c->max_partitions || v->restarts < c->max_restarts;
+    int any_faults = v->isolated || v->counters[PARTITIONS] < c->max_partitions ||
+                     v->counters[RESTARTS] < c->max_restarts || v->counters[DISK_LOSSES] < c->max_disk_losses;
     for (int w = 0; w < v->n; w++) {
-        int role = v->v[w].role, status = 0;
+        const Val *me = &v->v[w];
+        int role = me->role, status = 0;
         if (role == LEADER) {
             if (client_write(c, v, out, w) < 0 || check_quorum(c, v, out, w) < 0 ||
                 begin_quorum_epoch(c, v, out, w) < 0) {
                 return -1;
             }
+            if (!c->static_voters && (voter_changes(c, v, out, w) < 0 || resign_removed(c, v, out, w) < 0)) {
+                return -1;
+            }
+        } else if (!is_voter(c, v, w, me)) {
+            status = observer(c, v, out, w);
         } else if (role == FOLLOWER) {
             if (fetch(c, v, out, w) < 0 || fetch_timeout(c, v, out, w) < 0) {
                 return -1;
@@ -1037,7 +1420,9 @@ static PyObject *successors(PyObject *Py_UNUSED(module), PyObject *const *args, 
     if (read_context(args[0], &c) < 0) {
         return NULL;
     }
+    Sets sets;
     View v;
+    v.sets = &sets;
     int status = read_view(&c, args[1], &v);
     if (status < 0) {
         return NULL;

@@ -263,31 +263,33 @@ class KraftQuorumModel(DynamicVoters, Model):
         self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
         """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
         self._fast = _fast_successors()
-        self._fast_ctx = self._fast_context() if self._fast is not None and self.static and _as_defined(self) else None
-        """The C successor function's context; None for Python alone: KIP-853's dynamic voter sets, and a
-        subclass that changes a method (the C would not see the change)."""
+        self._fast_ctx = self._fast_context() if self._fast is not None and _as_defined(self) else None
+        """The C successor function's context; None for Python alone (and for a subclass that changes a
+        method: the C would not see the change)."""
 
     def _fast_context(self) -> tuple:
         """What the C successor function reads: the state types, the strings, the action tables, the config."""
         cfg, ids = self.config, self.replica_ids
-        tables = (
-            *([self._actions[name, v] for v in ids] for name in ("ElectionTimeout", "FetchTimeout")),
-            [[[self._actions["RequestVote", c, v, p] for p in (False, True)] for v in ids] for c in ids],
-            [[self._actions["BeginQuorumEpoch", c, v] for v in ids] for c in ids],
-            [[self._actions["Fetch", f, c] for c in ids] for f in ids],
-            *(
-                [self._actions[name, v] for v in ids]
-                for name in ("ClientWrite", "CheckQuorumResign", "Isolate", "Heal", "Restart")
-            ),
-        )
+        pairs = ("BeginQuorumEpoch", "Fetch", "AddVoter", "RemoveVoter")
+        t = {name: [[self._actions[name, a, b] for b in ids] for a in ids] for name in pairs}
+        t["RequestVote"] = [[[self._actions["RequestVote", c, v, p] for p in (False, True)] for v in ids] for c in ids]
+        singles = ("ElectionTimeout", "FetchTimeout", "ClientWrite", "CheckQuorumResign", "Isolate", "Heal", "Restart",
+                   "ResignRemoved", "LoseDisk")  # fmt: skip
+        t |= {name: [self._actions[name, v] for v in ids] for name in singles}
+        order = ("ElectionTimeout", "FetchTimeout", "RequestVote", "BeginQuorumEpoch", "Fetch", "ClientWrite",
+                 "CheckQuorumResign", "Isolate", "Heal", "Restart", "AddVoter", "RemoveVoter", "ResignRemoved",
+                 "LoseDisk")  # fmt: skip
+        sizes = (
+            len(ids), cfg.voters, self.majority, cfg.max_records, cfg.max_partitions, cfg.max_restarts,
+            cfg.fetch_max_records, cfg.max_voter_changes, cfg.max_disk_losses,
+        )  # fmt: skip
         flags = (
             cfg.pre_vote, cfg.check_quorum, cfg.single_voter_exemption, cfg.prevote_from_unfetched_follower,
-            cfg.hw_needs_current_epoch,
+            cfg.hw_needs_current_epoch, cfg.directory_ids, cfg.one_voter_change_at_a_time,
         )  # fmt: skip
         return (
-            QuorumState, Voter, Record, Committed, ROLES, LEADER_CHANGE, DATA, _NOBODY, *tables,
-            len(ids), self.majority, cfg.max_records, cfg.max_partitions, cfg.max_restarts, cfg.fetch_max_records,
-            *[int(f) for f in flags], cfg.observers, cfg.max_voter_changes + cfg.max_disk_losses,
+            QuorumState, Voter, Record, Committed, VotersRecord, ROLES, LEADER_CHANGE, DATA, VOTERS, _NOBODY,
+            *[t[name] for name in order], *sizes, *[int(f) for f in flags],
         )  # fmt: skip
 
     def _act(self, name: str, *values: Any) -> Action:
@@ -417,9 +419,8 @@ class KraftQuorumModel(DynamicVoters, Model):
 
     # -- next ----------------------------------------------------------------------------------
     def successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
-        """The steps of every action from ``s``: by the C extension when it was built and the voter set
-        is static (the same list, several times faster), otherwise, or for a state it leaves to
-        Python, by the Python below."""
+        """The steps of every action from ``s``: by the C extension when it was built (the same list,
+        several times faster), otherwise, or for a state it leaves to Python, by the Python below."""
         if self._fast_ctx is not None:
             out = self._fast(self._fast_ctx, s)
             if out is not None:

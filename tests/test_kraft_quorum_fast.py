@@ -34,11 +34,19 @@ CASES = {
     ("pre-kafka-16144", ()): (14, 14, 7),
     ("pre-kafka-17641", (("voters", 2), ("max_epoch", 3))): (3094, 7649, 22),
     ("raft-figure-8", (("max_epoch", 2),)): (4157, 13036, 18),
-    ("kip-853", (("max_epoch", 1),)): (21433, 46663, 23),
+    ("kip-853", (("max_epoch", 1), ("max_restarts", 0))): (2672, 5584, 20),
+    ("kip-853", (("voters", 2), ("observers", 1), ("max_epoch", 1))): (7886, 15389, 25),
+    (
+        "kip-853",
+        (("voters", 1), ("observers", 1), ("max_voter_changes", 3), ("max_disk_losses", 1), ("max_restarts", 0)),
+    ): (282, 386, 26),
+    ("no-voter-change-guard", (("voters", 2), ("observers", 1), ("max_epoch", 1), ("max_restarts", 0))): (
+        1420,
+        2459,
+        22,
+    ),
     ("pre-kip-853", (("max_epoch", 1),)): (5631, 17272, 19),
 }
-DYNAMIC = {"kip-853", "no-voter-change-guard", "pre-kip-853"}
-"""KIP-853's presets (voter changes, lost disks): the C leaves them to the Python."""
 
 needs_c = pytest.mark.skipif(kraft_quorum._fast_successors() is None, reason="the C extension was not built")
 
@@ -74,7 +82,7 @@ def reachable(model: KraftQuorumModel) -> list[QuorumState]:
 
 
 @needs_c
-@pytest.mark.parametrize("case", [c for c in CASES if c[0] not in DYNAMIC], ids=str)
+@pytest.mark.parametrize("case", list(CASES), ids=str)
 def test_c_successors_are_the_python_ones_on_every_reachable_state(case: tuple[str, tuple]) -> None:
     """The same actions and states, in the same order, of the same types."""
     model = build(case)
@@ -96,13 +104,7 @@ def test_pure_python_and_c_give_the_same_counts(case: tuple[str, tuple]) -> None
 
 
 def test_every_preset_is_searched_by_either_path() -> None:
-    assert {preset for preset, _ in CASES} | DYNAMIC == set(PRESETS)
-
-
-@needs_c
-def test_dynamic_voter_sets_are_left_to_the_python() -> None:
-    for preset in DYNAMIC:
-        assert KraftQuorumModel.build(preset)._fast_ctx is None
+    assert {preset for preset, _ in CASES} == set(PRESETS)
 
 
 @needs_c
@@ -119,7 +121,7 @@ def test_a_subclass_that_changes_a_method_runs_the_python() -> None:
 def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     model = KraftQuorumModel.build("kip-996")
     [init] = model.init_states()
-    # A VotersRecord belongs to a dynamic voter set: the C declines and the Python answers.
+    # A VotersRecord where the voter set is static: the C declines and the Python answers.
     voters_record = VotersRecord(0, VOTERS, frozenset({(0, 0), (1, 0)}))
     odd = init._replace(voters=(init.voters[0]._replace(log=(voters_record,)), *init.voters[1:]))
     assert model._fast(model._fast_ctx, odd) is None
