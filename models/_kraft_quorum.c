@@ -1,6 +1,7 @@
 /* The successor function of models/kraft_quorum.py, in C: the same steps, in the same order, built
- * from the same NamedTuple types and action labels, for every static voter set (no KIP-853 voter
- * changes, observers or lost disks) and every combination of the model's other flags.
+ * from the same NamedTuple types and action labels, for every combination of the model's flags --
+ * KIP-853's too: a replica's voter set is the last VotersRecord in its log (else the bootstrap set),
+ * read once per state into a table of voter sets (Sets) that a new VotersRecord joins for its step.
  *
  * successors(ctx, state) returns the list KraftQuorumModel._successors(state) returns, or None when
  * the state is outside what this code handles (the caller then runs the Python). ctx is the tuple
