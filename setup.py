@@ -1,5 +1,6 @@
 """The C extensions (everything else is in pyproject.toml): the encoder behind fingerprints, the
-coverage observer's counting, and the `replication` model's successor function.
+coverage observer's counting, and the successor functions of the `replication`,
+`kraft-replication`, `kraft-quorum` and `group` models.
 
 Each is optional: where no C compiler is found the install goes on, and the Python each one
 twins runs instead with the same results: the pure-Python encoder gives the same bytes, the
@@ -13,5 +14,8 @@ setup(
         Extension("kmc.checker._canonical", ["checker/_canonical.c"], optional=True),
         Extension("kmc.checker._counts", ["checker/_counts.c"], optional=True),
         Extension("kmc.models._replication", ["models/_replication.c"], optional=True),
+        Extension("kmc.models._kraft_replication", ["models/_kraft_replication.c"], optional=True),
+        Extension("kmc.models._kraft_quorum", ["models/_kraft_quorum.c"], optional=True),
+        Extension("kmc.models._group", ["models/_group.c"], optional=True),
     ]
 )
