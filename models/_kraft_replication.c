@@ -36,10 +36,10 @@ enum { MSG_NONE, MSG_FETCH_REQUEST, MSG_FETCH_RESPONSE, MSG_OFLE_REQUEST, MSG_OF
 enum { CB_HANDLE_ALTER_PARTITION, CB_CONTROLLED_SHUTDOWN, CB_RESTART, CB_UNFENCE, CB_FENCE, CB_CONTROLLER_FAILOVER,
        CB_REASSIGNMENTS, CB_HANDLE_OFLE, CB_HANDLE_OFLE_RESPONSE, CB_APPLY_METADATA, N_CALLBACKS };
 enum { A_PRODUCE, A_SEND_FETCH, A_HANDLE_FETCH, A_HANDLE_FETCH_RESPONSE, A_SEND_OFLE, A_SHRINK_ISR, A_EXPAND_ISR,
-       A_APPLY_METADATA, A_CRASH, A_UNFENCE, A_FENCE, N_TABLES };
+       A_APPLY_METADATA, A_CRASH, A_UNFENCE, A_FENCE, A_HANDLE_ALTER_PARTITION, N_TABLES };
 enum { I_BROKERS, I_MIN_ISR, I_ACKS, I_MAX_RECORDS, I_MAX_CRASHES, I_MAX_FENCES, I_MAX_SHUTDOWNS, I_CRASH,
        I_TRUNCATION, I_FETCH_FENCING, I_MAXIMAL_ISR, I_ISR_EXPAND_LESO, I_ISR_BROKER_EPOCH, I_HW_MIN_ISR,
-       I_DIVERGING_FETCH_NOT_COUNTED, I_MAX_CONTROLLER_FAILOVERS, I_MAX_REASSIGNMENTS, N_INTS };
+       I_DIVERGING_FETCH_NOT_COUNTED, I_MAX_CONTROLLER_FAILOVERS, I_MAX_REASSIGNMENTS, I_AWAITS_METADATA, N_INTS };
 #define N_TYPES 8
 #define CTX_SIZE 16
 
@@ -48,7 +48,7 @@ typedef struct {
     PyTypeObject *state_type, *replica_type, *record_type, *alter_partition_type, *fetch_request_type,
         *fetch_response_type, *ofle_request_type, *ofle_response_type;
     PyObject *strings[N_STRINGS];
-    PyObject *unknown_followers, *changes, *dense, *unfence_key, *fence_key;
+    PyObject *unknown_followers, *changes, *dense, *unfence_key, *fence_key, *commit_key;
     PyObject *callbacks[N_CALLBACKS];
     PyObject *tables[N_TABLES];
     long ints[N_INTS];
@@ -1330,19 +1330,24 @@ static int crash(const Context *c, const View *v, int b, PyObject *out) {
     return 0;
 }
 
-/* controller_changes[(name, c, b)]: borrowed, or NULL when not computed yet (or on an error). */
-static PyObject *remembered(const Context *c, const View *v, PyObject *name, int b) {
-    PyObject *id = num(b);
-    if (id == NULL) {
-        return NULL;
-    }
-    PyObject *key = PyTuple_Pack(3, name, v->controller, id);
-    Py_DECREF(id);
+/* controller_changes[(name, c, arg)]: borrowed, or NULL when not computed yet (or on an error). */
+static PyObject *remembered_as(const Context *c, const View *v, PyObject *name, PyObject *arg) {
+    PyObject *key = PyTuple_Pack(3, name, v->controller, arg);
     if (key == NULL) {
         return NULL;
     }
     PyObject *changed = PyDict_GetItemWithError(c->changes, key);
     Py_DECREF(key);
+    return changed;
+}
+
+static PyObject *remembered(const Context *c, const View *v, PyObject *name, int b) {
+    PyObject *id = num(b);
+    if (id == NULL) {
+        return NULL;
+    }
+    PyObject *changed = remembered_as(c, v, name, id);
+    Py_DECREF(id);
     return changed;
 }
 
@@ -1382,6 +1387,106 @@ static int fence(const Context *c, const View *v, int b, PyObject *out) {
     return emit(out, act1(c, A_FENCE, b), dense(c, v, with_controller(c, v, fenced, fences)));
 }
 
+/* The leader's replica with its request's sentTo changed (the request kept otherwise). */
+static PyObject *with_sent_to(const Context *c, const Rep *r, long sentTo) {
+    PyObject *request = PyTuple_GET_ITEM(r->obj, R_PENDING);
+    PyObject *items[3] = {Py_NewRef(PyTuple_GET_ITEM(request, 0)), Py_NewRef(PyTuple_GET_ITEM(request, 1)),
+                          num(sentTo)};
+    int fields[1] = {R_PENDING};
+    PyObject *values[1] = {new_named(c->alter_partition_type, 3, items)};
+    return replica_with(c, r, 1, fields, values);
+}
+
+/* ReplicationControlManager.alterPartition and the leader handling the answer (the controller's
+ * side of a commit is remembered in controller_changes; when it is not yet, the Python runs). */
+static int handle_alter_partition(const Context *c, const View *v, int b, PyObject *out) {
+    const Rep *r = &v->r[b];
+    PyObject *action = act1(c, A_HANDLE_ALTER_PARTITION, b);
+    if (r->pending_sentTo != v->failovers) {
+        /* NOT_CONTROLLER: the same request is sent again to the active controller */
+        return emit(out, action, dense(c, v, update_replica(c, v, b, with_sent_to(c, r, v->failovers))));
+    }
+    int error = ERR_NONE;
+    PyObject *request = PyTuple_GET_ITEM(r->obj, R_PENDING);
+    if (v->c_leader != b || v->c_leaderEpoch != r->leaderEpoch) {
+        error = ERR_FENCED_LEADER_EPOCH;
+    } else if (v->c_partitionEpoch != r->partitionEpoch) {
+        error = -1; /* INVALID_UPDATE_VERSION */
+    } else if (r->pending_isr & ~v->c_isr & v->c_fenced) {
+        error = -2; /* INELIGIBLE_REPLICA */
+    } else {
+        PyObject *epochs = PyTuple_GET_ITEM(request, 1);
+        if (!PyTuple_Check(epochs)) {
+            return 1;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(epochs) && error == ERR_NONE; i++) {
+            PyObject *entry = PyTuple_GET_ITEM(epochs, i);
+            long id, epoch;
+            int status;
+            if (!is_tuple(entry, NULL, 2)) {
+                return 1;
+            }
+            if ((status = read_long(PyTuple_GET_ITEM(entry, 0), &id)) != 0 ||
+                (status = read_long(PyTuple_GET_ITEM(entry, 1), &epoch)) != 0) {
+                return status;
+            }
+            if (id < 0 || id >= v->n) {
+                return 1;
+            }
+            if (epoch != v->c_brokerEpochs[id]) {
+                error = -3; /* STALE_BROKER_EPOCH */
+            }
+        }
+    }
+    if (error == ERR_NONE) {
+        PyObject *committed = remembered_as(c, v, c->commit_key, PyTuple_GET_ITEM(request, 0));
+        if (committed == NULL) {
+            return PyErr_Occurred() ? -1 : call_broker(c, v, out, CB_HANDLE_ALTER_PARTITION, b);
+        }
+        if (committed == Py_None) {
+            return 0; /* a leader epoch bump past the bound */
+        }
+        long leader;
+        unsigned isr;
+        int status;
+        if (!PyTuple_Check(committed) || PyTuple_GET_SIZE(committed) != C_SIZE) {
+            return 1;
+        }
+        if ((status = read_long(PyTuple_GET_ITEM(committed, C_LEADER), &leader)) != 0 ||
+            (status = read_mask(PyTuple_GET_ITEM(committed, C_ISR), v->n, &isr)) != 0) {
+            return status;
+        }
+        PyObject *updated;
+        if (leader != b) {
+            /* a completed reassignment removed this leader: it keeps its maximal ISR */
+            updated = with_sent_to(c, r, AWAITING_METADATA);
+        } else {
+            long hw = incremented_hw(c, b, r->hw, r->len, isr, 0, 0, r->fs_leo);
+            int fields[4] = {R_PARTITION_EPOCH, R_ISR, R_PENDING, R_HW};
+            PyObject *values[4] = {Py_NewRef(PyTuple_GET_ITEM(committed, C_PARTITION_EPOCH)),
+                                   Py_NewRef(PyTuple_GET_ITEM(committed, C_ISR)), Py_NewRef(Py_None), num(hw)};
+            updated = replica_with(c, r, hw == r->hw ? 3 : 4, fields, values);
+            if (hw == r->hw) {
+                Py_XDECREF(values[3]);
+            }
+        }
+        PyObject *items[S_SIZE];
+        load(v->state, items, S_SIZE);
+        set(items, S_CONTROLLER, Py_NewRef(committed));
+        return emit(out, action, dense(c, v, update(c, v, b, updated, items)));
+    }
+    PyObject *updated;
+    if ((error == ERR_FENCED_LEADER_EPOCH || error == -1) && c->ints[I_AWAITS_METADATA]) {
+        /* the request may have been applied by a controller whose answer was lost */
+        updated = with_sent_to(c, r, AWAITING_METADATA);
+    } else {
+        int fields[1] = {R_PENDING};
+        PyObject *values[1] = {Py_NewRef(Py_None)};
+        updated = replica_with(c, r, 1, fields, values);
+    }
+    return emit(out, action, dense(c, v, update_replica(c, v, b, updated)));
+}
+
 /* -- the successors -------------------------------------------------------------------------------- */
 
 /* Every step, in _successors' order: -1 on an error, 1 for a state left to the Python. */
@@ -1401,7 +1506,7 @@ static int all_steps(const Context *c, const View *v, PyObject *out) {
                 STEP(shrink_isr(c, v, b, out));
                 STEP(expand_isr(c, v, b, out));
                 if (r->has_pending && r->pending_sentTo != AWAITING_METADATA) {
-                    STEP(call_broker(c, v, out, CB_HANDLE_ALTER_PARTITION, b));
+                    STEP(handle_alter_partition(c, v, b, out));
                 }
             } else if (r->hosted) {
                 STEP(send_fetch(c, v, b, out));
@@ -1476,8 +1581,8 @@ static int read_items(PyObject *t, Py_ssize_t size, PyObject **out) {
 }
 
 static int read_context(PyObject *ctx, Context *c) {
-    PyObject *parts[10], *types[N_TYPES];
-    if (read_items(ctx, 10, parts) < 0) {
+    PyObject *parts[11], *types[N_TYPES];
+    if (read_items(ctx, 11, parts) < 0) {
         return context_error("ctx is not KraftReplicationModel's context");
     }
     if (read_items(parts[0], N_TYPES, types) < 0 || read_items(parts[1], N_STRINGS, c->strings) < 0 ||
@@ -1508,6 +1613,7 @@ static int read_context(PyObject *ctx, Context *c) {
     c->dense = parts[4];
     c->unfence_key = parts[5];
     c->fence_key = parts[6];
+    c->commit_key = parts[10];
     if (!PyTuple_Check(c->unknown_followers) || !PyDict_Check(c->changes)) {
         return context_error("unknown_followers must be a tuple and controller_changes a dict");
     }

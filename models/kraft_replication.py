@@ -385,6 +385,7 @@ class KraftReplicationModel(KraftController, Model):
             table("BrokerCrash", "broker", "logEndOffset", records),
             table("UnfenceBroker", "broker"),
             table("FenceBroker", "broker"),
+            table("HandleAlterPartition", "leader"),
         )
         types = (
             KraftReplicationState, Replica, Record, AlterPartition, FetchRequest, FetchResponse,
@@ -404,12 +405,12 @@ class KraftReplicationModel(KraftController, Model):
             c.max_shutdowns, ("power", "process", "disk").index(c.crash),
             ("hw", "offsets_for_leader_epoch", "diverging_epoch").index(c.truncation), c.fetch_fencing,
             c.maximal_isr, c.isr_expand_leso, c.isr_broker_epoch, c.hw_min_isr, c.diverging_fetch_not_counted,
-            c.max_controller_failovers, c.max_reassignments,
+            c.max_controller_failovers, c.max_reassignments, c.alter_partition_awaits_metadata,
         )  # fmt: skip
         memo = self.controller_changes
         return (
             types, strings, self.unknown_followers, memo, dense_partition_epochs, "unfence", "fence", callbacks,
-            tables, tuple(int(i) for i in ints),
+            tables, tuple(int(i) for i in ints), "commit",
         )  # fmt: skip
 
     def successors(self, s: KraftReplicationState) -> list[Step]:
