@@ -269,16 +269,20 @@ class KraftQuorumModel(DynamicVoters, Model):
 
     def _fast_context(self) -> tuple:
         """What the C successor function reads: the state types, the strings, the action tables, the config."""
-        cfg, ids = self.config, self.replica_ids
-        pairs = ("BeginQuorumEpoch", "Fetch", "AddVoter", "RemoveVoter")
-        t = {name: [[self._actions[name, a, b] for b in ids] for a in ids] for name in pairs}
-        t["RequestVote"] = [[[self._actions["RequestVote", c, v, p] for p in (False, True)] for v in ids] for c in ids]
-        singles = ("ElectionTimeout", "FetchTimeout", "ClientWrite", "CheckQuorumResign", "Isolate", "Heal", "Restart",
-                   "ResignRemoved", "LoseDisk")  # fmt: skip
-        t |= {name: [self._actions[name, v] for v in ids] for name in singles}
-        order = ("ElectionTimeout", "FetchTimeout", "RequestVote", "BeginQuorumEpoch", "Fetch", "ClientWrite",
-                 "CheckQuorumResign", "Isolate", "Heal", "Restart", "AddVoter", "RemoveVoter", "ResignRemoved",
-                 "LoseDisk")  # fmt: skip
+        cfg, ids, act = self.config, self.replica_ids, self._actions
+
+        def by_voter(name: str) -> list[Action]:
+            return [act[name, v] for v in ids]
+
+        def by_pair(name: str) -> list[list[Action]]:
+            return [[act[name, a, b] for b in ids] for a in ids]
+
+        votes = [[[act["RequestVote", c, v, p] for p in (False, True)] for v in ids] for c in ids]
+        tables = (
+            by_voter("ElectionTimeout"), by_voter("FetchTimeout"), votes, by_pair("BeginQuorumEpoch"), by_pair("Fetch"),
+            *map(by_voter, ("ClientWrite", "CheckQuorumResign", "Isolate", "Heal", "Restart")),
+            by_pair("AddVoter"), by_pair("RemoveVoter"), by_voter("ResignRemoved"), by_voter("LoseDisk"),
+        )  # fmt: skip
         sizes = (
             len(ids), cfg.voters, self.majority, cfg.max_records, cfg.max_partitions, cfg.max_restarts,
             cfg.fetch_max_records, cfg.max_voter_changes, cfg.max_disk_losses,
@@ -289,7 +293,7 @@ class KraftQuorumModel(DynamicVoters, Model):
         )  # fmt: skip
         return (
             QuorumState, Voter, Record, Committed, VotersRecord, ROLES, LEADER_CHANGE, DATA, VOTERS, _NOBODY,
-            *[t[name] for name in order], *sizes, *[int(f) for f in flags],
+            *tables, *sizes, *[int(f) for f in flags],
         )  # fmt: skip
 
     def _act(self, name: str, *values: Any) -> Action:
