@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pickle
+import shutil
+import sysconfig
 from typing import Any
 
 import pytest
@@ -130,6 +134,23 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     boolean = init._replace(voters=(Voter(UNATTACHED, True, -1, -1, (), 0, frozenset(), (), False, False),) * 3)
     assert model._fast(model._fast_ctx, boolean) is None
     assert model.successors(boolean) == model._successors(boolean)
+
+
+@needs_c
+def test_the_model_still_pickles() -> None:
+    """The C function pickles by name, the context with the model (Spark ships the model)."""
+    model = KraftQuorumModel.build("kip-853")
+    copy = pickle.loads(pickle.dumps(model))
+    [init] = copy.init_states()
+    assert copy._fast_ctx is not None and copy.successors(init) == model._successors(init)
+
+
+def test_c_extension_is_built_where_a_compiler_is() -> None:
+    """`pip install` builds it if it can (setup.py): this catches a build that silently stopped working."""
+    compiler = sysconfig.get_config_var("CC") or "cc"
+    if shutil.which(compiler.split()[0]) is None or os.environ.get("KMC_PURE_PYTHON"):
+        pytest.skip("no C compiler here: the kraft-quorum model runs its Python")
+    assert kraft_quorum._fast_successors() is not None
 
 
 def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
