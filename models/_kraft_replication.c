@@ -735,9 +735,15 @@ static PyObject *dense(const Context *c, const View *v, PyObject *t) {
     if (t == NULL) {
         return NULL;
     }
-    PyObject *controller = PyTuple_GET_ITEM(t, S_CONTROLLER), *replicas = PyTuple_GET_ITEM(t, S_REPLICAS);
+    PyObject *controller, *replicas;
     long epoch, epochs[MAX_BROKERS], present[MAX_BROKERS + 1];
-    if (read_long(PyTuple_GET_ITEM(controller, C_PARTITION_EPOCH), &epoch) != 0) {
+    if (!is_tuple(t, c->state_type, S_SIZE)) {
+        goto python;
+    }
+    controller = PyTuple_GET_ITEM(t, S_CONTROLLER);
+    replicas = PyTuple_GET_ITEM(t, S_REPLICAS);
+    if (!PyTuple_Check(controller) || PyTuple_GET_SIZE(controller) != C_SIZE || !PyTuple_Check(replicas) ||
+        read_long(PyTuple_GET_ITEM(controller, C_PARTITION_EPOCH), &epoch) != 0) {
         goto python;
     }
     if (replicas == v->replicas && epoch == v->c_partitionEpoch) {
@@ -745,7 +751,7 @@ static PyObject *dense(const Context *c, const View *v, PyObject *t) {
     }
     int count = 0;
     Py_ssize_t n = PyTuple_GET_SIZE(replicas);
-    if (n > MAX_BROKERS || PyTuple_GET_SIZE(controller) != C_SIZE) {
+    if (n > MAX_BROKERS) {
         goto python;
     }
     for (Py_ssize_t i = -1; i < n; i++) {
