@@ -16,6 +16,18 @@ setup(
         Extension("kmc.models._replication", ["models/_replication.c"], optional=True),
         Extension("kmc.models._kraft_replication", ["models/_kraft_replication.c"], optional=True),
         Extension("kmc.models._kraft_quorum", ["models/_kraft_quorum.c"], optional=True),
-        Extension("kmc.models._group", ["models/_group.c"], optional=True),
+        Extension(
+            "kmc.models._group",
+            [
+                "models/_group.c",
+                "models/_group_read.c",
+                "models/_group_build.c",
+                "models/_group_state.c",
+                "models/_group_coordinator.c",
+                "models/_group_client.c",
+            ],
+            depends=["models/_group.h"],
+            optional=True,
+        ),
     ]
 )

@@ -109,7 +109,7 @@ def test_every_c_extension_is_built_where_a_compiler_is() -> None:
     compiler = sysconfig.get_config_var("CC") or "cc"
     if shutil.which(compiler.split()[0]) is None:
         pytest.skip("no C compiler here: every extension falls back to its Python")
-    modules = re.findall(r'Extension\("([\w.]+)"', (ROOT / "setup.py").read_text())
+    modules = re.findall(r'Extension\(\s*"([\w.]+)"', (ROOT / "setup.py").read_text())
     assert "kmc.checker._canonical" in modules and "kmc.checker._counts" in modules
     for module in modules:
         importlib.import_module(module)  # ImportError: it did not build
