@@ -50,7 +50,10 @@ $(KAFKA_JARS)/.complete: oracles/java/pom.xml
 	  || { echo "could not fetch Kafka $(KAFKA_VERSION)'s jars: is that release on Maven Central?" >&2; exit 1; }
 	@rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).partial $(KAFKA_JARS) && touch $@
 
-$(STAMP): pyproject.toml setup.py checker/_canonical.c models/_replication.c
+# every C extension's sources and headers: a change to any rebuilds them (pip install)
+C_SOURCES := $(wildcard checker/*.c checker/*.h models/*.c models/*.h)
+
+$(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	@# the distribution was called kmc before it took a PyPI name of its own: drop that one
