@@ -3,6 +3,7 @@
     python benchmarks/rich_models.py                      # every configuration, 3 rounds
     python benchmarks/rich_models.py --model group --rounds 5
     python benchmarks/rich_models.py --base 6f68187       # the commit to compare with
+    python benchmarks/rich_models.py --tag c-successors   # results/DATE-rich-models-all-c-successors.json
 
 The older commit is checked out in a temporary git worktree (its C extension built there) and
 imported ahead of the installed toolkit, so both run the same `kmc check` command line. Each
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model", action="append", help="only these models (replication always runs)")
     parser.add_argument("--whole", action="store_true", help="no --max-states cap on the largest configuration")
+    parser.add_argument("--tag", help="a word for the results file name, so a run keeps others of its day")
     args = parser.parse_args()
     if args.whole:
         CONFIGS[:] = [(m, [a for a in c if a not in ("--max-states", "1000000")]) for m, c in CONFIGS]
@@ -186,6 +188,8 @@ def main() -> None:
         "rows": rows,
     }
     suffix = "-".join(args.model) if args.model else "all"
+    if args.tag:
+        suffix += f"-{args.tag}"
     out = HERE / "results" / f"{record['date']}-rich-models-{suffix}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print("| model | settings | states | before | after | speedup | states/s | of replication's |")
