@@ -15,7 +15,12 @@ setup(
         Extension("kmc.checker._counts", ["checker/_counts.c"], optional=True),
         Extension("kmc.models._replication", ["models/_replication.c"], optional=True),
         Extension("kmc.models._kraft_replication", ["models/_kraft_replication.c"], optional=True),
-        Extension("kmc.models._kraft_quorum", ["models/_kraft_quorum.c"], optional=True),
+        Extension(
+            "kmc.models._kraft_quorum",
+            ["models/_kraft_quorum.c", "models/_kraft_quorum_state.c", "models/_kraft_quorum_voters.c"],
+            depends=["models/_kraft_quorum.h"],
+            optional=True,
+        ),
         Extension(
             "kmc.models._group",
             [
