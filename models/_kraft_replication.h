@@ -1,6 +1,6 @@
 /* The kraft-replication model's C successor function, shared between its files: the sizes it handles,
  * the state's fields and the model's strings and actions as numbers, the context
- * (KraftReplicationModel's _fast_context()), the C view of a state, and the functions one file offers
+ * (kraft_replication_fast.fast_context()), the C view of a state, and the functions one file offers
  * the others.
  *
  *   _kraft_replication.c             the module: successors, every step in _successors' order, the context

@@ -46,13 +46,13 @@ Offsets count from 0; a log's end offset (LEO) is its length; a leader epoch of 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.models.kraft_replication_controller import KraftController, action_label
 from kmc.models.kraft_replication_drawing import KraftReplicationDrawing
+from kmc.models.kraft_replication_fast import fast_context, fast_successors
 from kmc.models.kraft_replication_state import (
     DIVERGING_EPOCH,
     ERROR_NONE,
@@ -322,8 +322,8 @@ class KraftReplicationModel(KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
         self.controller_changes = {}
-        self._fast = _fast_successors()
-        self._fast_ctx = self._fast_context() if self._fast is not None else None
+        self._fast = fast_successors()
+        self._fast_ctx = fast_context(self) if self._fast is not None else None
 
     def inactive_actions(self) -> tuple[str, ...]:
         inactive = () if self.config.max_controller_failovers else ("ControllerFailover",)
@@ -361,58 +361,6 @@ class KraftReplicationModel(KraftController, Model):
         return TRUNCATING if self.config.truncation == "offsets_for_leader_epoch" and log else FETCHING
 
     # -- successors ----------------------------------------------------------------------------
-    def _fast_context(self) -> tuple:
-        """What the C successor function reads: the state types, the strings it compares and builds,
-        the action tables, the controller-change memo, the Python helpers it calls for the rare
-        controller steps, and the config as small ints."""
-        c, n = self.config, self.config.brokers
-        records = range(c.max_records + 1)
-
-        def table(name: str, first: str, second: str | None = None, seconds: range = range(n)) -> list:
-            if second is None:
-                return [action_label(name, **{first: i}) for i in self.ids]
-            return [[action_label(name, **{first: i, second: j}) for j in seconds] for i in self.ids]
-
-        tables = (
-            table("Produce", "leader", "id", records),
-            table("SendFetch", "follower", "leader"),
-            table("HandleFetch", "leader", "follower"),
-            table("HandleFetchResponse", "follower", "leader"),
-            table("SendOffsetsForLeaderEpoch", "follower", "leader"),
-            table("ShrinkIsr", "leader", "replica"),
-            table("ExpandIsr", "leader", "replica"),
-            table("ApplyMetadata", "broker"),
-            table("BrokerCrash", "broker", "logEndOffset", records),
-            table("UnfenceBroker", "broker"),
-            table("FenceBroker", "broker"),
-            table("HandleAlterPartition", "leader"),
-        )
-        types = (
-            KraftReplicationState, Replica, Record, AlterPartition, FetchRequest, FetchResponse,
-            OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-        )  # fmt: skip
-        strings = (
-            ERROR_NONE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, DIVERGING_EPOCH,
-            OFFSET_OUT_OF_RANGE, FETCHING, TRUNCATING,
-        )  # fmt: skip
-        callbacks = (
-            self._handle_alter_partition, self._controlled_shutdown, self._restart, self._unfence, self._fence,
-            self._controller_failover, self._alter_partition_reassignments, self._handle_offsets_for_leader_epoch,
-            self._handle_offsets_for_leader_epoch_response, self._apply_metadata,
-        )  # fmt: skip
-        ints = (
-            n, c.min_insync_replicas, ("0", "1", "all").index(c.acks), c.max_records, c.max_crashes, c.max_fences,
-            c.max_shutdowns, ("power", "process", "disk").index(c.crash),
-            ("hw", "offsets_for_leader_epoch", "diverging_epoch").index(c.truncation), c.fetch_fencing,
-            c.maximal_isr, c.isr_expand_leso, c.isr_broker_epoch, c.hw_min_isr, c.diverging_fetch_not_counted,
-            c.max_controller_failovers, c.max_reassignments, c.alter_partition_awaits_metadata,
-        )  # fmt: skip
-        memo = self.controller_changes
-        return (
-            types, strings, self.unknown_followers, memo, dense_partition_epochs, "unfence", "fence", callbacks,
-            tables, tuple(int(i) for i in ints), "commit",
-        )  # fmt: skip
-
     def successors(self, s: KraftReplicationState) -> list[Step]:
         """The steps of every action from ``s``: by the C extension when it was built (the same list),
         otherwise, or for a state it leaves to Python, by the Python below."""
@@ -813,14 +761,3 @@ class KraftReplicationModel(KraftController, Model):
             failovers=self.config.max_controller_failovers > 0,
             reassignments=self.config.max_reassignments > 0,
         )
-
-
-def _fast_successors() -> Any:
-    """The C extension's successor function; None when it was not built or KMC_PURE_PYTHON=1."""
-    if os.environ.get("KMC_PURE_PYTHON"):
-        return None
-    try:
-        from kmc.models._kraft_replication import successors
-    except ImportError:  # installed without a C compiler
-        return None
-    return successors
