@@ -14,7 +14,19 @@ setup(
         Extension("kmc.checker._canonical", ["checker/_canonical.c"], optional=True),
         Extension("kmc.checker._counts", ["checker/_counts.c"], optional=True),
         Extension("kmc.models._replication", ["models/_replication.c"], optional=True),
-        Extension("kmc.models._kraft_replication", ["models/_kraft_replication.c"], optional=True),
+        Extension(
+            "kmc.models._kraft_replication",
+            [
+                "models/_kraft_replication.c",
+                "models/_kraft_replication_read.c",
+                "models/_kraft_replication_state.c",
+                "models/_kraft_replication_leader.c",
+                "models/_kraft_replication_follower.c",
+                "models/_kraft_replication_controller.c",
+            ],
+            depends=["models/_kraft_replication.h"],
+            optional=True,
+        ),
         Extension(
             "kmc.models._kraft_quorum",
             ["models/_kraft_quorum.c", "models/_kraft_quorum_state.c", "models/_kraft_quorum_voters.c"],
