@@ -51,6 +51,10 @@ STALE_MEMBER_EPOCH = "STALE_MEMBER_EPOCH"
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 FREE = -1
+
+_new = tuple.__new__
+"""Builds a state from a tuple of its fields without NamedTuple's own __new__ (a Python call on
+every successor)."""
 """A partition's epoch when no member holds it (assigned or pending revocation)."""
 
 # client phases
@@ -285,17 +289,17 @@ class Kip848Model(Model):
                 own = self._own_steps_of[(c, me)] = self._own_steps(c, me)
             others_before, others_after = consumers[:c], consumers[c + 1 :]
             for action, after in own.first:
-                append((action, Kip848State(coord, (*others_before, after, *others_after), faults)))
+                append((action, _new(Kip848State, (coord, (*others_before, after, *others_after), faults))))
             if me.request is not None:
                 action, coord_after, after = self._heartbeat_outcome(s, c, me)
-                append((action, Kip848State(coord_after, (*others_before, after, *others_after), faults)))
+                append((action, _new(Kip848State, (coord_after, (*others_before, after, *others_after), faults))))
             for action, after in own.then:
-                append((action, Kip848State(coord, (*others_before, after, *others_after), faults)))
+                append((action, _new(Kip848State, (coord, (*others_before, after, *others_after), faults))))
             if own.commits:
                 append((self._offset_commit(coord, c, me), s))
             if may_fail:
                 for action, after in own.faults:
-                    append((action, Kip848State(coord, (*others_before, after, *others_after), faults + 1)))
+                    append((action, _new(Kip848State, (coord, (*others_before, after, *others_after), faults + 1))))
         any_moment = self.config.timeouts == "any"
         for m in coord.members:
             me = consumers[m.consumer]
@@ -303,7 +307,7 @@ class Kip848Model(Model):
             gone = me.phase == STOPPED or (me.memberId != m.memberId and not learning)
             if gone or any_moment:
                 session, rebalance, removed = self._removal(coord, m.memberId)
-                after_removal = Kip848State(removed, consumers, faults)
+                after_removal = _new(Kip848State, (removed, consumers, faults))
                 append((session, after_removal))
                 # a member that must revoke and does not leave its epoch in time is fenced
                 if m.state == UNREVOKED_PARTITIONS:
