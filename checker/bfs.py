@@ -351,9 +351,11 @@ def _bfs(
             next_frontier: list[tuple[State, Hashable]] = []
             append = next_frontier.append
             setdefault = parents.setdefault
-            # Until a property fails, check all of them in one expression; the careful path takes over
-            # for a state where one fails or raises, and for good once any property is violated.
-            all_hold = all_true([pred for _name, pred in invariants]) if invariants and not violations else None
+            # The invariants not yet violated are checked in one quiet call; the careful path takes
+            # over for a state where one fails or raises (with --continue, the search goes on past a
+            # violation, and this level's quiet call then fails on it and leaves it to the careful one).
+            unviolated = [pred for name, pred in invariants if name not in violations]
+            all_hold = all_true(unviolated) if unviolated else None
             for s, ks in frontier:
                 if within is not None and not within(s):
                     bounded_by = bounded_by or MODEL_BOUND

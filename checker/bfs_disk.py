@@ -262,8 +262,8 @@ class _Search:
         at_depth_bound = max_depth is not None and self.depth >= max_depth
         nxt = DiskLevel(self.directory, self.durable)
         measured = False
-        quiet = self.invariants and not self.violations
-        all_hold = all_true([pred for _name, pred in self.invariants]) if quiet else None
+        unviolated = [pred for name, pred in self.invariants if name not in self.violations]
+        all_hold = all_true(unviolated) if unviolated else None  # the quiet check, as in bfs.py
         invariants, steps = self.invariants, self.steps
         seen_hooks, expand_hooks = self.seen_hooks, self.expand_hooks
         for chunk in frontier.chunks():
