@@ -322,7 +322,8 @@ class KraftReplicationModel(KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
         self.controller_changes = {}
-        self._fast = fast_successors()
+        # a subclass may redefine any step, which the C would not see: it runs the Python
+        self._fast = fast_successors() if type(self) is KraftReplicationModel else None
         self._fast_ctx = fast_context(self) if self._fast is not None else None
 
     def inactive_actions(self) -> tuple[str, ...]:

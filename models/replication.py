@@ -183,7 +183,8 @@ class ReplicationModel(Model):
         self._truncate = _action_table("FollowerTruncate", n, n)
         self._accepted: dict[tuple, Any] = {}
         self._changes: dict[tuple, tuple[list[Change], list[Change]]] = {}
-        self._fast = _fast_successors()
+        # a subclass may redefine any step, which the C would not see: it runs the Python
+        self._fast = _fast_successors() if type(self) is ReplicationModel else None
         self._fast_ctx = self._fast_context() if self._fast is not None else None
 
     # -- init ----------------------------------------------------------------------------------

@@ -171,3 +171,19 @@ def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
     assert kraft_replication_fast.fast_successors() is None
     assert KraftReplicationModel.build("kip-966")._fast_ctx is None
+
+
+def test_a_subclass_runs_the_python() -> None:
+    """A subclass may redefine a step the C would not see: its own definition must count."""
+
+    class NoProduce(KraftReplicationModel):
+        def _produce(self, s: KraftReplicationState, b: int, out: list) -> None:
+            return None
+
+    model = NoProduce.build(None, {"max_leader_epoch": 1, "max_records": 1})
+    assert model._fast_ctx is None
+    frontier = list(model.init_states())
+    seen = set(frontier)
+    while frontier:
+        frontier = [t for s in frontier for _a, t in model.successors(s) if t not in seen and not seen.add(t)]
+    assert all(not r.log for s in seen for r in s.replicas)

@@ -87,3 +87,18 @@ def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
     assert replication._fast_successors() is None
     assert ReplicationModel.build("kip-320")._fast_ctx is None
+
+
+@needs_c
+def test_a_subclass_runs_the_python() -> None:
+    """A subclass may redefine a step the C would not see: its own definition must count."""
+
+    class NoWrites(ReplicationModel):
+        def _leader_write(self, s: ReplicationState, out: list) -> None:
+            return None
+
+    assert ReplicationModel.build("kip-320")._fast_ctx is not None
+    model = NoWrites.build("kip-320")
+    assert model._fast_ctx is None
+    stats = bfs(model, PropertySet()).stats
+    assert stats.distinct_states < COUNTS_REPLICAS_2["kip-320"][0]
