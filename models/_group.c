@@ -158,7 +158,7 @@ static int see_generation(PyObject *t, Py_ssize_t index, long *high) {
         return GIVE_UP;
     }
     long g;
-    int status = group_read_long(PyTuple_GET_ITEM(t, index), &g);
+    int status = tuples_read_long(PyTuple_GET_ITEM(t, index), &g);
     if (status == 0 && g > *high) {
         *high = g;
     }

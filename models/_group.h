@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_tuples.h"
+
 #define MAX_PROCESSES 5
 #define MAX_MEMBERS 8
 #define IDS_PER_CONSUMER 12
@@ -171,7 +173,6 @@ static inline int is_named(PyObject *t, PyTypeObject *type, Py_ssize_t size) {
 #endif
 
 /* _group_read.c */
-int group_read_long(PyObject *value, long *out);
 int group_read_id(PyObject *value, int *out);
 int group_read_partitions(PyObject *set, unsigned *out);
 int group_read_state(const Context *c, PyObject *t, S *s);

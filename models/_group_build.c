@@ -53,25 +53,7 @@ static PyObject *inst_str(int inst) {
 }
 
 static PyObject *partition_set(unsigned mask) {
-    if (partition_sets[mask] == NULL) {
-        PyObject *set = PyFrozenSet_New(NULL);
-        if (set == NULL) {
-            return NULL;
-        }
-        for (int p = 0; p < 6; p++) {
-            if (mask & (1u << p)) {
-                PyObject *v = PyLong_FromLong(p);
-                if (v == NULL || PySet_Add(set, v) < 0) {
-                    Py_XDECREF(v);
-                    Py_DECREF(set);
-                    return NULL;
-                }
-                Py_DECREF(v);
-            }
-        }
-        partition_sets[mask] = set;
-    }
-    return Py_NewRef(partition_sets[mask]);
+    return tuples_mask_set(partition_sets, 6, mask);
 }
 
 static PyObject *claim_tuple(unsigned mask) {
@@ -185,34 +167,12 @@ static int consumer_eq(const Cons *a, const Cons *b) {
 
 /* -- building values (every maker checks what it is given and steals it) ---------------------------- */
 
-static PyObject *new_tuple(PyTypeObject *type, Py_ssize_t size, PyObject **items) {
-    for (Py_ssize_t i = 0; i < size; i++) {
-        if (items[i] == NULL) {
-            for (Py_ssize_t j = 0; j < size; j++) {
-                Py_XDECREF(items[j]);
-            }
-            return NULL;
-        }
-    }
-    PyObject *t = type == NULL ? PyTuple_New(size) : type->tp_alloc(type, size);
-    if (t == NULL) {
-        for (Py_ssize_t j = 0; j < size; j++) {
-            Py_DECREF(items[j]);
-        }
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        PyTuple_SET_ITEM(t, i, items[i]);
-    }
-    return t;
-}
-
 static PyObject *name(PyObject *names, int i) { return Py_NewRef(PyTuple_GET_ITEM(names, i)); }
 static PyObject *boolean(int b) { return Py_NewRef(b ? Py_True : Py_False); }
 
 static PyObject *metadata(unsigned claimed, long generation) {
     PyObject *items[2] = {claim_tuple(claimed), PyLong_FromLong(generation)};
-    return new_tuple(NULL, 2, items);
+    return tuples_new_named(NULL, 2, items);
 }
 
 static PyObject *id_set(const Context *c, uint64_t mask) {
@@ -253,7 +213,7 @@ static PyObject *build_member(const Context *c, const S *orig, const Member *m) 
                            PyLong_FromLong(m->incarnation), metadata(m->claimed, m->claimedGeneration),
                            boolean(m->awaitingJoin), boolean(m->awaitingSync), partition_set(m->assignment),
                            boolean(m->isNew),        boolean(m->connected)};
-    return new_tuple(c->member_type, 10, items);
+    return tuples_new_named(c->member_type, 10, items);
 }
 
 static PyObject *build_members(const Context *c, const S *orig, const Member *m, int n) {
@@ -292,7 +252,7 @@ static PyObject *build_group(const Context *c, const S *orig, const Grp *g) {
     } else {
         PyObject *items[3] = {PyLong_FromLong(g->stored.generationId), id_str(c, g->stored.leaderId),
                               build_members(c, orig, g->stored.m, g->stored.n)};
-        stored = new_tuple(c->stored_type, 3, items);
+        stored = tuples_new_named(c->stored_type, 3, items);
     }
     PyObject *items[10] = {
         name(c->group_states, g->state),
@@ -306,7 +266,7 @@ static PyObject *build_group(const Context *c, const S *orig, const Grp *g) {
         PyLong_FromLong(g->delayExtensionsLeft),
         stored,
     };
-    return new_tuple(c->group_type, 10, items);
+    return tuples_new_named(c->group_type, 10, items);
 }
 
 static PyObject *build_request(const Context *c, const Req *orig, const Req *q) {
@@ -319,7 +279,7 @@ static PyObject *build_request(const Context *c, const Req *orig, const Req *q) 
     PyObject *assignment = Py_NewRef(q->assignment_src); /* (), or the assignor's answer */
     PyObject *items[5] = {name(c->apis, q->api), id_str(c, q->id), PyLong_FromLong(q->generationId),
                           metadata(q->claimed, q->claimedGeneration), assignment};
-    return new_tuple(c->request_type, 5, items);
+    return tuples_new_named(c->request_type, 5, items);
 }
 
 PyObject *group_build_response_members(const Context *c, const Resp *r) {
@@ -330,7 +290,7 @@ PyObject *group_build_response_members(const Context *c, const Resp *r) {
     for (int i = 0; i < r->nmembers; i++) {
         PyObject *items[3] = {id_str(c, r->memberId[i]), inst_str(r->memberInst[i]),
                               metadata(r->memberClaimed[i], r->memberGeneration[i])};
-        PyObject *triple = new_tuple(NULL, 3, items);
+        PyObject *triple = tuples_new_named(NULL, 3, items);
         if (triple == NULL) {
             Py_DECREF(t);
             return NULL;
@@ -353,7 +313,7 @@ static PyObject *build_response(const Context *c, const Resp *orig, const Resp *
     PyObject *items[7] = {name(c->apis, r->api),           name(c->errors, r->error), id_str(c, r->id),
                           PyLong_FromLong(r->generationId), id_str(c, r->leaderId),   members,
                           partition_set(r->assignment)};
-    return new_tuple(c->response_type, 7, items);
+    return tuples_new_named(c->response_type, 7, items);
 }
 
 static PyObject *build_consumer(const Context *c, const Cons *orig, const Cons *me) {
@@ -371,7 +331,7 @@ static PyObject *build_consumer(const Context *c, const Cons *orig, const Cons *
                            boolean(me->rejoinRequested),
                            boolean(me->stalled),
                            PyLong_FromLong(me->assignedGeneration)};
-    return new_tuple(c->consumer_type, 11, items);
+    return tuples_new_named(c->consumer_type, 11, items);
 }
 
 PyObject *group_build_state(const Context *c, const S *orig, const S *s) {
@@ -401,7 +361,7 @@ PyObject *group_build_state(const Context *c, const S *orig, const S *s) {
         return Py_NewRef(orig->src);
     }
     PyObject *items[3] = {group, consumers, PyLong_FromLong(s->faults)};
-    return new_tuple(c->state_type, 3, items);
+    return tuples_new_named(c->state_type, 3, items);
 }
 
 /* -- action labels -------------------------------------------------------------------------------- */

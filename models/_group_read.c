@@ -2,29 +2,6 @@
  * and member-id sets as bit masks. A state this code does not read gives GIVE_UP. */
 #include "_group.h"
 
-int group_read_long(PyObject *value, long *out) {
-    if (!PyLong_CheckExact(value)) {
-        return GIVE_UP;
-    }
-    long v = PyLong_AsLong(value);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int read_bool(PyObject *value, int *out) {
-    if (value == Py_True) {
-        *out = 1;
-    } else if (value == Py_False) {
-        *out = 0;
-    } else {
-        return GIVE_UP;
-    }
-    return 0;
-}
-
 /* The index of a string in a tuple of strings. */
 static int read_name(PyObject *value, PyObject *names, int *out) {
     Py_ssize_t n = PyTuple_GET_SIZE(names);
@@ -101,49 +78,19 @@ static int read_inst(PyObject *value, int *out) {
     return 0;
 }
 
-/* The elements of a frozenset of at most ``max`` elements, borrowed; -1, or their number. */
-static Py_ssize_t set_items(PyObject *set, PyObject **items, Py_ssize_t max) {
-    Py_ssize_t n = PySet_GET_SIZE(set);
-    if (n > max) {
-        return n;
-    }
-    Py_ssize_t i = 0;
-#if PY_VERSION_HEX < 0x030D0000
-    Py_ssize_t pos = 0;
-    Py_hash_t hash;
-    while (i < n && _PySet_NextEntry(set, &pos, &items[i], &hash)) {
-        i++;
-    }
-#else
-    PyObject *iter = PyObject_GetIter(set), *key;
-    if (iter == NULL) {
-        return -1;
-    }
-    while (i < n && (key = PyIter_Next(iter)) != NULL) {
-        items[i++] = key;
-        Py_DECREF(key);
-    }
-    Py_DECREF(iter);
-    if (PyErr_Occurred()) {
-        return -1;
-    }
-#endif
-    return i;
-}
-
 int group_read_partitions(PyObject *set, unsigned *out) {
     if (!PyFrozenSet_CheckExact(set)) {
         return GIVE_UP;
     }
     PyObject *items[8];
-    Py_ssize_t n = set_items(set, items, 6);
+    Py_ssize_t n = tuples_set_items(set, items, 6);
     if (n < 0 || n > 6) {
         return n < 0 ? -1 : GIVE_UP;
     }
     unsigned mask = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         long p;
-        int status = group_read_long(items[i], &p);
+        int status = tuples_read_long(items[i], &p);
         if (status != 0) {
             return status;
         }
@@ -161,7 +108,7 @@ static int read_ids(PyObject *set, uint64_t *out) {
         return GIVE_UP;
     }
     PyObject *items[MAX_IDS];
-    Py_ssize_t n = set_items(set, items, MAX_IDS);
+    Py_ssize_t n = tuples_set_items(set, items, MAX_IDS);
     if (n < 0 || n > MAX_IDS) {
         return n < 0 ? -1 : GIVE_UP;
     }
@@ -193,7 +140,7 @@ static int read_metadata(PyObject *t, unsigned *claimed, long *generation) {
     long last = -1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(parts); i++) {
         long p;
-        int status = group_read_long(PyTuple_GET_ITEM(parts, i), &p);
+        int status = tuples_read_long(PyTuple_GET_ITEM(parts, i), &p);
         if (status != 0) {
             return status;
         }
@@ -204,7 +151,7 @@ static int read_metadata(PyObject *t, unsigned *claimed, long *generation) {
         last = p;
     }
     *claimed = mask;
-    return group_read_long(PyTuple_GET_ITEM(t, 1), generation);
+    return tuples_read_long(PyTuple_GET_ITEM(t, 1), generation);
 }
 
 static int read_member(const Context *c, PyObject *t, Member *m) {
@@ -215,14 +162,14 @@ static int read_member(const Context *c, PyObject *t, Member *m) {
     int status;
     if ((status = group_read_id(PyTuple_GET_ITEM(t, 0), &m->id)) != 0 ||
         (status = read_inst(PyTuple_GET_ITEM(t, 1), &m->inst)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(t, 2), &consumer)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(t, 3), &m->incarnation)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &consumer)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, 3), &m->incarnation)) != 0 ||
         (status = read_metadata(PyTuple_GET_ITEM(t, 4), &m->claimed, &m->claimedGeneration)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(t, 5), &m->awaitingJoin)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(t, 6), &m->awaitingSync)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 5), &m->awaitingJoin)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 6), &m->awaitingSync)) != 0 ||
         (status = group_read_partitions(PyTuple_GET_ITEM(t, 7), &m->assignment)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(t, 8), &m->isNew)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(t, 9), &m->connected)) != 0) {
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 8), &m->isNew)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 9), &m->connected)) != 0) {
         return status;
     }
     if (m->id == NO_ID || consumer < 0 || consumer >= MAX_PROCESSES) {
@@ -264,7 +211,7 @@ static int read_request(const Context *c, PyObject *t, Req *q) {
     int status;
     if ((status = read_name(PyTuple_GET_ITEM(t, 0), c->apis, &q->api)) != 0 ||
         (status = group_read_id(PyTuple_GET_ITEM(t, 1), &q->id)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(t, 2), &q->generationId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &q->generationId)) != 0 ||
         (status = read_metadata(PyTuple_GET_ITEM(t, 3), &q->claimed, &q->claimedGeneration)) != 0) {
         return status;
     }
@@ -301,7 +248,7 @@ static int read_response(const Context *c, PyObject *t, Resp *r) {
     if ((status = read_name(PyTuple_GET_ITEM(t, 0), c->apis, &r->api)) != 0 ||
         (status = read_name(PyTuple_GET_ITEM(t, 1), c->errors, &r->error)) != 0 ||
         (status = group_read_id(PyTuple_GET_ITEM(t, 2), &r->id)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(t, 3), &r->generationId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, 3), &r->generationId)) != 0 ||
         (status = group_read_id(PyTuple_GET_ITEM(t, 4), &r->leaderId)) != 0 ||
         (status = group_read_partitions(PyTuple_GET_ITEM(t, 6), &r->assignment)) != 0) {
         return status;
@@ -335,15 +282,15 @@ static int read_consumer(const Context *c, PyObject *t, Cons *me) {
     int status;
     if ((status = read_name(PyTuple_GET_ITEM(t, 0), c->phases, &me->phase)) != 0 ||
         (status = group_read_id(PyTuple_GET_ITEM(t, 1), &me->id)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(t, 2), &me->generationId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &me->generationId)) != 0 ||
         (status = group_read_partitions(PyTuple_GET_ITEM(t, 3), &me->owned)) != 0 ||
         (status = group_read_partitions(PyTuple_GET_ITEM(t, 4), &me->assigned)) != 0 ||
         (status = read_request(c, PyTuple_GET_ITEM(t, 5), &me->request)) != 0 ||
         (status = read_response(c, PyTuple_GET_ITEM(t, 6), &me->response)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(t, 7), &me->incarnation)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(t, 8), &me->rejoinRequested)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(t, 9), &me->stalled)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(t, 10), &me->assignedGeneration)) != 0) {
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, 7), &me->incarnation)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 8), &me->rejoinRequested)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 9), &me->stalled)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, 10), &me->assignedGeneration)) != 0) {
         return status;
     }
     return 0;
@@ -356,7 +303,7 @@ int group_read_state(const Context *c, PyObject *t, S *s) {
     }
     s->src = t;
     int status;
-    if ((status = group_read_long(PyTuple_GET_ITEM(t, 2), &s->faults)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &s->faults)) != 0) {
         return status;
     }
     PyObject *consumers = PyTuple_GET_ITEM(t, 1);
@@ -379,14 +326,14 @@ int group_read_state(const Context *c, PyObject *t, S *s) {
     grp->pending_src = PyTuple_GET_ITEM(g, 4);
     grp->pending_sync_src = PyTuple_GET_ITEM(g, 5);
     if ((status = read_name(PyTuple_GET_ITEM(g, 0), c->group_states, &grp->state)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(g, 1), &grp->generationId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(g, 1), &grp->generationId)) != 0 ||
         (status = group_read_id(PyTuple_GET_ITEM(g, 2), &grp->leaderId)) != 0 ||
         (status = read_members(c, grp->members_src, grp->m, &grp->n)) != 0 ||
         (status = read_ids(grp->pending_src, &grp->pending)) != 0 ||
         (status = read_ids(grp->pending_sync_src, &grp->pendingSync)) != 0 ||
         (status = read_name(PyTuple_GET_ITEM(g, 6), c->delays, &grp->joinDelay)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(g, 7), &grp->newMemberAdded)) != 0 ||
-        (status = group_read_long(PyTuple_GET_ITEM(g, 8), &grp->delayExtensionsLeft)) != 0) {
+        (status = tuples_read_bool(PyTuple_GET_ITEM(g, 7), &grp->newMemberAdded)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(g, 8), &grp->delayExtensionsLeft)) != 0) {
         return status;
     }
     PyObject *stored = PyTuple_GET_ITEM(g, 9);
@@ -397,7 +344,7 @@ int group_read_state(const Context *c, PyObject *t, S *s) {
         grp->has_stored = 1;
         grp->stored.src = stored;
         grp->stored.members_src = PyTuple_GET_ITEM(stored, 2);
-        if ((status = group_read_long(PyTuple_GET_ITEM(stored, 0), &grp->stored.generationId)) != 0 ||
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(stored, 0), &grp->stored.generationId)) != 0 ||
             (status = group_read_id(PyTuple_GET_ITEM(stored, 1), &grp->stored.leaderId)) != 0 ||
             (status = read_members(c, grp->stored.members_src, grp->stored.m, &grp->stored.n)) != 0) {
             return status;

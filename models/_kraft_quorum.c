@@ -310,7 +310,7 @@ int kq_fetch(const Context *c, const View *v, PyObject *out, int f) {
         x.orig = NULL;
     }
     Change changes[2] = {{f, &x}, {l, &y}};
-    int status = kq_emit(out, action, kq_next_state(c, v, changes, 2, NO_COUNTER, 0));
+    int status = tuples_emit(out, action, kq_next_state(c, v, changes, 2, NO_COUNTER, 0));
     kq_val_clear(&x);
     kq_val_clear(&y);
     return status;
@@ -395,7 +395,7 @@ static int request_votes(const Context *c, const View *v, PyObject *out, int ci)
         }
         Change changes[2] = {{w, &x}, {ci, &y}};
         PyObject *next = kq_next_state(c, v, changes, 2, NO_COUNTER, 0);
-        int status = kq_emit(out, act3(c->request_vote, ci, w, pre_vote), next);
+        int status = tuples_emit(out, act3(c->request_vote, ci, w, pre_vote), next);
         kq_val_clear(&x);
         kq_val_clear(&y);
         if (status < 0) {
@@ -412,9 +412,9 @@ static int faults(const Context *c, const View *v, PyObject *out, int w) {
     int status = 0;
     unsigned bit = 1u << w;
     if (v->isolated & bit) {
-        status = kq_emit(out, act1(c->heal, w), kq_with_isolated(c, v, v->isolated & ~bit, 0));
+        status = tuples_emit(out, act1(c->heal, w), kq_with_isolated(c, v, v->isolated & ~bit, 0));
     } else if (v->counters[PARTITIONS] < c->max_partitions && v->n > 1) {
-        status = kq_emit(out, act1(c->isolate, w), kq_with_isolated(c, v, v->isolated | bit, 1));
+        status = tuples_emit(out, act1(c->isolate, w), kq_with_isolated(c, v, v->isolated | bit, 1));
     }
     if (status < 0) {
         return -1;

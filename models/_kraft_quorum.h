@@ -12,6 +12,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_tuples.h"
+
 #define MAX_VOTERS 8
 #define MAX_LOG 32
 #define NONE (-1)
@@ -108,10 +110,8 @@ void kq_set_votes(Val *x, unsigned votes);
 void kq_set_offsets_empty(Val *x);
 void kq_set_offset(Val *x, int i, long offset);
 void kq_set_log(Val *x, PyObject *log);
-PyObject *kq_new_named(PyTypeObject *type, Py_ssize_t size, PyObject **items);
 PyObject *kq_append_record(const Context *c, PyObject *log, long epoch, PyObject *kind);
 PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, int count, int counter, long delta);
-int kq_emit(PyObject *out, PyObject *action, PyObject *next);
 int kq_emit1(const Context *c, const View *v, PyObject *out, PyObject *action, int i, Val *x, int counter, long delta);
 PyObject *kq_with_isolated(const Context *c, const View *v, unsigned isolated, long partitions);
 

@@ -9,49 +9,10 @@ static PyObject *mask_set(const Context *c, unsigned mask) {
     if (mask == 0) {
         return Py_NewRef(c->nobody);
     }
-    PyObject *set = mask_sets[mask];
-    if (set == NULL) {
-        set = PyFrozenSet_New(NULL);
-        if (set == NULL) {
-            return NULL;
-        }
-        for (int r = 0; r < MAX_VOTERS; r++) {
-            if (mask & (1u << r)) {
-                PyObject *id = PyLong_FromLong(r);
-                if (id == NULL || PySet_Add(set, id) < 0) {
-                    Py_XDECREF(id);
-                    Py_DECREF(set);
-                    return NULL;
-                }
-                Py_DECREF(id);
-            }
-        }
-        mask_sets[mask] = set;
-    }
-    return Py_NewRef(set);
+    return tuples_mask_set(mask_sets, MAX_VOTERS, mask);
 }
 
 /* -- reading the state (-1 and an exception; 0; 1 when the value is not one this code handles) --- */
-
-static int read_long(PyObject *value, long *out) {
-    if (!PyLong_CheckExact(value)) {
-        return 1;
-    }
-    long v = PyLong_AsLong(value);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int read_bool(PyObject *value, int *out) {
-    if (value != Py_True && value != Py_False) {
-        return 1;
-    }
-    *out = value == Py_True;
-    return 0;
-}
 
 /* A frozenset of ids in range(n) as a mask. */
 static int read_mask(PyObject *set, int n, unsigned *out) {
@@ -65,7 +26,7 @@ static int read_mask(PyObject *set, int n, unsigned *out) {
     PyObject *key;
     while (_PySet_NextEntry(set, &pos, &key, &hash)) {
         long r;
-        int status = read_long(key, &r);
+        int status = tuples_read_long(key, &r);
         if (status != 0) {
             return status;
         }
@@ -81,7 +42,7 @@ static int read_mask(PyObject *set, int n, unsigned *out) {
     }
     while ((key = PyIter_Next(iter)) != NULL) {
         long r;
-        int status = read_long(key, &r);
+        int status = tuples_read_long(key, &r);
         Py_DECREF(key);
         if (status != 0 || r < 0 || r >= n) {
             Py_DECREF(iter);
@@ -104,8 +65,8 @@ static int read_key(PyObject *key, int n, long *id, long *dir) {
         return 1;
     }
     int status;
-    if ((status = read_long(PyTuple_GET_ITEM(key, 0), id)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(key, 1), dir)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(key, 0), id)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(key, 1), dir)) != 0) {
         return status;
     }
     return *id < 0 || *id >= n ? 1 : 0;
@@ -191,14 +152,14 @@ static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x
     }
     int status;
     if ((status = read_role(c, PyTuple_GET_ITEM(obj, 0), &x->role)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, 1), &x->epoch)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, 2), &x->votedId)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, 3), &x->leaderId)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, 5), &x->hw)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 1), &x->epoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 2), &x->votedId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 3), &x->leaderId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 5), &x->hw)) != 0 ||
         (status = read_mask(PyTuple_GET_ITEM(obj, 6), n, &x->votes)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(obj, 8), &x->hasFetched)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(obj, 9), &x->hwKnown)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, 10), &x->directoryId)) != 0) {
+        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, 8), &x->hasFetched)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, 9), &x->hwKnown)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 10), &x->directoryId)) != 0) {
         return status;
     }
     if (x->votedId < NONE || x->votedId >= n || x->leaderId < NONE || x->leaderId >= n || x->hw < 0) {
@@ -217,7 +178,7 @@ static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x
         if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) < 2 || PyTuple_GET_SIZE(record) > 3) {
             return 1;
         }
-        if ((status = read_long(PyTuple_GET_ITEM(record, 0), &x->rec[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(record, 0), &x->rec[i])) != 0) {
             return status;
         }
         x->rvs[i] = NULL;
@@ -251,7 +212,7 @@ static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x
         return 1;
     }
     for (int i = 0; i < x->noff; i++) {
-        if ((status = read_long(PyTuple_GET_ITEM(x->offs_obj, i), &x->off[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(x->offs_obj, i), &x->off[i])) != 0) {
             return status;
         }
         if (x->off[i] < 0 || x->off[i] > x->len) {
@@ -293,7 +254,7 @@ int kq_read_view(const Context *c, PyObject *s, View *v) {
         return status;
     }
     for (int i = WRITES; i <= DISK_LOSSES; i++) {
-        if ((status = read_long(PyTuple_GET_ITEM(s, i), &v->counters[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(s, i), &v->counters[i])) != 0) {
             return status;
         }
     }
@@ -347,29 +308,6 @@ void kq_set_log(Val *x, PyObject *log) {
     x->orig = NULL;
 }
 
-/* Every maker steals the references it is given, and checks them. */
-PyObject *kq_new_named(PyTypeObject *type, Py_ssize_t size, PyObject **items) {
-    for (Py_ssize_t i = 0; i < size; i++) {
-        if (items[i] == NULL) {
-            for (Py_ssize_t j = 0; j < size; j++) {
-                Py_XDECREF(items[j]);
-            }
-            return NULL;
-        }
-    }
-    PyObject *t = type->tp_alloc(type, size);
-    if (t == NULL) {
-        for (Py_ssize_t j = 0; j < size; j++) {
-            Py_DECREF(items[j]);
-        }
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        PyTuple_SET_ITEM(t, i, items[i]);
-    }
-    return t;
-}
-
 static PyObject *offsets_tuple(const Val *x) {
     PyObject *t = PyTuple_New(x->noff);
     if (t == NULL) {
@@ -407,26 +345,12 @@ static PyObject *val_build(const Context *c, const Val *x) {
         PyBool_FromLong(x->hwKnown),
         Py_NewRef(x->dir_obj),
     };
-    return kq_new_named(c->voter_type, 11, items);
+    return tuples_new_named(c->voter_type, 11, items);
 }
 
 PyObject *kq_append_record(const Context *c, PyObject *log, long epoch, PyObject *kind) {
     PyObject *items[2] = {PyLong_FromLong(epoch), Py_NewRef(kind)};
-    PyObject *record = kq_new_named(c->record_type, 2, items);
-    if (record == NULL) {
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(log);
-    PyObject *out = PyTuple_New(n + 1);
-    if (out == NULL) {
-        Py_DECREF(record);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(log, i)));
-    }
-    PyTuple_SET_ITEM(out, n, record);
-    return out;
+    return tuples_append(log, tuples_new_named(c->record_type, 2, items));
 }
 
 /* -- the next state ------------------------------------------------------------------------------ */
@@ -464,7 +388,7 @@ PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, 
                 } else {
                     PyObject *items[2] = {Py_NewRef(PyTuple_GET_ITEM(PyTuple_GET_ITEM(x->log, o), 0)),
                                           PyLong_FromLong(x->epoch)};
-                    item = kq_new_named(c->committed_type, 2, items);
+                    item = tuples_new_named(c->committed_type, 2, items);
                     if (item == NULL) {
                         Py_DECREF(more);
                         goto error;
@@ -515,35 +439,18 @@ PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, 
         items[i] = i == counter ? PyLong_FromLong(v->counters[i] + delta) : Py_NewRef(PyTuple_GET_ITEM(s, i));
     }
     items[8] = hopeless;
-    return kq_new_named(c->state_type, 9, items);
+    return tuples_new_named(c->state_type, 9, items);
 error:
     Py_DECREF(voters);
     Py_DECREF(committed);
     return NULL;
 }
 
-/* Appends (action, next) to out, stealing next; -1 on error. */
-int kq_emit(PyObject *out, PyObject *action, PyObject *next) {
-    if (next == NULL) {
-        return -1;
-    }
-    PyObject *pair = PyTuple_New(2);
-    if (pair == NULL) {
-        Py_DECREF(next);
-        return -1;
-    }
-    PyTuple_SET_ITEM(pair, 0, Py_NewRef(action));
-    PyTuple_SET_ITEM(pair, 1, next);
-    int status = PyList_Append(out, pair);
-    Py_DECREF(pair);
-    return status;
-}
-
 /* One voter replaced, then the step emitted; x is cleared. */
 int kq_emit1(const Context *c, const View *v, PyObject *out, PyObject *action, int i, Val *x, int counter,
              long delta) {
     Change change = {i, x};
-    int status = kq_emit(out, action, kq_next_state(c, v, &change, 1, counter, delta));
+    int status = tuples_emit(out, action, kq_next_state(c, v, &change, 1, counter, delta));
     kq_val_clear(x);
     return status;
 }
@@ -559,5 +466,5 @@ PyObject *kq_with_isolated(const Context *c, const View *v, unsigned isolated, l
     if (partitions) {
         Py_SETREF(items[4], PyLong_FromLong(v->counters[PARTITIONS] + partitions));
     }
-    return kq_new_named(c->state_type, 9, items);
+    return tuples_new_named(c->state_type, 9, items);
 }

@@ -75,7 +75,7 @@ static int append_voters(const Context *c, const View *v, PyObject *out, PyObjec
     }
     const Val *leader = &v->v[l];
     PyObject *items[3] = {PyLong_FromLong(leader->epoch), Py_NewRef(c->voters_kind), set};
-    PyObject *record = kq_new_named(c->voters_record_type, 3, items);
+    PyObject *record = tuples_new_named(c->voters_record_type, 3, items);
     if (record == NULL) {
         return -1;
     }

@@ -17,6 +17,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_tuples.h"
+
 #define MAX_BROKERS 8
 #define MAX_LOG 16
 #define NO_LEADER (-1)
@@ -97,28 +99,6 @@ static inline int popcount(unsigned mask) {
     return n;
 }
 
-/* Reading a value: -1 and an exception, 0, or 1 for a value this code does not handle. */
-static inline int read_long(PyObject *value, long *out) {
-    if (!PyLong_CheckExact(value)) {
-        return 1;
-    }
-    long v = PyLong_AsLong(value);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static inline int read_bool(PyObject *value, int *out) {
-    if (value == Py_True || value == Py_False) {
-        *out = value == Py_True;
-        return 0;
-    }
-    return 1;
-}
-
-
 /* Whether ``value`` is the string ``known`` (the same object, or an equal one after a pickle). */
 static inline int is_string(PyObject *value, PyObject *known) {
     return value == known || (PyUnicode_CheckExact(value) && PyUnicode_Compare(value, known) == 0);
@@ -160,12 +140,9 @@ int kr_within_tables(const Context *c, const View *v);
 
 /* _kraft_replication_state.c (every maker steals the references it is given, and checks them) */
 PyObject *kr_mask_set(unsigned mask);
-PyObject *kr_new_named(PyTypeObject *type, Py_ssize_t size, PyObject **items);
 PyObject *kr_pair(PyObject *a, PyObject *b);
-PyObject *kr_put(PyObject *t, Py_ssize_t index, PyObject *value);
 PyObject *kr_head(PyObject *log, long k);
 PyObject *kr_tail(PyObject *log, long k);
-int kr_emit(PyObject *out, PyObject *action, PyObject *next);
 PyObject *kr_with_fetch(const Context *c, const View *v, int f, PyObject *message);
 long kr_incremented_hw(const Context *c, int b, long hw, Py_ssize_t leo, unsigned isr, int has_pending,
                        unsigned pending_isr, const long *fs_leo);

@@ -50,7 +50,7 @@ int kr_apply_metadata(const Context *c, const View *v, int b, PyObject *out) {
         if (hw != r->hw) {
             set(items, R_HW, num(hw));
         }
-        updated = kr_new_named(c->replica_type, R_SIZE, items);
+        updated = tuples_new_named(c->replica_type, R_SIZE, items);
     } else if (!(v->c_replicas & (1u << b))) {
         return r->hosted ? kr_call_broker(c, v, out, CB_APPLY_METADATA, b) : 0;
     } else {
@@ -72,9 +72,9 @@ int kr_apply_metadata(const Context *c, const View *v, int b, PyObject *out) {
         set(items, R_FETCH_STATE, Py_NewRef(c->strings[truncating ? STR_TRUNCATING : STR_FETCHING]));
         set(items, R_HOSTED, Py_NewRef(Py_True));
         set(items, R_ASSIGNMENT, PyTuple_New(0));
-        updated = kr_new_named(c->replica_type, R_SIZE, items);
+        updated = tuples_new_named(c->replica_type, R_SIZE, items);
     }
-    return kr_emit(out, act1(c, A_APPLY_METADATA, b), kr_dense(c, v, kr_update_replica(c, v, b, updated)));
+    return tuples_emit(out, act1(c, A_APPLY_METADATA, b), kr_dense(c, v, kr_update_replica(c, v, b, updated)));
 }
 
 /* _drop_fetches: a stopped broker's own fetch and every fetch sent to it are gone. */
@@ -110,12 +110,12 @@ int kr_crash(const Context *c, const View *v, int b, PyObject *out) {
             Py_NewRef(c->strings[STR_FETCHING]),
             Py_NewRef(Py_True),   PyTuple_New(0),
         };
-        PyObject *down = kr_new_named(c->replica_type, R_SIZE, replica_items);
+        PyObject *down = tuples_new_named(c->replica_type, R_SIZE, replica_items);
         PyObject *items[S_SIZE];
         load(v->state, items, S_SIZE);
         set(items, S_FETCHES, drop_fetches(v, b));
         set(items, S_CRASHES, num(v->crashes + 1));
-        if (kr_emit(out, act2(c, A_CRASH, b, keep), kr_dense(c, v, kr_update(c, v, b, down, items))) < 0) {
+        if (tuples_emit(out, act2(c, A_CRASH, b, keep), kr_dense(c, v, kr_update(c, v, b, down, items))) < 0) {
             return -1;
         }
     }
@@ -150,7 +150,7 @@ static PyObject *with_controller(const Context *c, const View *v, PyObject *cont
     if (fences >= 0) {
         set(items, S_FENCES, num(fences));
     }
-    return kr_new_named(c->state_type, S_SIZE, items);
+    return tuples_new_named(c->state_type, S_SIZE, items);
 }
 
 int kr_unfence(const Context *c, const View *v, int b, PyObject *out) {
@@ -164,7 +164,7 @@ int kr_unfence(const Context *c, const View *v, int b, PyObject *out) {
     if (unfenced == Py_None) {
         return 0;
     }
-    return kr_emit(out, act1(c, A_UNFENCE, b), kr_dense(c, v, with_controller(c, v, unfenced, -1)));
+    return tuples_emit(out, act1(c, A_UNFENCE, b), kr_dense(c, v, with_controller(c, v, unfenced, -1)));
 }
 
 int kr_fence(const Context *c, const View *v, int b, PyObject *out) {
@@ -176,7 +176,7 @@ int kr_fence(const Context *c, const View *v, int b, PyObject *out) {
         return 0;
     }
     long fences = v->r[b].running ? v->fences + 1 : -1;
-    return kr_emit(out, act1(c, A_FENCE, b), kr_dense(c, v, with_controller(c, v, fenced, fences)));
+    return tuples_emit(out, act1(c, A_FENCE, b), kr_dense(c, v, with_controller(c, v, fenced, fences)));
 }
 
 /* The leader's replica with its request's sentTo changed (the request kept otherwise). */
@@ -185,7 +185,7 @@ static PyObject *with_sent_to(const Context *c, const Rep *r, long sentTo) {
     PyObject *items[3] = {Py_NewRef(PyTuple_GET_ITEM(request, 0)), Py_NewRef(PyTuple_GET_ITEM(request, 1)),
                           num(sentTo)};
     int fields[1] = {R_PENDING};
-    PyObject *values[1] = {kr_new_named(c->alter_partition_type, 3, items)};
+    PyObject *values[1] = {tuples_new_named(c->alter_partition_type, 3, items)};
     return kr_replica_with(c, r, 1, fields, values);
 }
 
@@ -196,7 +196,7 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
     PyObject *action = act1(c, A_HANDLE_ALTER_PARTITION, b);
     if (r->pending_sentTo != v->failovers) {
         /* NOT_CONTROLLER: the same request is sent again to the active controller */
-        return kr_emit(out, action, kr_dense(c, v, kr_update_replica(c, v, b, with_sent_to(c, r, v->failovers))));
+        return tuples_emit(out, action, kr_dense(c, v, kr_update_replica(c, v, b, with_sent_to(c, r, v->failovers))));
     }
     int error = ERR_NONE;
     PyObject *request = PyTuple_GET_ITEM(r->obj, R_PENDING);
@@ -218,8 +218,8 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
             if (!is_tuple(entry, NULL, 2)) {
                 return 1;
             }
-            if ((status = read_long(PyTuple_GET_ITEM(entry, 0), &id)) != 0 ||
-                (status = read_long(PyTuple_GET_ITEM(entry, 1), &epoch)) != 0) {
+            if ((status = tuples_read_long(PyTuple_GET_ITEM(entry, 0), &id)) != 0 ||
+                (status = tuples_read_long(PyTuple_GET_ITEM(entry, 1), &epoch)) != 0) {
                 return status;
             }
             if (id < 0 || id >= v->n) {
@@ -244,7 +244,7 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
         if (!PyTuple_Check(committed) || PyTuple_GET_SIZE(committed) != C_SIZE) {
             return 1;
         }
-        if ((status = read_long(PyTuple_GET_ITEM(committed, C_LEADER), &leader)) != 0 ||
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(committed, C_LEADER), &leader)) != 0 ||
             (status = kr_read_mask(PyTuple_GET_ITEM(committed, C_ISR), v->n, &isr)) != 0) {
             return status;
         }
@@ -265,7 +265,7 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
         PyObject *items[S_SIZE];
         load(v->state, items, S_SIZE);
         set(items, S_CONTROLLER, Py_NewRef(committed));
-        return kr_emit(out, action, kr_dense(c, v, kr_update(c, v, b, updated, items)));
+        return tuples_emit(out, action, kr_dense(c, v, kr_update(c, v, b, updated, items)));
     }
     PyObject *updated;
     if ((error == ERR_FENCED_LEADER_EPOCH || error == -1) && c->ints[I_AWAITS_METADATA]) {
@@ -276,6 +276,6 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
         PyObject *values[1] = {Py_NewRef(Py_None)};
         updated = kr_replica_with(c, r, 1, fields, values);
     }
-    return kr_emit(out, action, kr_dense(c, v, kr_update_replica(c, v, b, updated)));
+    return tuples_emit(out, action, kr_dense(c, v, kr_update_replica(c, v, b, updated)));
 }
 

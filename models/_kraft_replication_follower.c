@@ -33,13 +33,13 @@ int kr_send_fetch(const Context *c, const View *v, int f, PyObject *out) {
     }
     if (r->truncating) {
         PyObject *items[3] = {num(leader_id), num(r->leaderEpoch), num(last_epoch(r))};
-        PyObject *ask = kr_new_named(c->ofle_request_type, 3, items);
-        return kr_emit(out, act2(c, A_SEND_OFLE, f, leader_id), kr_with_fetch(c, v, f, ask));
+        PyObject *ask = tuples_new_named(c->ofle_request_type, 3, items);
+        return tuples_emit(out, act2(c, A_SEND_OFLE, f, leader_id), kr_with_fetch(c, v, f, ask));
     }
     PyObject *items[5] = {num(leader_id), PyLong_FromSsize_t(r->len), num(last_epoch(r)), num(r->leaderEpoch),
                           Py_NewRef(PyTuple_GET_ITEM(r->obj, R_BROKER_EPOCH))};
-    PyObject *request = kr_new_named(c->fetch_request_type, 5, items);
-    return kr_emit(out, act2(c, A_SEND_FETCH, f, leader_id), kr_with_fetch(c, v, f, request));
+    PyObject *request = tuples_new_named(c->fetch_request_type, 5, items);
+    return tuples_emit(out, act2(c, A_SEND_FETCH, f, leader_id), kr_with_fetch(c, v, f, request));
 }
 
 static int read_error(const Context *c, PyObject *value) {
@@ -64,8 +64,8 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
     const Rep *r = &v->r[f];
     long leader = v->m[f].leader, leaderEpoch, fetchOffset;
     int status;
-    if ((status = read_long(PyTuple_GET_ITEM(response, 1), &leaderEpoch)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(response, 2), &fetchOffset)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(response, 1), &leaderEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(response, 2), &fetchOffset)) != 0) {
         return status;
     }
     int error = read_error(c, PyTuple_GET_ITEM(response, 3));
@@ -76,7 +76,7 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
     int current = r->leader == leader && r->leaderEpoch == leaderEpoch && (long)r->len == fetchOffset;
     if (!current || error == ERR_NOT_LEADER_OR_FOLLOWER || error == ERR_FENCED_LEADER_EPOCH ||
         error == ERR_UNKNOWN_LEADER_EPOCH) {
-        return kr_emit(out, action, kr_with_fetch(c, v, f, Py_NewRef(Py_None)));
+        return tuples_emit(out, action, kr_with_fetch(c, v, f, Py_NewRef(Py_None)));
     }
     PyObject *log;
     long hw;
@@ -86,7 +86,7 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
         if (!PyTuple_CheckExact(records)) {
             return 1;
         }
-        if ((status = read_long(PyTuple_GET_ITEM(response, 5), &response_hw)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(response, 5), &response_hw)) != 0) {
             return status;
         }
         log = PyTuple_GET_SIZE(records) ? PySequence_Concat(r->log, records) : Py_NewRef(r->log);
@@ -103,14 +103,14 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
             if (!is_tuple(diverging, NULL, 2)) {
                 return 1;
             }
-            if ((status = read_long(PyTuple_GET_ITEM(diverging, 0), &epoch)) != 0 ||
-                (status = read_long(PyTuple_GET_ITEM(diverging, 1), &end)) != 0) {
+            if ((status = tuples_read_long(PyTuple_GET_ITEM(diverging, 0), &epoch)) != 0 ||
+                (status = tuples_read_long(PyTuple_GET_ITEM(diverging, 1), &end)) != 0) {
                 return status;
             }
             offset = truncation_offset(r, epoch, end, &done);
         } else {
             long leo;
-            if ((status = read_long(PyTuple_GET_ITEM(response, 7), &leo)) != 0) {
+            if ((status = tuples_read_long(PyTuple_GET_ITEM(response, 7), &leo)) != 0) {
                 return status;
             }
             offset = leo < (long)r->len ? leo : (long)r->len;
@@ -126,7 +126,7 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
     PyObject *updated = kr_replica_with(c, r, 2, fields, values);
     PyObject *items[S_SIZE];
     load(v->state, items, S_SIZE);
-    set(items, S_FETCHES, kr_put(v->fetches, f, Py_NewRef(Py_None)));
-    return kr_emit(out, action, kr_update(c, v, f, updated, items));
+    set(items, S_FETCHES, tuples_put(v->fetches, f, Py_NewRef(Py_None)));
+    return tuples_emit(out, action, kr_update(c, v, f, updated, items));
 }
 

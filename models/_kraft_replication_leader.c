@@ -20,7 +20,7 @@ int kr_produce(const Context *c, const View *v, int b, PyObject *out) {
         PyTuple_SET_ITEM(log, i, Py_NewRef(PyTuple_GET_ITEM(r->log, i)));
     }
     PyObject *record_items[2] = {num(rid), num(r->leaderEpoch)};
-    PyObject *record = kr_new_named(c->record_type, 2, record_items);
+    PyObject *record = tuples_new_named(c->record_type, 2, record_items);
     if (record == NULL) {
         Py_DECREF(log);
         return -1;
@@ -44,7 +44,7 @@ int kr_produce(const Context *c, const View *v, int b, PyObject *out) {
             return -1;
         }
         Py_DECREF(id);
-        PyObject *with_acked = kr_put(next, S_ACKED, acked);
+        PyObject *with_acked = tuples_put(next, S_ACKED, acked);
         Py_DECREF(next);
         if (with_acked == NULL) {
             return -1;
@@ -53,16 +53,16 @@ int kr_produce(const Context *c, const View *v, int b, PyObject *out) {
         PyObject *state_items[S_SIZE];
         load(with_acked, state_items, S_SIZE);
         Py_DECREF(with_acked);
-        next = kr_new_named(c->state_type, S_SIZE, state_items);
+        next = tuples_new_named(c->state_type, S_SIZE, state_items);
     }
-    return kr_emit(out, act2(c, A_PRODUCE, b, rid), next);
+    return tuples_emit(out, act2(c, A_PRODUCE, b, rid), next);
 }
 
 /* The leader's AlterPartition proposal: the replica with a pending request (and maybe a new HW). */
 static PyObject *proposed(const Context *c, const View *v, const Rep *r, unsigned isr, PyObject *epochs, long hw) {
     PyObject *isr_obj = kr_mask_set(isr);
     PyObject *request_items[3] = {isr_obj, epochs, Py_NewRef(PyTuple_GET_ITEM(v->state, S_FAILOVERS))};
-    PyObject *request = kr_new_named(c->alter_partition_type, 3, request_items);
+    PyObject *request = tuples_new_named(c->alter_partition_type, 3, request_items);
     if (hw == r->hw) {
         int fields[1] = {R_PENDING};
         PyObject *values[1] = {request};
@@ -85,7 +85,7 @@ int kr_shrink_isr(const Context *c, const View *v, int b, PyObject *out) {
         unsigned isr = r->isr & ~(1u << f);
         long hw = kr_incremented_hw(c, b, r->hw, r->len, r->isr, 1, isr, r->fs_leo);
         PyObject *replica = proposed(c, v, r, isr, PyTuple_New(0), hw);
-        if (kr_emit(out, act2(c, A_SHRINK_ISR, b, f), kr_update_replica(c, v, b, replica)) < 0) {
+        if (tuples_emit(out, act2(c, A_SHRINK_ISR, b, f), kr_update_replica(c, v, b, replica)) < 0) {
             return -1;
         }
     }
@@ -125,7 +125,7 @@ int kr_expand_isr(const Context *c, const View *v, int b, PyObject *out) {
             epochs = PyTuple_New(0);
         }
         PyObject *replica = proposed(c, v, r, r->isr | (1u << f), epochs, r->hw);
-        if (kr_emit(out, act2(c, A_EXPAND_ISR, b, f), kr_update_replica(c, v, b, replica)) < 0) {
+        if (tuples_emit(out, act2(c, A_EXPAND_ISR, b, f), kr_update_replica(c, v, b, replica)) < 0) {
             return -1;
         }
     }
@@ -154,14 +154,14 @@ static PyObject *fetch_response(const Context *c, int leader, long leaderEpoch, 
                           num(hw),
                           kr_pair(num(diverging_epoch), num(diverging_end)),
                           PyLong_FromSsize_t(leo)};
-    return kr_new_named(c->fetch_response_type, 8, items);
+    return tuples_new_named(c->fetch_response_type, 8, items);
 }
 
 /* The leader recording a follower's fetch: its follower state and maybe a new HW. */
 static PyObject *leader_after_fetch(const Context *c, const Rep *l, int leader_id, int f, long fetchOffset,
                                     PyObject *replicaEpoch, long *hw) {
     PyObject *fs_old = PyTuple_GET_ITEM(l->obj, R_FOLLOWER_STATE);
-    PyObject *followers = kr_put(fs_old, f, kr_pair(num(fetchOffset), Py_NewRef(replicaEpoch)));
+    PyObject *followers = tuples_put(fs_old, f, kr_pair(num(fetchOffset), Py_NewRef(replicaEpoch)));
     long fs_leo[MAX_BROKERS];
     for (int i = 0; i < MAX_BROKERS; i++) {
         fs_leo[i] = i == f ? fetchOffset : l->fs_leo[i];
@@ -189,9 +189,9 @@ int kr_handle_fetch(const Context *c, const View *v, int f, PyObject *out) {
     }
     long fetchOffset, lastFetchedEpoch, currentLeaderEpoch;
     int status;
-    if ((status = read_long(PyTuple_GET_ITEM(req, 1), &fetchOffset)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(req, 2), &lastFetchedEpoch)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(req, 3), &currentLeaderEpoch)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(req, 1), &fetchOffset)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(req, 2), &lastFetchedEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(req, 3), &currentLeaderEpoch)) != 0) {
         return status;
     }
     PyObject *replicaEpoch = PyTuple_GET_ITEM(req, 4);
@@ -207,14 +207,14 @@ int kr_handle_fetch(const Context *c, const View *v, int f, PyObject *out) {
             PyObject *response = fetch_response(c, leader_id, currentLeaderEpoch, fetchOffset, ERR_DIVERGING_EPOCH,
                                                 PyTuple_New(0), UNDEFINED, epoch, end, l->len);
             if (c->ints[I_DIVERGING_FETCH_NOT_COUNTED]) {
-                return kr_emit(out, action, kr_with_fetch(c, v, f, response));
+                return tuples_emit(out, action, kr_with_fetch(c, v, f, response));
             }
             long hw;
             PyObject *updated = leader_after_fetch(c, l, leader_id, f, fetchOffset, replicaEpoch, &hw);
             PyObject *items[S_SIZE];
             load(v->state, items, S_SIZE);
-            set(items, S_FETCHES, kr_put(v->fetches, f, response));
-            return kr_emit(out, action, kr_update(c, v, leader_id, updated, items));
+            set(items, S_FETCHES, tuples_put(v->fetches, f, response));
+            return tuples_emit(out, action, kr_update(c, v, leader_id, updated, items));
         }
     } else if (error < 0 && fetchOffset > (long)l->len) {
         error = ERR_OFFSET_OUT_OF_RANGE;
@@ -222,7 +222,7 @@ int kr_handle_fetch(const Context *c, const View *v, int f, PyObject *out) {
     if (error >= 0) {
         PyObject *response = fetch_response(c, leader_id, currentLeaderEpoch, fetchOffset, error, PyTuple_New(0),
                                             UNDEFINED, UNDEFINED, UNDEFINED, l->len);
-        return kr_emit(out, action, kr_with_fetch(c, v, f, response));
+        return tuples_emit(out, action, kr_with_fetch(c, v, f, response));
     }
     long hw;
     PyObject *updated = leader_after_fetch(c, l, leader_id, f, fetchOffset, replicaEpoch, &hw);
@@ -230,7 +230,7 @@ int kr_handle_fetch(const Context *c, const View *v, int f, PyObject *out) {
                                         kr_tail(l->log, fetchOffset), hw, UNDEFINED, UNDEFINED, l->len);
     PyObject *items[S_SIZE];
     load(v->state, items, S_SIZE);
-    set(items, S_FETCHES, kr_put(v->fetches, f, response));
-    return kr_emit(out, action, kr_update(c, v, leader_id, updated, items));
+    set(items, S_FETCHES, tuples_put(v->fetches, f, response));
+    return tuples_emit(out, action, kr_update(c, v, leader_id, updated, items));
 }
 

@@ -2,64 +2,10 @@
  * returns -1 and an exception, 0, or 1 for a value this code does not handle (the Python then runs). */
 #include "_kraft_replication.h"
 
-/* The elements of a frozenset of at most ``max`` elements, borrowed (the set holds them); -1 and an
- * exception, or their number (more than ``max``: give up). */
-static Py_ssize_t set_items(PyObject *set, PyObject **items, Py_ssize_t max) {
-    Py_ssize_t n = PySet_GET_SIZE(set);
-    if (n > max) {
-        return n;
-    }
-    Py_ssize_t i = 0;
-#if PY_VERSION_HEX < 0x030D0000
-    Py_ssize_t pos = 0;
-    Py_hash_t hash;
-    while (i < n && _PySet_NextEntry(set, &pos, &items[i], &hash)) {
-        i++;
-    }
-#else
-    PyObject *iter = PyObject_GetIter(set), *key;
-    if (iter == NULL) {
-        return -1;
-    }
-    while (i < n && (key = PyIter_Next(iter)) != NULL) {
-        items[i++] = key;
-        Py_DECREF(key);
-    }
-    Py_DECREF(iter);
-    if (PyErr_Occurred()) {
-        return -1;
-    }
-#endif
-    return i;
-}
-
 /* A frozenset of broker ids as a mask. */
 int kr_read_mask(PyObject *set, int n, unsigned *out) {
-    if (!PyFrozenSet_CheckExact(set)) {
-        return 1;
-    }
-    PyObject *items[MAX_BROKERS];
-    Py_ssize_t size = set_items(set, items, MAX_BROKERS);
-    if (size < 0 || size > MAX_BROKERS) {
-        return size < 0 ? -1 : 1;
-    }
-    unsigned mask = 0;
-    for (Py_ssize_t i = 0; i < size; i++) {
-        long r;
-        int status = read_long(items[i], &r);
-        if (status != 0) {
-            return status;
-        }
-        if (r < 0 || r >= n) {
-            return 1;
-        }
-        mask |= 1u << r;
-    }
-    *out = mask;
-    return 0;
+    return tuples_read_mask(set, n, MAX_BROKERS, out);
 }
-
-
 
 static int read_log(PyObject *log, const Context *c, Py_ssize_t *len, long *id, long *epoch) {
     if (!PyTuple_CheckExact(log) || PyTuple_GET_SIZE(log) > MAX_LOG) {
@@ -72,8 +18,8 @@ static int read_log(PyObject *log, const Context *c, Py_ssize_t *len, long *id, 
         if (!is_tuple(record, c->record_type, 2)) {
             return 1;
         }
-        if ((status = read_long(PyTuple_GET_ITEM(record, 0), &id[i])) != 0 ||
-            (status = read_long(PyTuple_GET_ITEM(record, 1), &epoch[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(record, 0), &id[i])) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(record, 1), &epoch[i])) != 0) {
             return status;
         }
     }
@@ -86,13 +32,13 @@ static int read_replica(const Context *c, PyObject *obj, int n, Rep *r) {
     }
     r->obj = obj;
     int status;
-    if ((status = read_bool(PyTuple_GET_ITEM(obj, R_RUNNING), &r->running)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(obj, R_HOSTED), &r->hosted)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, R_BROKER_EPOCH), &r->brokerEpoch)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, R_HW), &r->hw)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, R_LEADER), &r->leader)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, R_LEADER_EPOCH), &r->leaderEpoch)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, R_PARTITION_EPOCH), &r->partitionEpoch)) != 0) {
+    if ((status = tuples_read_bool(PyTuple_GET_ITEM(obj, R_RUNNING), &r->running)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, R_HOSTED), &r->hosted)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_BROKER_EPOCH), &r->brokerEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_HW), &r->hw)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_LEADER), &r->leader)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_LEADER_EPOCH), &r->leaderEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_PARTITION_EPOCH), &r->partitionEpoch)) != 0) {
         return status;
     }
     if (r->leader < NO_LEADER || r->leader >= n) {
@@ -113,7 +59,7 @@ static int read_replica(const Context *c, PyObject *obj, int n, Rep *r) {
             return 1;
         }
         if ((status = kr_read_mask(PyTuple_GET_ITEM(pending, 0), n, &r->pending_isr)) != 0 ||
-            (status = read_long(PyTuple_GET_ITEM(pending, 2), &r->pending_sentTo)) != 0) {
+            (status = tuples_read_long(PyTuple_GET_ITEM(pending, 2), &r->pending_sentTo)) != 0) {
             return status;
         }
     }
@@ -126,8 +72,8 @@ static int read_replica(const Context *c, PyObject *obj, int n, Rep *r) {
         if (!is_tuple(pair, NULL, 2)) {
             return 1;
         }
-        if ((status = read_long(PyTuple_GET_ITEM(pair, 0), &r->fs_leo[i])) != 0 ||
-            (status = read_long(PyTuple_GET_ITEM(pair, 1), &r->fs_epoch[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(pair, 0), &r->fs_leo[i])) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(pair, 1), &r->fs_epoch[i])) != 0) {
             return status;
         }
     }
@@ -147,7 +93,7 @@ static int read_replica(const Context *c, PyObject *obj, int n, Rep *r) {
     r->assignment_mask = 0;
     for (int i = 0; i < r->nassignment; i++) {
         long b;
-        if ((status = read_long(PyTuple_GET_ITEM(assignment, i), &b)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(assignment, i), &b)) != 0) {
             return status;
         }
         if (b < 0 || b >= n) {
@@ -165,9 +111,9 @@ static int read_controller(const Context *c, PyObject *obj, View *v) {
         return 1;
     }
     int n = v->n, status;
-    if ((status = read_long(PyTuple_GET_ITEM(obj, C_LEADER), &v->c_leader)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, C_LEADER_EPOCH), &v->c_leaderEpoch)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(obj, C_PARTITION_EPOCH), &v->c_partitionEpoch)) != 0 ||
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(obj, C_LEADER), &v->c_leader)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, C_LEADER_EPOCH), &v->c_leaderEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, C_PARTITION_EPOCH), &v->c_partitionEpoch)) != 0 ||
         (status = kr_read_mask(PyTuple_GET_ITEM(obj, C_FENCED), n, &v->c_fenced)) != 0 ||
         (status = kr_read_mask(PyTuple_GET_ITEM(obj, C_ISR), n, &v->c_isr)) != 0) {
         return status;
@@ -180,7 +126,7 @@ static int read_controller(const Context *c, PyObject *obj, View *v) {
         return 1;
     }
     for (int b = 0; b < n; b++) {
-        if ((status = read_long(PyTuple_GET_ITEM(epochs, b), &v->c_brokerEpochs[b])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(epochs, b), &v->c_brokerEpochs[b])) != 0) {
             return status;
         }
     }
@@ -191,7 +137,7 @@ static int read_controller(const Context *c, PyObject *obj, View *v) {
     v->c_replicas = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(replicas); i++) {
         long b;
-        if ((status = read_long(PyTuple_GET_ITEM(replicas, i), &b)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(replicas, i), &b)) != 0) {
             return status;
         }
         if (b < 0 || b >= n) {
@@ -223,7 +169,7 @@ int kr_read_view(const Context *c, PyObject *s, View *v) {
                          &v->reassignments};
     int fields[6] = {S_NEXT_RECORD_ID, S_CRASHES, S_FENCES, S_SHUTDOWNS, S_FAILOVERS, S_REASSIGNMENTS};
     for (int i = 0; i < 6; i++) {
-        if ((status = read_long(PyTuple_GET_ITEM(s, fields[i]), counters[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(s, fields[i]), counters[i])) != 0) {
             return status;
         }
     }
@@ -249,7 +195,7 @@ int kr_read_view(const Context *c, PyObject *s, View *v) {
         if (m->kind < 0 || PyTuple_GET_SIZE(m->obj) < 1) {
             return 1;
         }
-        if ((status = read_long(PyTuple_GET_ITEM(m->obj, 0), &m->leader)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(m->obj, 0), &m->leader)) != 0) {
             return status;
         }
         if (m->leader < 0 || m->leader >= n) {

@@ -5,73 +5,14 @@
 static PyObject *mask_sets[1 << MAX_BROKERS]; /* the frozenset of each broker mask, made once */
 
 PyObject *kr_mask_set(unsigned mask) {
-    PyObject *set = mask_sets[mask];
-    if (set == NULL) {
-        set = PyFrozenSet_New(NULL);
-        if (set == NULL) {
-            return NULL;
-        }
-        for (int r = 0; r < MAX_BROKERS; r++) {
-            if (mask & (1u << r)) {
-                PyObject *id = PyLong_FromLong(r);
-                if (id == NULL || PySet_Add(set, id) < 0) {
-                    Py_XDECREF(id);
-                    Py_DECREF(set);
-                    return NULL;
-                }
-                Py_DECREF(id);
-            }
-        }
-        mask_sets[mask] = set;
-    }
-    return Py_NewRef(set);
+    return tuples_mask_set(mask_sets, MAX_BROKERS, mask);
 }
-
 
 /* -- building values (every maker steals the references it is given, and checks them) ------------ */
 
-PyObject *kr_new_named(PyTypeObject *type, Py_ssize_t size, PyObject **items) {
-    for (Py_ssize_t i = 0; i < size; i++) {
-        if (items[i] == NULL) {
-            for (Py_ssize_t j = 0; j < size; j++) {
-                Py_XDECREF(items[j]);
-            }
-            return NULL;
-        }
-    }
-    PyObject *t = type->tp_alloc(type, size);
-    if (t == NULL) {
-        for (Py_ssize_t j = 0; j < size; j++) {
-            Py_DECREF(items[j]);
-        }
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        PyTuple_SET_ITEM(t, i, items[i]);
-    }
-    return t;
-}
-
 PyObject *kr_pair(PyObject *a, PyObject *b) {
     PyObject *items[2] = {a, b};
-    return kr_new_named(&PyTuple_Type, 2, items);
-}
-
-/* tuple ``t`` with item ``index`` replaced by ``value`` (stolen): tuples.put. */
-PyObject *kr_put(PyObject *t, Py_ssize_t index, PyObject *value) {
-    if (value == NULL) {
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(t);
-    PyObject *out = PyTuple_New(n);
-    if (out == NULL) {
-        Py_DECREF(value);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(out, i, i == index ? value : Py_NewRef(PyTuple_GET_ITEM(t, i)));
-    }
-    return out;
+    return tuples_new_named(&PyTuple_Type, 2, items);
 }
 
 /* ``log[:k]`` as Python slices it. */
@@ -98,28 +39,12 @@ PyObject *kr_tail(PyObject *log, long k) {
     return PyTuple_GetSlice(log, k, len);
 }
 
-
-
-/* Appends (action, next) to out, stealing next; -1 on error. */
-int kr_emit(PyObject *out, PyObject *action, PyObject *next) {
-    if (next == NULL) {
-        return -1;
-    }
-    PyObject *step = kr_pair(Py_NewRef(action), next);
-    if (step == NULL) {
-        return -1;
-    }
-    int status = PyList_Append(out, step);
-    Py_DECREF(step);
-    return status;
-}
-
-/* with_fetches(s, kr_put(s.fetches, f, message)), message stolen. */
+/* with_fetches(s, tuples_put(s.fetches, f, message)), message stolen. */
 PyObject *kr_with_fetch(const Context *c, const View *v, int f, PyObject *message) {
     PyObject *items[S_SIZE];
     load(v->state, items, S_SIZE);
-    set(items, S_FETCHES, kr_put(v->fetches, f, message));
-    return kr_new_named(c->state_type, S_SIZE, items);
+    set(items, S_FETCHES, tuples_put(v->fetches, f, message));
+    return tuples_new_named(c->state_type, S_SIZE, items);
 }
 
 /* -- the model's helpers -------------------------------------------------------------------------- */
@@ -181,10 +106,10 @@ static int ghosts(const Context *c, const View *v, int b, PyObject *replica, PyO
     const Rep *old = &v->r[b];
     long hw, leader, leaderEpoch;
     int running, status;
-    if ((status = read_long(PyTuple_GET_ITEM(replica, R_LEADER), &leader)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(replica, R_HW), &hw)) != 0 ||
-        (status = read_bool(PyTuple_GET_ITEM(replica, R_RUNNING), &running)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(replica, R_LEADER_EPOCH), &leaderEpoch)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(replica, R_LEADER), &leader)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(replica, R_HW), &hw)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(replica, R_RUNNING), &running)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(replica, R_LEADER_EPOCH), &leaderEpoch)) != 0) {
         if (status > 0) {
             PyErr_SetString(PyExc_SystemError, "kraft-replication successors: a replica built here is unreadable");
         }
@@ -202,8 +127,8 @@ static int ghosts(const Context *c, const View *v, int b, PyObject *replica, PyO
     }
     PyObject *controller = items[S_CONTROLLER];
     long c_leader, c_epoch;
-    if ((status = read_long(PyTuple_GET_ITEM(controller, C_LEADER), &c_leader)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(controller, C_LEADER_EPOCH), &c_epoch)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(controller, C_LEADER), &c_leader)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(controller, C_LEADER_EPOCH), &c_epoch)) != 0) {
         if (status > 0) {
             PyErr_SetString(PyExc_SystemError, "kraft-replication successors: a controller built here is unreadable");
         }
@@ -235,7 +160,7 @@ static int ghosts(const Context *c, const View *v, int b, PyObject *replica, PyO
     for (long offset = old->hw; offset < hw && offset < len; offset++) {
         PyObject *record = PyTuple_GET_ITEM(log, offset);
         long epoch;
-        if (read_long(PyTuple_GET_ITEM(record, 1), &epoch) != 0) {
+        if (tuples_read_long(PyTuple_GET_ITEM(record, 1), &epoch) != 0) {
             Py_XDECREF(acked);
             if (!PyErr_Occurred()) {
                 PyErr_SetString(PyExc_SystemError, "kraft-replication successors: a record is unreadable");
@@ -268,7 +193,7 @@ PyObject *kr_update(const Context *c, const View *v, int b, PyObject *replica, P
         }
         return NULL;
     }
-    set(items, S_REPLICAS, kr_put(v->replicas, b, Py_NewRef(replica)));
+    set(items, S_REPLICAS, tuples_put(v->replicas, b, Py_NewRef(replica)));
     int status = items[S_REPLICAS] == NULL ? -1 : ghosts(c, v, b, replica, items);
     Py_DECREF(replica);
     if (status < 0) {
@@ -277,7 +202,7 @@ PyObject *kr_update(const Context *c, const View *v, int b, PyObject *replica, P
         }
         return NULL;
     }
-    return kr_new_named(c->state_type, S_SIZE, items);
+    return tuples_new_named(c->state_type, S_SIZE, items);
 }
 
 /* _update with only the replica changed. */
@@ -294,7 +219,7 @@ PyObject *kr_replica_with(const Context *c, const Rep *r, int k, const int *fiel
     for (int i = 0; i < k; i++) {
         set(items, fields[i], values[i]);
     }
-    return kr_new_named(c->replica_type, R_SIZE, items);
+    return tuples_new_named(c->replica_type, R_SIZE, items);
 }
 
 static long rank_of(const long *present, int count, long e) {
@@ -318,7 +243,7 @@ PyObject *kr_dense(const Context *c, const View *v, PyObject *t) {
     controller = PyTuple_GET_ITEM(t, S_CONTROLLER);
     replicas = PyTuple_GET_ITEM(t, S_REPLICAS);
     if (!PyTuple_Check(controller) || PyTuple_GET_SIZE(controller) != C_SIZE || !PyTuple_Check(replicas) ||
-        read_long(PyTuple_GET_ITEM(controller, C_PARTITION_EPOCH), &epoch) != 0) {
+        tuples_read_long(PyTuple_GET_ITEM(controller, C_PARTITION_EPOCH), &epoch) != 0) {
         goto python;
     }
     if (replicas == v->replicas && epoch == v->c_partitionEpoch) {
@@ -333,7 +258,7 @@ PyObject *kr_dense(const Context *c, const View *v, PyObject *t) {
         long e = epoch;
         if (i >= 0) {
             PyObject *r = PyTuple_GET_ITEM(replicas, i);
-            if (!is_tuple(r, c->replica_type, R_SIZE) || read_long(PyTuple_GET_ITEM(r, R_PARTITION_EPOCH), &e) != 0) {
+            if (!is_tuple(r, c->replica_type, R_SIZE) || tuples_read_long(PyTuple_GET_ITEM(r, R_PARTITION_EPOCH), &e) != 0) {
                 goto python;
             }
             epochs[i] = e;
@@ -370,7 +295,7 @@ PyObject *kr_dense(const Context *c, const View *v, PyObject *t) {
             PyObject *items[R_SIZE];
             load(r, items, R_SIZE);
             set(items, R_PARTITION_EPOCH, num(rank));
-            PyObject *changed = kr_new_named(c->replica_type, R_SIZE, items);
+            PyObject *changed = tuples_new_named(c->replica_type, R_SIZE, items);
             if (changed == NULL) {
                 Py_DECREF(ranked);
                 Py_DECREF(t);
@@ -385,9 +310,9 @@ PyObject *kr_dense(const Context *c, const View *v, PyObject *t) {
         PyObject *items[S_SIZE];
         load(t, items, S_SIZE);
         Py_DECREF(t);
-        set(items, S_CONTROLLER, kr_new_named(Py_TYPE(controller), C_SIZE, controller_items));
+        set(items, S_CONTROLLER, tuples_new_named(Py_TYPE(controller), C_SIZE, controller_items));
         set(items, S_REPLICAS, ranked);
-        return kr_new_named(c->state_type, S_SIZE, items);
+        return tuples_new_named(c->state_type, S_SIZE, items);
     }
 python:
     if (PyErr_Occurred()) {

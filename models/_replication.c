@@ -10,6 +10,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "_tuples.h"
+
 #define MAX_REPLICAS 8
 #define MAX_LOG 16
 #define MAX_REQUESTS 32
@@ -59,98 +61,14 @@ typedef struct {
 
 static PyObject *isr_sets[1 << MAX_REPLICAS]; /* the frozenset of each replica mask, made once */
 
+/* The frozenset of a replica mask (a new reference). */
 static PyObject *isr_set(unsigned mask) {
-    PyObject *set = isr_sets[mask];
-    if (set == NULL) {
-        set = PyFrozenSet_New(NULL);
-        if (set == NULL) {
-            return NULL;
-        }
-        for (int r = 0; r < MAX_REPLICAS; r++) {
-            if (mask & (1u << r)) {
-                PyObject *id = PyLong_FromLong(r);
-                if (id == NULL || PySet_Add(set, id) < 0) {
-                    Py_XDECREF(id);
-                    Py_DECREF(set);
-                    return NULL;
-                }
-                Py_DECREF(id);
-            }
-        }
-        isr_sets[mask] = set;
-    }
-    Py_INCREF(set);
-    return set;
-}
-
-/* -1 and an exception, or 0 and *out set; 1 when the value is not a small int (give up). */
-static int read_long(PyObject *value, long *out) {
-    if (!PyLong_CheckExact(value)) {
-        return 1;
-    }
-    long v = PyLong_AsLong(value);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* The elements of a frozenset of at most ``max`` elements, borrowed (the set holds them); -1 and an
- * exception, or their number (more than ``max``: give up). */
-static Py_ssize_t set_items(PyObject *set, PyObject **items, Py_ssize_t max) {
-    Py_ssize_t n = PySet_GET_SIZE(set);
-    if (n > max) {
-        return n;
-    }
-    Py_ssize_t i = 0;
-#if PY_VERSION_HEX < 0x030D0000
-    Py_ssize_t pos = 0;
-    Py_hash_t hash;
-    while (i < n && _PySet_NextEntry(set, &pos, &items[i], &hash)) {
-        i++;
-    }
-#else
-    PyObject *iter = PyObject_GetIter(set), *key;
-    if (iter == NULL) {
-        return -1;
-    }
-    while (i < n && (key = PyIter_Next(iter)) != NULL) {
-        items[i++] = key;
-        Py_DECREF(key);
-    }
-    Py_DECREF(iter);
-    if (PyErr_Occurred()) {
-        return -1;
-    }
-#endif
-    return i;
+    return tuples_mask_set(isr_sets, MAX_REPLICAS, mask);
 }
 
 /* A set of replica ids as a mask: 1 when it holds anything else. */
 static int read_mask(PyObject *set, int n, unsigned *out) {
-    if (!PyFrozenSet_CheckExact(set)) {
-        return 1;
-    }
-    PyObject *items[MAX_REPLICAS];
-    Py_ssize_t size = set_items(set, items, MAX_REPLICAS);
-    if (size < 0 || size > MAX_REPLICAS) {
-        return size < 0 ? -1 : 1;
-    }
-    unsigned mask = 0;
-    for (Py_ssize_t i = 0; i < size; i++) {
-        long r;
-        int status = read_long(items[i], &r);
-        if (status != 0) {
-            return status;
-        }
-        if (r < 0 || r >= n) {
-            return 1;
-        }
-        mask |= 1u << r;
-    }
-    *out = mask;
-    return 0;
+    return tuples_read_mask(set, n, MAX_REPLICAS, out);
 }
 
 static int read_request(PyObject *q, int n, Request *out) {
@@ -158,8 +76,8 @@ static int read_request(PyObject *q, int n, Request *out) {
         return 1;
     }
     int status;
-    if ((status = read_long(PyTuple_GET_ITEM(q, 0), &out->leaderEpoch)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(q, 1), &out->leader)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(q, 0), &out->leaderEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(q, 1), &out->leader)) != 0) {
         return status;
     }
     out->isr_obj = PyTuple_GET_ITEM(q, 2);
@@ -196,8 +114,8 @@ static int read_view(PyObject *s, View *v) {
             if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 2) {
                 return 1;
             }
-            if ((status = read_long(PyTuple_GET_ITEM(record, 0), &rep->id[i])) != 0 ||
-                (status = read_long(PyTuple_GET_ITEM(record, 1), &rep->epoch[i])) != 0) {
+            if ((status = tuples_read_long(PyTuple_GET_ITEM(record, 0), &rep->id[i])) != 0 ||
+                (status = tuples_read_long(PyTuple_GET_ITEM(record, 1), &rep->epoch[i])) != 0) {
                 return status;
             }
         }
@@ -205,9 +123,9 @@ static int read_view(PyObject *s, View *v) {
         if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 4) {
             return 1;
         }
-        if ((status = read_long(PyTuple_GET_ITEM(st, 0), &rep->hw)) != 0 ||
-            (status = read_long(PyTuple_GET_ITEM(st, 1), &rep->leaderEpoch)) != 0 ||
-            (status = read_long(PyTuple_GET_ITEM(st, 2), &rep->leader)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(st, 0), &rep->hw)) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(st, 1), &rep->leaderEpoch)) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(st, 2), &rep->leader)) != 0) {
             return status;
         }
         if (rep->leader < NO_LEADER || rep->leader >= n || rep->hw < 0) {
@@ -218,8 +136,8 @@ static int read_view(PyObject *s, View *v) {
             return status;
         }
     }
-    if ((status = read_long(PyTuple_GET_ITEM(s, 2), &v->nextRecordId)) != 0 ||
-        (status = read_long(PyTuple_GET_ITEM(s, 3), &v->nextLeaderEpoch)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(s, 2), &v->nextRecordId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(s, 3), &v->nextLeaderEpoch)) != 0) {
         return status;
     }
     v->requests = PyTuple_GET_ITEM(s, 4);
@@ -227,7 +145,7 @@ static int read_view(PyObject *s, View *v) {
         return 1;
     }
     PyObject *items[MAX_REQUESTS];
-    Py_ssize_t size = set_items(v->requests, items, MAX_REQUESTS);
+    Py_ssize_t size = tuples_set_items(v->requests, items, MAX_REQUESTS);
     if (size < 0 || size > MAX_REQUESTS) {
         return size < 0 ? -1 : 1;
     }
@@ -264,48 +182,9 @@ static int read_view(PyObject *s, View *v) {
 
 /* -- building values (every maker steals the references it is given, and checks them) ------------ */
 
-static PyObject *new_named(PyTypeObject *type, Py_ssize_t size, PyObject **items) {
-    for (Py_ssize_t i = 0; i < size; i++) {
-        if (items[i] == NULL) {
-            for (Py_ssize_t j = 0; j < size; j++) {
-                Py_XDECREF(items[j]);
-            }
-            return NULL;
-        }
-    }
-    PyObject *t = type->tp_alloc(type, size);
-    if (t == NULL) {
-        for (Py_ssize_t j = 0; j < size; j++) {
-            Py_DECREF(items[j]);
-        }
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < size; i++) {
-        PyTuple_SET_ITEM(t, i, items[i]);
-    }
-    return t;
-}
-
-/* tuple ``t`` with item ``index`` replaced by ``value`` (stolen). */
-static PyObject *put(PyObject *t, Py_ssize_t index, PyObject *value) {
-    if (value == NULL) {
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(t);
-    PyObject *out = PyTuple_New(n);
-    if (out == NULL) {
-        Py_DECREF(value);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(out, i, i == index ? value : Py_NewRef(PyTuple_GET_ITEM(t, i)));
-    }
-    return out;
-}
-
 static PyObject *replica_state(const Context *c, long hw, long epoch, long leader, PyObject *isr) {
     PyObject *items[4] = {PyLong_FromLong(hw), PyLong_FromLong(epoch), PyLong_FromLong(leader), isr};
-    return new_named(c->replica_type, 4, items);
+    return tuples_new_named(c->replica_type, 4, items);
 }
 
 /* A replica's state with only its hw changed. */
@@ -313,13 +192,13 @@ static PyObject *with_hw(const Context *c, const View *v, int r, long hw) {
     PyObject *old = PyTuple_GET_ITEM(v->states, r);
     PyObject *items[4] = {PyLong_FromLong(hw), Py_NewRef(PyTuple_GET_ITEM(old, 1)), Py_NewRef(PyTuple_GET_ITEM(old, 2)),
                           Py_NewRef(PyTuple_GET_ITEM(old, 3))};
-    return new_named(c->replica_type, 4, items);
+    return tuples_new_named(c->replica_type, 4, items);
 }
 
 static PyObject *state6(const Context *c, PyObject *logs, PyObject *states, PyObject *nextRecordId,
                         PyObject *nextLeaderEpoch, PyObject *requests, PyObject *quorum) {
     PyObject *items[6] = {logs, states, nextRecordId, nextLeaderEpoch, requests, quorum};
-    return new_named(c->state_type, 6, items);
+    return tuples_new_named(c->state_type, 6, items);
 }
 
 /* The state with new logs and replica states (stolen), everything else shared. */
@@ -327,23 +206,6 @@ static PyObject *with_replicas(const Context *c, const View *v, PyObject *logs, 
     PyObject *s = v->state;
     return state6(c, logs, states, Py_NewRef(PyTuple_GET_ITEM(s, 2)), Py_NewRef(PyTuple_GET_ITEM(s, 3)),
                   Py_NewRef(PyTuple_GET_ITEM(s, 4)), Py_NewRef(PyTuple_GET_ITEM(s, 5)));
-}
-
-/* Appends (action, next) to out, stealing next; -1 on error. */
-static int emit(PyObject *out, PyObject *action, PyObject *next) {
-    if (next == NULL) {
-        return -1;
-    }
-    PyObject *pair = PyTuple_New(2);
-    if (pair == NULL) {
-        Py_DECREF(next);
-        return -1;
-    }
-    PyTuple_SET_ITEM(pair, 0, Py_NewRef(action));
-    PyTuple_SET_ITEM(pair, 1, next);
-    int status = PyList_Append(out, pair);
-    Py_DECREF(pair);
-    return status;
 }
 
 /* table[i][j][k]: the action tables are nested lists. */
@@ -420,7 +282,7 @@ static int controller_update(const Context *c, const View *v, PyObject *out, PyO
         return -1;
     }
     PyObject *items[3] = {PyLong_FromLong(v->nextLeaderEpoch), PyLong_FromLong(leader), isr};
-    PyObject *request = new_named(c->request_type, 3, items);
+    PyObject *request = tuples_new_named(c->request_type, 3, items);
     if (request == NULL) {
         return -1;
     }
@@ -431,7 +293,7 @@ static int controller_update(const Context *c, const View *v, PyObject *out, PyO
         return -1;
     }
     PyObject *s = v->state;
-    return emit(out, action,
+    return tuples_emit(out, action,
                 state6(c, Py_NewRef(PyTuple_GET_ITEM(s, 0)), Py_NewRef(PyTuple_GET_ITEM(s, 1)),
                        Py_NewRef(PyTuple_GET_ITEM(s, 2)), PyLong_FromLong(v->nextLeaderEpoch + 1), requests, request));
 }
@@ -475,7 +337,7 @@ static int become_leader(const Context *c, const View *v, PyObject *out) {
         }
         PyObject *state = replica_state(c, v->r[q->leader].hw, q->leaderEpoch, q->leader, Py_NewRef(q->isr_obj));
         PyObject *action = act2(c->become_leader, q->leader, q->leaderEpoch);
-        if (emit(out, action, with_replicas(c, v, Py_NewRef(v->logs), put(v->states, q->leader, state))) < 0) {
+        if (tuples_emit(out, action, with_replicas(c, v, Py_NewRef(v->logs), tuples_put(v->states, q->leader, state))) < 0) {
             return -1;
         }
     }
@@ -502,7 +364,7 @@ static int become_follower(const Context *c, const View *v, PyObject *out) {
             PyObject *action = act3(c->become_follower, r, leader, q->leaderEpoch);
             if (c->truncation == TRUNC_ON_FETCH) { /* no truncation on the epoch change */
                 PyObject *state = replica_state(c, rep->hw, q->leaderEpoch, leader, Py_NewRef(q->isr_obj));
-                if (emit(out, action, with_replicas(c, v, Py_NewRef(v->logs), put(v->states, r, state))) < 0) {
+                if (tuples_emit(out, action, with_replicas(c, v, Py_NewRef(v->logs), tuples_put(v->states, r, state))) < 0) {
                     return -1;
                 }
                 continue;
@@ -524,30 +386,13 @@ static int become_follower(const Context *c, const View *v, PyObject *out) {
             long hw = offset < rep->hw ? offset : rep->hw;
             PyObject *state = replica_state(c, hw, q->leaderEpoch, leader, Py_NewRef(q->isr_obj));
             PyObject *logs = offset == rep->len ? Py_NewRef(v->logs)
-                                                : put(v->logs, r, PyTuple_GetSlice(rep->log, 0, offset));
-            if (emit(out, action, with_replicas(c, v, logs, put(v->states, r, state))) < 0) {
+                                                : tuples_put(v->logs, r, PyTuple_GetSlice(rep->log, 0, offset));
+            if (tuples_emit(out, action, with_replicas(c, v, logs, tuples_put(v->states, r, state))) < 0) {
                 return -1;
             }
         }
     }
     return 0;
-}
-
-static PyObject *append_record(PyObject *log, PyObject *record) {
-    if (record == NULL) {
-        return NULL;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(log);
-    PyObject *out = PyTuple_New(n + 1);
-    if (out == NULL) {
-        Py_DECREF(record);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(out, i, Py_NewRef(PyTuple_GET_ITEM(log, i)));
-    }
-    PyTuple_SET_ITEM(out, n, record);
-    return out;
 }
 
 static int leader_write(const Context *c, const View *v, PyObject *out) {
@@ -561,12 +406,12 @@ static int leader_write(const Context *c, const View *v, PyObject *out) {
             continue;
         }
         PyObject *items[2] = {PyLong_FromLong(v->nextRecordId), PyLong_FromLong(rep->leaderEpoch)};
-        PyObject *record = new_named(c->record_type, 2, items);
-        PyObject *logs = put(v->logs, r, append_record(rep->log, record));
+        PyObject *record = tuples_new_named(c->record_type, 2, items);
+        PyObject *logs = tuples_put(v->logs, r, tuples_append(rep->log, record));
         PyObject *next = state6(c, logs, Py_NewRef(v->states), PyLong_FromLong(v->nextRecordId + 1),
                                 Py_NewRef(PyTuple_GET_ITEM(s, 3)), Py_NewRef(PyTuple_GET_ITEM(s, 4)),
                                 Py_NewRef(PyTuple_GET_ITEM(s, 5)));
-        if (emit(out, act2(c->write, r, v->nextRecordId), next) < 0) {
+        if (tuples_emit(out, act2(c->write, r, v->nextRecordId), next) < 0) {
             return -1;
         }
     }
@@ -599,8 +444,8 @@ static int leader_inc_high_watermark(const Context *c, const View *v, PyObject *
             }
         }
         if (ok) {
-            PyObject *states = put(v->states, leader, with_hw(c, v, leader, hw + 1));
-            if (emit(out, act1(c->inc_hw, leader), with_replicas(c, v, Py_NewRef(v->logs), states)) < 0) {
+            PyObject *states = tuples_put(v->states, leader, with_hw(c, v, leader, hw + 1));
+            if (tuples_emit(out, act1(c->inc_hw, leader), with_replicas(c, v, Py_NewRef(v->logs), states)) < 0) {
                 return -1;
             }
         }
@@ -619,10 +464,10 @@ static int quorum_update(const Context *c, const View *v, PyObject *out, PyObjec
     Py_INCREF(isr);
     PyObject *state = replica_state(c, l->hw, l->leaderEpoch, l->leader, isr);
     PyObject *items[3] = {PyLong_FromLong(v->quorum.leaderEpoch), PyLong_FromLong(v->quorum.leader), isr};
-    PyObject *quorum = new_named(c->request_type, 3, items);
+    PyObject *quorum = tuples_new_named(c->request_type, 3, items);
     PyObject *s = v->state;
-    return emit(out, action,
-                state6(c, Py_NewRef(v->logs), put(v->states, leader, state), Py_NewRef(PyTuple_GET_ITEM(s, 2)),
+    return tuples_emit(out, action,
+                state6(c, Py_NewRef(v->logs), tuples_put(v->states, leader, state), Py_NewRef(PyTuple_GET_ITEM(s, 2)),
                        Py_NewRef(PyTuple_GET_ITEM(s, 3)), Py_NewRef(PyTuple_GET_ITEM(s, 4)), quorum));
 }
 
@@ -696,9 +541,9 @@ static int follower_fetch(const Context *c, const View *v, PyObject *out) {
             continue;
         }
         long hw = l->hw < end + 1 ? l->hw : (long)end + 1;
-        PyObject *logs = put(v->logs, f, append_record(fr->log, Py_NewRef(PyTuple_GET_ITEM(l->log, end))));
-        PyObject *states = put(v->states, f, with_hw(c, v, f, hw));
-        if (emit(out, act2(c->fetch, f, leader), with_replicas(c, v, logs, states)) < 0) {
+        PyObject *logs = tuples_put(v->logs, f, tuples_append(fr->log, Py_NewRef(PyTuple_GET_ITEM(l->log, end))));
+        PyObject *states = tuples_put(v->states, f, with_hw(c, v, f, hw));
+        if (tuples_emit(out, act2(c->fetch, f, leader), with_replicas(c, v, logs, states)) < 0) {
             return -1;
         }
     }
@@ -720,9 +565,9 @@ static int follower_truncate(const Context *c, const View *v, PyObject *out) {
             continue;
         }
         Py_ssize_t offset = first_non_matching_offset_from_tail(l, fr);
-        PyObject *logs = put(v->logs, f, PyTuple_GetSlice(fr->log, 0, offset));
-        PyObject *states = put(v->states, f, with_hw(c, v, f, offset < fr->hw ? (long)offset : fr->hw));
-        if (emit(out, act2(c->truncate, f, leader), with_replicas(c, v, logs, states)) < 0) {
+        PyObject *logs = tuples_put(v->logs, f, PyTuple_GetSlice(fr->log, 0, offset));
+        PyObject *states = tuples_put(v->states, f, with_hw(c, v, f, offset < fr->hw ? (long)offset : fr->hw));
+        if (tuples_emit(out, act2(c->truncate, f, leader), with_replicas(c, v, logs, states)) < 0) {
             return -1;
         }
     }
