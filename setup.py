@@ -13,7 +13,7 @@ setup(
     ext_modules=[
         Extension("kmc.checker._canonical", ["checker/_canonical.c"], optional=True),
         Extension("kmc.checker._counts", ["checker/_counts.c"], optional=True),
-        Extension("kmc.models._replication", ["models/_replication.c"], optional=True),
+        Extension("kmc.models._replication", ["models/_replication.c"], depends=["models/_tuples.h"], optional=True),
         Extension(
             "kmc.models._kraft_replication",
             [
@@ -24,13 +24,13 @@ setup(
                 "models/_kraft_replication_follower.c",
                 "models/_kraft_replication_controller.c",
             ],
-            depends=["models/_kraft_replication.h"],
+            depends=["models/_kraft_replication.h", "models/_tuples.h"],
             optional=True,
         ),
         Extension(
             "kmc.models._kraft_quorum",
             ["models/_kraft_quorum.c", "models/_kraft_quorum_state.c", "models/_kraft_quorum_voters.c"],
-            depends=["models/_kraft_quorum.h"],
+            depends=["models/_kraft_quorum.h", "models/_tuples.h"],
             optional=True,
         ),
         Extension(
@@ -43,7 +43,7 @@ setup(
                 "models/_group_coordinator.c",
                 "models/_group_client.c",
             ],
-            depends=["models/_group.h"],
+            depends=["models/_group.h", "models/_tuples.h"],
             optional=True,
         ),
     ]
