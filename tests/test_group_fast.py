@@ -14,6 +14,7 @@ from kmc.checker.properties import PropertySet
 from kmc.models import group
 from kmc.models.group import PRESETS, GroupModel, GroupState
 from kmc.models.group_state import _max_generation
+from twins import reachable, shape
 
 needs_c = pytest.mark.skipif(group._fast_module() is None, reason="the C extension was not built")
 
@@ -38,35 +39,9 @@ FLAG_COMBINATIONS = [
 ]
 
 
-def shape(value: Any) -> Any:
-    """The value with every tuple's type kept: NamedTuple fields name a trace's variables."""
-    if isinstance(value, tuple):
-        return (type(value).__name__, tuple(shape(v) for v in value))
-    if isinstance(value, frozenset):
-        return frozenset(shape(v) for v in value)
-    return (type(value).__name__, value)
-
-
-def reachable(model: GroupModel, bound: int = BOUND) -> list[GroupState]:
-    """The first ``bound`` states the Python reaches, breadth first, within the model's bounds."""
-    seen = dict.fromkeys(model.init_states())
-    frontier = list(seen)
-    while frontier and len(seen) < bound:
-        following = []
-        for s in frontier:
-            if not model.within_bounds(s):
-                continue
-            for _action, t in model._successors(s):
-                if t not in seen:
-                    seen[t] = None
-                    following.append(t)
-        frontier = following
-    return list(seen)[:bound]
-
-
 def assert_same_steps(model: GroupModel) -> int:
     """Asserts the C's steps are the Python's on every state reached; returns how many states."""
-    states = reachable(model)
+    states = reachable(model, BOUND)
     for s in states:
         fast = model._fast_successors(model._fast_ctx, s)
         assert fast is not None, f"the C left a state of {model.config} to the Python: {s}"

@@ -6,7 +6,6 @@ import os
 import pickle
 import shutil
 import sysconfig
-from typing import Any
 
 import pytest
 from kmc.checker import bfs
@@ -21,6 +20,7 @@ from kmc.models.kraft_quorum import (
     Voter,
     VotersRecord,
 )
+from twins import reachable, shape
 
 # Every preset, with bounds small enough for seconds, and the flags the presets leave alone: distinct
 # states, states generated and depth of a search with symmetry, the same by either path.
@@ -58,31 +58,6 @@ needs_c = pytest.mark.skipif(kraft_quorum._fast_successors() is None, reason="th
 def build(case: tuple[str, tuple]) -> KraftQuorumModel:
     preset, overrides = case
     return KraftQuorumModel.build(preset, dict(overrides))  # type: ignore[return-value]
-
-
-def shape(value: Any) -> Any:
-    """The value with every tuple's type kept: NamedTuple fields name a trace's variables."""
-    if isinstance(value, tuple):
-        return (type(value).__name__, tuple(shape(v) for v in value))
-    if isinstance(value, frozenset):
-        return frozenset(shape(v) for v in value)
-    return (type(value).__name__, value)
-
-
-def reachable(model: KraftQuorumModel) -> list[QuorumState]:
-    """Every state the Python definition reaches (no symmetry), expanded within the model's bounds."""
-    seen = dict.fromkeys(model.init_states())
-    frontier = list(seen)
-    while frontier:
-        following = []
-        for s in frontier:
-            for _action, t in model._successors(s):
-                if t not in seen:
-                    seen[t] = None
-                    if model.within_bounds(t):
-                        following.append(t)
-        frontier = following
-    return list(seen)
 
 
 @needs_c

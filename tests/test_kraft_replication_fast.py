@@ -12,6 +12,7 @@ from kmc.checker.properties import PropertySet
 from kmc.models import kraft_replication_fast
 from kmc.models.kraft_replication import PRESETS, KraftReplicationModel, KraftReplicationState
 from kmc.models.kraft_replication_state import FetchResponse
+from twins import reachable, shape
 
 SMALL = {"max_records": 1, "max_leader_epoch": 1}
 """Bounds that keep a preset's space to thousands of states (each is compared state by state)."""
@@ -64,26 +65,6 @@ def test_every_preset_is_compared() -> None:
 def pure_python(model: KraftReplicationModel) -> KraftReplicationModel:
     model._fast_ctx = None
     return model
-
-
-def shape(value: Any) -> str:
-    """The value with every tuple's type kept (NamedTuple fields name a trace's variables), and
-    True told from 1: the repr of each NamedTuple names its type."""
-    return repr(value)
-
-
-def reachable(model: KraftReplicationModel, limit: int | None = None) -> list[KraftReplicationState]:
-    seen = dict.fromkeys(model.init_states())
-    frontier = list(seen)
-    while frontier and (limit is None or len(seen) < limit):
-        following = []
-        for s in frontier:
-            for _action, t in model._successors(s):
-                if t not in seen:
-                    seen[t] = None
-                    following.append(t)
-        frontier = following
-    return list(seen)
 
 
 @needs_c

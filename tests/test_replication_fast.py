@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from kmc.checker import bfs
 from kmc.checker.properties import PropertySet
 from kmc.models import replication
 from kmc.models.replication import PRESETS, LeaderAndIsr, ReplicaState, ReplicationModel, ReplicationState
+from twins import reachable, shape
 
 # Replicas = 2: distinct states, states generated and depth, the same by either path (and the
 # distinct counts and depths are TLC's, tests/test_replication.py).
@@ -26,29 +25,6 @@ needs_c = pytest.mark.skipif(replication._fast_successors() is None, reason="the
 def pure_python(model: ReplicationModel) -> ReplicationModel:
     model._fast_ctx = None
     return model
-
-
-def shape(value: Any) -> Any:
-    """The value with every tuple's type kept: NamedTuple fields name a trace's variables."""
-    if isinstance(value, tuple):
-        return (type(value).__name__, tuple(shape(v) for v in value))
-    if isinstance(value, frozenset):
-        return frozenset(shape(v) for v in value)
-    return (type(value).__name__, value)
-
-
-def reachable(model: ReplicationModel) -> list[ReplicationState]:
-    seen = dict.fromkeys(model.init_states())
-    frontier = list(seen)
-    while frontier:
-        following = []
-        for s in frontier:
-            for _action, t in model._successors(s):
-                if t not in seen:
-                    seen[t] = None
-                    following.append(t)
-        frontier = following
-    return list(seen)
 
 
 @needs_c
