@@ -102,6 +102,8 @@ class SymbolicEncoding:
     The encoding must be *exact*: the states satisfying ``well_formed`` and reachable by ``init``
     and ``next`` are the explicit model's, and ``next`` relates two frames exactly when the explicit
     model has that transition with that action. ``tests/`` check this on every reachable state.
+    From a well-formed state no run reaches, ``next`` takes only the explicit model's steps: none
+    whose result the frame cannot hold (``steps_from_anywhere`` samples them).
     """
 
     state_schema: Mapping[str, Var]
@@ -189,6 +191,28 @@ def solutions(solver: z3.Solver, frames: Sequence[Frame], limit: int = 10_000) -
         limit -= 1
         if limit == 0:
             raise RuntimeError("more than the limit of solutions: is a variable left unconstrained?")
+
+
+def steps_from_anywhere(encoding: SymbolicEncoding, per_action: int = 10) -> Iterator[tuple[State, Action, State]]:
+    """Up to ``per_action`` symbolic steps of each action from well-formed states, reachable or
+    not, each from a different state. A counterexample to induction is such a step, so every one
+    must be a step of the explicit model too."""
+    v, a, w = encoding.state_frame("any"), encoding.action_frame("any"), encoding.state_frame("next")
+    solver = z3.Solver()
+    solver.add(encoding.well_formed(v), encoding.next(v, a, w))
+    while solver.check() == z3.sat:
+        act = solver.model().eval(a.act, model_completion=True)
+        solver.push()
+        solver.add(a.act == act)
+        for _ in range(per_action):
+            if solver.check() != z3.sat:
+                break
+            solution = solver.model()
+            before = encoding.state(v.read(solution))
+            yield before, encoding.action(a.read(solution)), encoding.state(w.read(solution))
+            solver.add(z3.Not(v.equals(encoding.values(before))))
+        solver.pop()
+        solver.add(a.act != act)
 
 
 # -- helpers for writing encodings -----------------------------------------------------------------

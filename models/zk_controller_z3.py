@@ -9,7 +9,8 @@ broker it sees fail or bounce, so it has at most one request of a leader epoch i
 broker: the requests in flight are a flag per (leader epoch, controller epoch, broker), with the
 broker epoch each was sent to, and the leader of each leader epoch. Those values are only read
 while the flag is set: a handled or dropped request leaves them as they were (no reset, so the
-solver has less to do), and ``values`` writes 0 and -1 there.
+solver has less to do), and ``values`` writes 0 and -1 there. A state a proof starts from may hold
+requests no run sends; a step whose result breaks that shape is one the encoding does not take.
 """
 
 from __future__ import annotations
@@ -171,13 +172,18 @@ class ZkControllerEncoding(SymbolicEncoding):
         return z3.Or([v.pending[epoch][k][b] for k in range(1, self.controller_epochs) for b in range(self.n)])
 
     def _requests(self, v: Frame, c: Any, sends: list[tuple[Any, Any]], drops: list[Any], epoch: Any,
-                  leader: Any) -> dict[tuple, Any]:  # fmt: skip
+                  leader: Any) -> tuple[dict[tuple, Any], z3.BoolRef]:  # fmt: skip
         """Updates for the controller of epoch ``c``: drop its requests to every broker whose
         condition in ``drops`` holds, then send ``epoch`` (led by ``leader``) to every broker whose
-        condition in ``sends`` holds, with the broker epoch given there."""
+        condition in ``sends`` holds, with the broker epoch given there. Also the condition that
+        the result fits the encoding: no request kept in flight has the sent leader epoch with
+        another leader, or goes to a broker just sent the same epoch at another broker epoch.
+        Reachable states always meet it; a state a proof starts from need not, and there the
+        explicit model's step has a result the encoding cannot hold, so the encoding takes none."""
         updates: dict[tuple, Any] = {}
+        fits = []
         for e in range(self.epochs):
-            sent_here = []
+            sent_here, kept_here = [], []
             for k in range(1, self.controller_epochs):
                 mine = c == k
                 for t in range(self.n):
@@ -186,9 +192,12 @@ class ZkControllerEncoding(SymbolicEncoding):
                     keep = z3.And(v.pending[e][k][t], z3.Not(z3.And(mine, drops[t])))
                     updates[("pending", e, k, t)] = z3.Or(send, keep)
                     updates[("requestBrokerEpoch", e, k, t)] = z3.If(send, broker_epoch, v.requestBrokerEpoch[e][k][t])
+                    fits.append(z3.Not(z3.And(send, keep, v.requestBrokerEpoch[e][k][t] != broker_epoch)))
                     sent_here.append(send)
+                    kept_here.append(keep)
             updates[("requestLeader", e)] = z3.If(z3.Or(sent_here), leader, v.requestLeader[e])
-        return updates
+            fits.append(z3.Not(z3.And(z3.Or(sent_here), z3.Or(kept_here), v.requestLeader[e] != leader)))
+        return updates, z3.And(fits)
 
     def init(self, v: Frame) -> z3.BoolRef:
         return v.equals(self.values(self.model.init_states()[0]))
@@ -235,8 +244,9 @@ class ZkControllerEncoding(SymbolicEncoding):
         written = v.zkLeaderEpoch != NO_EPOCH
         sends = [(z3.And(written, v.zkBrokerEpochs[t] != 0), v.zkBrokerEpochs[t]) for t in range(self.n)]
         no_drops = [z3.BoolVal(False)] * self.n
-        updates.update(self._requests(v, epoch, sends, no_drops, v.zkLeaderEpoch, v.zkLeader))
-        return "Elect", (b,), z3.And(guard, becomes(v, w, updates))
+        requests, fits = self._requests(v, epoch, sends, no_drops, v.zkLeaderEpoch, v.zkLeader)
+        updates.update(requests)
+        return "Elect", (b,), z3.And(guard, fits, becomes(v, w, updates))
 
     def _session_expire(self, v: Frame, w: Frame, b: int) -> tuple:
         guard = z3.And(v.session[b], v.sessionExpiries < self.config.max_session_expiries)
@@ -294,8 +304,10 @@ class ZkControllerEncoding(SymbolicEncoding):
         written = v.cachedLeaderEpoch[c] != NO_EPOCH
         sends = [(z3.And(written, z3.Or(new[j], bounced[j])), zk[j]) for j in range(self.n)]
         drops = [z3.Or(dead[j], bounced[j]) for j in range(self.n)]
-        updates.update(self._requests(v, v.controllerEpoch[c], sends, drops, v.cachedLeaderEpoch[c], v.cachedLeader[c]))
-        return "BrokerChange", (c,), z3.And(guard, becomes(v, w, updates))
+        cached = (v.cachedLeaderEpoch[c], v.cachedLeader[c])
+        requests, fits = self._requests(v, v.controllerEpoch[c], sends, drops, *cached)
+        updates.update(requests)
+        return "BrokerChange", (c,), z3.And(guard, fits, becomes(v, w, updates))
 
     def _elect_leader(self, v: Frame, w: Frame, c: int, leader: int) -> tuple:
         live = v.liveBrokerEpochs[c]
@@ -319,8 +331,9 @@ class ZkControllerEncoding(SymbolicEncoding):
         }
         sends = [(live[t] != 0, live[t]) for t in range(self.n)]
         no_drops = [z3.BoolVal(False)] * self.n
-        updates.update(self._requests(v, v.controllerEpoch[c], sends, no_drops, epoch, z3.IntVal(leader)))
-        write = becomes(v, w, updates)
+        requests, fits = self._requests(v, v.controllerEpoch[c], sends, no_drops, epoch, z3.IntVal(leader))
+        updates.update(requests)
+        write = z3.And(fits, becomes(v, w, updates))
         effect = z3.If(moved, resign, z3.If(stale, refresh, write))
         return "ElectLeader", (c, leader), z3.And(guard, effect)
 

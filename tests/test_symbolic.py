@@ -11,9 +11,9 @@ from kmc.checker import Check
 from kmc.checker.bfs import explore
 from kmc.checker.induction import prove_property
 from kmc.checker.result import Status
-from kmc.checker.symbolic import StepComparer
+from kmc.checker.symbolic import StepComparer, steps_from_anywhere
 from kmc.models.replication import ReplicationModel
-from kmc.models.zk_controller import ZkControllerModel
+from kmc.models.zk_controller import LeaderAndIsr, PartitionState, ZkControllerModel
 
 ZK_LEMMAS = ["ControllerEpochsBoundedByZooKeeper", "NewestControllerHoldsTheNode", "NodeHolderIsRegistered"]
 BEYOND_BFS = {"brokers": 4, "max_controller_epoch": 5, "max_leader_epoch": 5, "max_session_expiries": 3,
@@ -74,6 +74,39 @@ def test_bmc_needs_an_encoding_and_symbolic_properties(kmc, tmp_path: Path) -> N
     spec.write_text("from kmc.checker import invariant\n@invariant\ndef Mine(s):\n    return True\n")
     code, _, err = kmc("check", "zk-controller", "--engine", "bmc", "--spec", spec, "-P", "Mine")
     assert code == 2 and "no symbolic form of Mine" in err
+
+
+@pytest.mark.parametrize(
+    ("model", "sampled"),
+    [(ZkControllerModel.build("kip-380", BEYOND_BFS), 80), (ReplicationModel.build("kip-320"), 90)],
+    ids=["zk-controller", "replication"],
+)
+def test_every_step_from_an_unreachable_state_is_a_step_of_the_model(model, sampled: int) -> None:  # type: ignore[no-untyped-def]
+    steps = list(steps_from_anywhere(model.symbolic(), per_action=10))
+    assert len(steps) == sampled
+    for before, action, after in steps:
+        assert (action, after) in set(model.successors(before)), (before, action, after)
+
+
+def test_the_encoding_takes_no_step_whose_result_it_cannot_hold() -> None:
+    """A request of controller epoch 2 that no run has sent: whichever broker is elected controller
+    2 sends leader epoch 0 to broker 0 again, led by another broker, and the frame holds one leader
+    per leader epoch."""
+    model = ZkControllerModel.build("kip-380")
+    init = model.init_states()[0]
+    state = init._replace(
+        zk=init.zk._replace(controllerEpoch=1, partition=PartitionState(leader=1, leaderEpoch=0, zkVersion=1)),
+        requests=frozenset({LeaderAndIsr(controllerEpoch=2, broker=0, brokerEpoch=1, leader=0, leaderEpoch=0)}),
+    )
+    disagreement = StepComparer(model.symbolic()).compare(state)
+    assert disagreement is not None and disagreement.extra == []
+    assert [(action.name, action.args) for action, _ in disagreement.missing] == [
+        ("Elect", {"broker": 0}),
+        ("Elect", {"broker": 1}),
+    ]
+    for _, after in disagreement.missing:
+        with pytest.raises(ValueError, match="two requests of leader epoch 0 from controller epoch 2 to 0"):
+            model.symbolic().values(after)
 
 
 def test_prove_with_lemmas_beyond_what_bfs_exhausts() -> None:
