@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import os
 import struct
 from array import array
 from collections.abc import Mapping
 from typing import Any
 
 import xxhash
+
+from .extension import c_extension
 
 _pack_len = struct.Struct("<I").pack
 _pack_int = struct.Struct("<q").pack
@@ -123,17 +124,7 @@ class Candidates:
         return fps.tobytes(), parents.tobytes(), list(self.state_of.values())  # both dicts, one order
 
 
-def _c_module() -> Any:
-    if os.environ.get("KMC_PURE_PYTHON"):
-        return None
-    try:
-        from . import _canonical
-    except ImportError:  # installed without a C compiler
-        return None
-    return _canonical
-
-
-_c = _c_module()
+_c = c_extension("kmc.checker._canonical")
 ACCELERATED = _c is not None
 """Whether fingerprints are computed by the C extension (the bytes are the same either way)."""
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import ast
 import inspect
-import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .extension import c_extension
 from .model import Action, Model, State
 from .properties import PropertySet, holds
 
@@ -24,19 +24,10 @@ if TYPE_CHECKING:
     from .bfs import ExploredGraph
 
 
-def _counts_extension() -> Any:
-    """The C twin of Coverage.expanded's exhaustive-search pass (checker/_counts.c); None when it
-    was not built or KMC_PURE_PYTHON=1, and the Python below counts."""
-    if os.environ.get("KMC_PURE_PYTHON"):
-        return None
-    try:
-        from ._counts import count_actions
-    except ImportError:  # installed without a C compiler
-        return None
-    return count_actions
-
-
-_count_actions = _counts_extension()
+_counts = c_extension("kmc.checker._counts")
+_count_actions = _counts.count_actions if _counts is not None else None
+"""The C twin of Coverage.expanded's exhaustive-search pass (checker/_counts.c); None, and the
+Python below counts, where it was not built or KMC_PURE_PYTHON=1."""
 
 
 class SearchObserver:

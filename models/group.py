@@ -25,10 +25,8 @@ none is 0 (they are only compared with each other, plus one, or with 0 and -1).
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from kmc.checker import Action, Model
+from kmc.checker.extension import c_extension, keeps_methods
 from kmc.checker.liveness import WF
 
 from .group_client import ClientSide
@@ -189,8 +187,7 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         self._own_steps_of = {}
         """A consumer's steps that read only the consumer, by (index, Consumer)."""
         self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
-        # a subclass may redefine any step, which the C would not see: it runs the Python
-        fast = _fast_module() if type(self) is GroupModel else None
+        fast = c_extension("kmc.models._group") if keeps_methods(self, GroupModel) else None
         self._fast_successors = fast.successors if fast is not None else None
         self._fast_max_generation = fast.max_generation if fast is not None else None
         self._fast_ctx = self._fast_context() if fast is not None else None
@@ -345,15 +342,3 @@ _FAST_ACTIONS = (
     "PendingMemberTimeout", "NewMemberJoinTimeout", "CoordinatorUnload", "CoordinatorLoad",
 )  # fmt: skip
 """The actions in the order of the C's action kinds."""
-
-
-def _fast_module() -> Any:
-    """The C extension (its successors and max_generation); None when it was not built or
-    KMC_PURE_PYTHON=1."""
-    if os.environ.get("KMC_PURE_PYTHON"):
-        return None
-    try:
-        from kmc.models import _group
-    except ImportError:  # installed without a C compiler
-        return None
-    return _group

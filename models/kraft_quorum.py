@@ -51,12 +51,12 @@ may lose its disk (``max_disk_losses``) and come back empty.
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker.extension import c_extension, keeps_methods
 from kmc.checker.liveness import WF
 from kmc.models.kraft_quorum_state import (
     CANDIDATE,
@@ -262,8 +262,9 @@ class KraftQuorumModel(DynamicVoters, Model):
         """(candidate, voter, their states) -> ``_vote_round``'s answer, for two replicas connected."""
         self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
         """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
-        self._fast = _fast_successors()
-        self._fast_ctx = self._fast_context() if self._fast is not None and _as_defined(self) else None
+        extension = c_extension("kmc.models._kraft_quorum") if keeps_methods(self, KraftQuorumModel) else None
+        self._fast = extension.successors if extension is not None else None
+        self._fast_ctx = self._fast_context() if self._fast is not None else None
         """The C successor function's context; None for Python alone (and for a subclass that changes a
         method: the C would not see the change)."""
 
@@ -696,24 +697,6 @@ class KraftQuorumModel(DynamicVoters, Model):
 
     def drawing(self) -> KraftQuorumDrawing:
         return KraftQuorumDrawing(self.config.voters, self.config.observers, not self.static)
-
-
-def _fast_successors() -> Any:
-    """The C extension's successor function; None when it was not built or KMC_PURE_PYTHON=1."""
-    if os.environ.get("KMC_PURE_PYTHON"):
-        return None
-    try:
-        from kmc.models._kraft_quorum import successors
-    except ImportError:  # installed without a C compiler
-        return None
-    return successors
-
-
-def _as_defined(model: KraftQuorumModel) -> bool:
-    """Whether the model's class keeps every method of KraftQuorumModel and DynamicVoters as defined."""
-    methods = {**vars(DynamicVoters), **vars(KraftQuorumModel)}
-    cls = type(model)
-    return all(getattr(cls, name) is getattr(KraftQuorumModel, name) for name, f in methods.items() if callable(f))
 
 
 def end_offset_for_epoch(log: tuple[Record, ...], epoch: int) -> tuple[int, int]:

@@ -50,9 +50,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kmc.checker import Action, Model, Preset, param
+from kmc.checker.extension import c_extension, keeps_methods
 from kmc.models.kraft_replication_controller import KraftController, action_label
 from kmc.models.kraft_replication_drawing import KraftReplicationDrawing
-from kmc.models.kraft_replication_fast import fast_context, fast_successors
+from kmc.models.kraft_replication_fast import fast_context
 from kmc.models.kraft_replication_state import (
     DIVERGING_EPOCH,
     ERROR_NONE,
@@ -322,8 +323,9 @@ class KraftReplicationModel(KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
         self.controller_changes = {}
-        # a subclass may redefine any step, which the C would not see: it runs the Python
-        self._fast = fast_successors() if type(self) is KraftReplicationModel else None
+        definition = keeps_methods(self, KraftReplicationModel)
+        extension = c_extension("kmc.models._kraft_replication") if definition else None
+        self._fast = extension.successors if extension is not None else None
         self._fast_ctx = fast_context(self) if self._fast is not None else None
 
     def inactive_actions(self) -> tuple[str, ...]:

@@ -3,8 +3,7 @@ context it reads. The Python in ``kraft_replication.py`` stays the definition of
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kmc.models.kraft_replication_controller import action_label
 from kmc.models.kraft_replication_state import (
@@ -29,17 +28,6 @@ from kmc.models.kraft_replication_state import (
 
 if TYPE_CHECKING:
     from kmc.models.kraft_replication import KraftReplicationModel
-
-
-def fast_successors() -> Any:
-    """The C extension's successor function; None when it was not built or KMC_PURE_PYTHON=1."""
-    if os.environ.get("KMC_PURE_PYTHON"):
-        return None
-    try:
-        from kmc.models._kraft_replication import successors
-    except ImportError:  # installed without a C compiler
-        return None
-    return successors
 
 
 def fast_context(model: KraftReplicationModel) -> tuple:

@@ -26,12 +26,12 @@ what changed in Kafka, so the rule that a KIP fixed can be switched on and off o
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker.extension import c_extension, keeps_methods
 from kmc.models.tuples import least_renaming, put
 
 NO_LEADER = -1
@@ -183,8 +183,8 @@ class ReplicationModel(Model):
         self._truncate = _action_table("FollowerTruncate", n, n)
         self._accepted: dict[tuple, Any] = {}
         self._changes: dict[tuple, tuple[list[Change], list[Change]]] = {}
-        # a subclass may redefine any step, which the C would not see: it runs the Python
-        self._fast = _fast_successors() if type(self) is ReplicationModel else None
+        extension = c_extension("kmc.models._replication") if keeps_methods(self, ReplicationModel) else None
+        self._fast = extension.successors if extension is not None else None
         self._fast_ctx = self._fast_context() if self._fast is not None else None
 
     # -- init ----------------------------------------------------------------------------------
@@ -548,17 +548,6 @@ _FETCH_FENCINGS = ("none", "last_fetched_epoch", "current_leader_epoch")
 _HW_ADVANCES = ("isr_offsets", "epoch_match", "current_epoch")
 _ISR_RULES = ("offsets", "epoch_match", "current_epoch")
 """The flags' values in the order of models/_replication.c's enums."""
-
-
-def _fast_successors() -> Any:
-    """The C extension's successor function; None when it was not built or KMC_PURE_PYTHON=1."""
-    if os.environ.get("KMC_PURE_PYTHON"):
-        return None
-    try:
-        from kmc.models._replication import successors
-    except ImportError:  # installed without a C compiler
-        return None
-    return successors
 
 
 # -- helpers: the spec's operators ----------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from kmc.checker import observe
+from kmc.checker.extension import c_extension
 from kmc.checker.model import Action
 from kmc.checker.observe import Coverage
 from kmc.checker.runner import Check
@@ -58,4 +59,4 @@ def test_labels_the_c_does_not_read_are_counted_by_the_python() -> None:
 
 def test_pure_python_leaves_the_counting_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert observe._counts_extension() is None
+    assert c_extension("kmc.checker._counts") is None

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 from kmc.checker import bfs
+from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models import group
 from kmc.models.group import PRESETS, GroupModel, GroupState
 from kmc.models.group_state import _max_generation
 from twins import reachable, shape
 
-needs_c = pytest.mark.skipif(group._fast_module() is None, reason="the C extension was not built")
+needs_c = pytest.mark.skipif(c_extension("kmc.models._group") is None, reason="the C extension was not built")
 
 BOUND = 4000
 """States compared per configuration, in breadth-first order: every reachable state of the
@@ -131,10 +131,10 @@ def test_c_extension_is_built_where_a_compiler_is() -> None:
     compiler = sysconfig.get_config_var("CC") or "cc"
     if shutil.which(compiler.split()[0]) is None or os.environ.get("KMC_PURE_PYTHON"):
         pytest.skip("no C compiler here: the group model runs its Python")
-    assert group._fast_module() is not None
+    assert c_extension("kmc.models._group") is not None
 
 
 def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert group._fast_module() is None
+    assert c_extension("kmc.models._group") is None
     assert GroupModel.build("eager-range")._fast_ctx is None

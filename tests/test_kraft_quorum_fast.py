@@ -9,8 +9,8 @@ import sysconfig
 
 import pytest
 from kmc.checker import bfs
+from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models import kraft_quorum
 from kmc.models.kraft_quorum import (
     PRESETS,
     UNATTACHED,
@@ -52,7 +52,7 @@ CASES = {
     ("pre-kip-853", (("max_epoch", 1),)): (5631, 17272, 19),
 }
 
-needs_c = pytest.mark.skipif(kraft_quorum._fast_successors() is None, reason="the C extension was not built")
+needs_c = pytest.mark.skipif(c_extension("kmc.models._kraft_quorum") is None, reason="the C extension was not built")
 
 
 def build(case: tuple[str, tuple]) -> KraftQuorumModel:
@@ -125,10 +125,10 @@ def test_c_extension_is_built_where_a_compiler_is() -> None:
     compiler = sysconfig.get_config_var("CC") or "cc"
     if shutil.which(compiler.split()[0]) is None or os.environ.get("KMC_PURE_PYTHON"):
         pytest.skip("no C compiler here: the kraft-quorum model runs its Python")
-    assert kraft_quorum._fast_successors() is not None
+    assert c_extension("kmc.models._kraft_quorum") is not None
 
 
 def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert kraft_quorum._fast_successors() is None
+    assert c_extension("kmc.models._kraft_quorum") is None
     assert KraftQuorumModel.build("kip-996")._fast_ctx is None

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from kmc.checker import bfs
+from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models import kraft_replication_fast
 from kmc.models.kraft_replication import PRESETS, KraftReplicationModel, KraftReplicationState
 from kmc.models.kraft_replication_state import FetchResponse
 from twins import reachable, shape
@@ -55,7 +55,9 @@ FIRST_STATES = {
 }
 """Spaces of millions of states (3 brokers): compared on their first states in BFS order."""
 
-needs_c = pytest.mark.skipif(kraft_replication_fast.fast_successors() is None, reason="the C extension was not built")
+needs_c = pytest.mark.skipif(
+    c_extension("kmc.models._kraft_replication") is None, reason="the C extension was not built"
+)
 
 
 def test_every_preset_is_compared() -> None:
@@ -150,7 +152,7 @@ def test_searching_twice_keeps_no_memory() -> None:
 
 def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert kraft_replication_fast.fast_successors() is None
+    assert c_extension("kmc.models._kraft_replication") is None
     assert KraftReplicationModel.build("kip-966")._fast_ctx is None
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from kmc.checker import bfs
+from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models import replication
 from kmc.models.replication import PRESETS, LeaderAndIsr, ReplicaState, ReplicationModel, ReplicationState
 from twins import reachable, shape
 
@@ -19,7 +19,7 @@ COUNTS_REPLICAS_2 = {
     "kip-320": (5973, 11733, 18),
 }
 
-needs_c = pytest.mark.skipif(replication._fast_successors() is None, reason="the C extension was not built")
+needs_c = pytest.mark.skipif(c_extension("kmc.models._replication") is None, reason="the C extension was not built")
 
 
 def pure_python(model: ReplicationModel) -> ReplicationModel:
@@ -61,7 +61,7 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
 
 def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert replication._fast_successors() is None
+    assert c_extension("kmc.models._replication") is None
     assert ReplicationModel.build("kip-320")._fast_ctx is None
 
 
