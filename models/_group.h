@@ -23,7 +23,8 @@
 #define MAX_MEMBERS 8
 #define IDS_PER_CONSUMER 12
 #define MAX_IDS (MAX_PROCESSES * IDS_PER_CONSUMER) /* member "c<c>-<n>" is id c * 12 + n */
-#define MAX_PARTITION_MASK 64
+#define MAX_PARTITIONS 6
+#define MAX_PARTITION_MASK (1 << MAX_PARTITIONS)
 #define NO_ID (-1)
 #define GIVE_UP 1
 

@@ -78,29 +78,9 @@ static int read_inst(PyObject *value, int *out) {
     return 0;
 }
 
+/* A frozenset of partitions (ints below MAX_PARTITIONS) as a mask into *out: -1, 0 or GIVE_UP. */
 int group_read_partitions(PyObject *set, unsigned *out) {
-    if (!PyFrozenSet_CheckExact(set)) {
-        return GIVE_UP;
-    }
-    PyObject *items[8];
-    Py_ssize_t n = tuples_set_items(set, items, 6);
-    if (n < 0 || n > 6) {
-        return n < 0 ? -1 : GIVE_UP;
-    }
-    unsigned mask = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long p;
-        int status = tuples_read_long(items[i], &p);
-        if (status != 0) {
-            return status;
-        }
-        if (p < 0 || p >= 6) {
-            return GIVE_UP;
-        }
-        mask |= 1u << p;
-    }
-    *out = mask;
-    return 0;
+    return tuples_read_mask(set, MAX_PARTITIONS, MAX_PARTITIONS, out);
 }
 
 static int read_ids(PyObject *set, uint64_t *out) {

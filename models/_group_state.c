@@ -253,18 +253,5 @@ int group_emit(const Context *c, const S *orig, PyObject *out, PyObject *act, S 
         canonical(next);
     }
     normalise(next);
-    PyObject *state = group_build_state(c, orig, next);
-    if (state == NULL) {
-        return -1;
-    }
-    PyObject *pair = PyTuple_New(2);
-    if (pair == NULL) {
-        Py_DECREF(state);
-        return -1;
-    }
-    PyTuple_SET_ITEM(pair, 0, Py_NewRef(act));
-    PyTuple_SET_ITEM(pair, 1, state);
-    int status = PyList_Append(out, pair);
-    Py_DECREF(pair);
-    return status;
+    return tuples_emit(out, act, group_build_state(c, orig, next));
 }
