@@ -26,7 +26,7 @@ none is 0 (they are only compared with each other, plus one, or with 0 and -1).
 from __future__ import annotations
 
 from kmc.checker import Action, Model
-from kmc.checker.extension import c_extension, keeps_methods
+from kmc.checker.extension import SuccessorsInC
 from kmc.checker.liveness import WF
 
 from .group_client import ClientSide
@@ -137,7 +137,7 @@ __all__ = [
 """What other modules import from here (the state lives in :mod:`.group_state`)."""
 
 
-class GroupModel(ClientSide, CoordinatorSide, Model):
+class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
     name = "group"
     description = "the classic consumer-group coordinator with eager or cooperative consumers"
     Config = GroupConfig
@@ -187,10 +187,8 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         self._own_steps_of = {}
         """A consumer's steps that read only the consumer, by (index, Consumer)."""
         self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
-        fast = c_extension("kmc.models._group") if keeps_methods(self, GroupModel) else None
-        self._fast_successors = fast.successors if fast is not None else None
-        self._fast_max_generation = fast.max_generation if fast is not None else None
-        self._fast_ctx = self._fast_context() if fast is not None else None
+        extension = self.use_c_twin("kmc.models._group", GroupModel, self._fast_context)
+        self._fast_max_generation = extension.max_generation if extension is not None else None
 
     def _claims_generation(self) -> str:
         assignor = self.config.assignor
@@ -299,15 +297,6 @@ class GroupModel(ClientSide, CoordinatorSide, Model):
         )  # fmt: skip
 
     # -- next ----------------------------------------------------------------------------------
-    def successors(self, s: GroupState) -> list[Step]:
-        """The steps of every action from ``s``: by the C extension when it was built (the same
-        list, several times faster), otherwise, or for a state it leaves to Python, by the Python below."""
-        if self._fast_ctx is not None:
-            out = self._fast_successors(self._fast_ctx, s)
-            if out is not None:
-                return out
-        return self._successors(s)
-
     def _successors(self, s: GroupState) -> list[Step]:
         """The definition of the model's steps (the C extension's successors return the same list)."""
         out: list[Step] = []

@@ -56,7 +56,7 @@ from typing import Any
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
-from kmc.checker.extension import c_extension, keeps_methods
+from kmc.checker.extension import SuccessorsInC
 from kmc.checker.liveness import WF
 from kmc.models.kraft_quorum_state import (
     CANDIDATE,
@@ -210,7 +210,7 @@ PRESETS = {
 }
 
 
-class KraftQuorumModel(DynamicVoters, Model):
+class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
     name = "kraft-quorum"
     description = (
         "the KRaft metadata quorum (KIP-595, KIP-996, KIP-853): elections, fetch replication, check-quorum, "
@@ -262,11 +262,7 @@ class KraftQuorumModel(DynamicVoters, Model):
         """(candidate, voter, their states) -> ``_vote_round``'s answer, for two replicas connected."""
         self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
         """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
-        extension = c_extension("kmc.models._kraft_quorum") if keeps_methods(self, KraftQuorumModel) else None
-        self._fast = extension.successors if extension is not None else None
-        self._fast_ctx = self._fast_context() if self._fast is not None else None
-        """The C successor function's context; None for Python alone (and for a subclass that changes a
-        method: the C would not see the change)."""
+        self.use_c_twin("kmc.models._kraft_quorum", KraftQuorumModel, self._fast_context)
 
     def _fast_context(self) -> tuple:
         """What the C successor function reads: the state types, the strings, the action tables, the config."""
@@ -423,15 +419,6 @@ class KraftQuorumModel(DynamicVoters, Model):
         return leader._replace(highWatermark=offset, hwKnown=True)
 
     # -- next ----------------------------------------------------------------------------------
-    def successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
-        """The steps of every action from ``s``: by the C extension when it was built (the same list,
-        several times faster), otherwise, or for a state it leaves to Python, by the Python below."""
-        if self._fast_ctx is not None:
-            out = self._fast(self._fast_ctx, s)
-            if out is not None:
-                return out
-        return self._successors(s)
-
     def _successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
         """The definition of the model's steps (the C extension's successors return the same list)."""
         out: list[tuple[Action, QuorumState]] = []

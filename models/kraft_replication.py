@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kmc.checker import Action, Model, Preset, param
-from kmc.checker.extension import c_extension, keeps_methods
+from kmc.checker.extension import SuccessorsInC
 from kmc.models.kraft_replication_controller import KraftController, action_label
 from kmc.models.kraft_replication_drawing import KraftReplicationDrawing
 from kmc.models.kraft_replication_fast import fast_context
@@ -308,7 +308,7 @@ PRESETS = {
 Step = tuple[Action, KraftReplicationState]
 
 
-class KraftReplicationModel(KraftController, Model):
+class KraftReplicationModel(SuccessorsInC, KraftController, Model):
     name = "kraft-replication"
     description = "KRaft-era replication: acks, min ISR, fetch sessions, AlterPartition, fencing, ELR, crashes"
     Config = KraftReplicationConfig
@@ -323,10 +323,7 @@ class KraftReplicationModel(KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
         self.controller_changes = {}
-        definition = keeps_methods(self, KraftReplicationModel)
-        extension = c_extension("kmc.models._kraft_replication") if definition else None
-        self._fast = extension.successors if extension is not None else None
-        self._fast_ctx = fast_context(self) if self._fast is not None else None
+        self.use_c_twin("kmc.models._kraft_replication", KraftReplicationModel, lambda: fast_context(self))
 
     def inactive_actions(self) -> tuple[str, ...]:
         inactive = () if self.config.max_controller_failovers else ("ControllerFailover",)
@@ -364,15 +361,6 @@ class KraftReplicationModel(KraftController, Model):
         return TRUNCATING if self.config.truncation == "offsets_for_leader_epoch" and log else FETCHING
 
     # -- successors ----------------------------------------------------------------------------
-    def successors(self, s: KraftReplicationState) -> list[Step]:
-        """The steps of every action from ``s``: by the C extension when it was built (the same list),
-        otherwise, or for a state it leaves to Python, by the Python below."""
-        if self._fast_ctx is not None:
-            out = self._fast(self._fast_ctx, s)
-            if out is not None:
-                return out
-        return self._successors(s)
-
     def _successors(self, s: KraftReplicationState) -> list[Step]:
         """The definition of the model's steps (the C extension's successors return the same list)."""
         out: list[Step] = []

@@ -31,7 +31,7 @@ from typing import Any, Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
-from kmc.checker.extension import c_extension, keeps_methods
+from kmc.checker.extension import SuccessorsInC
 from kmc.models.tuples import least_renaming, put
 
 NO_LEADER = -1
@@ -155,7 +155,7 @@ PRESETS = {
 }
 
 
-class ReplicationModel(Model):
+class ReplicationModel(SuccessorsInC, Model):
     name = "replication"
     description = "partition replication as in the TLA+ spec hachikuji/kafka-specification"
     Config = ReplicationConfig
@@ -183,9 +183,7 @@ class ReplicationModel(Model):
         self._truncate = _action_table("FollowerTruncate", n, n)
         self._accepted: dict[tuple, Any] = {}
         self._changes: dict[tuple, tuple[list[Change], list[Change]]] = {}
-        extension = c_extension("kmc.models._replication") if keeps_methods(self, ReplicationModel) else None
-        self._fast = extension.successors if extension is not None else None
-        self._fast_ctx = self._fast_context() if self._fast is not None else None
+        self.use_c_twin("kmc.models._replication", ReplicationModel, self._fast_context)
 
     # -- init ----------------------------------------------------------------------------------
     def init_states(self) -> list[ReplicationState]:
@@ -220,15 +218,6 @@ class ReplicationModel(Model):
         )  # fmt: skip
 
     # -- next ----------------------------------------------------------------------------------
-    def successors(self, s: ReplicationState) -> list[Step]:
-        """The steps of every action from ``s``: by the C extension when it was built (the same
-        list, 5-10 times faster), otherwise, or for a state it leaves to Python, by the Python below."""
-        if self._fast_ctx is not None:
-            out = self._fast(self._fast_ctx, s)
-            if out is not None:
-                return out
-        return self._successors(s)
-
     def _successors(self, s: ReplicationState) -> list[Step]:
         """The definition of the model's steps (the C extension's successors return the same list)."""
         out: list[Step] = []

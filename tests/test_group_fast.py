@@ -43,7 +43,7 @@ def assert_same_steps(model: GroupModel) -> int:
     """Asserts the C's steps are the Python's on every state reached; returns how many states."""
     states = reachable(model, BOUND)
     for s in states:
-        fast = model._fast_successors(model._fast_ctx, s)
+        fast = model._fast(model._fast_ctx, s)
         assert fast is not None, f"the C left a state of {model.config} to the Python: {s}"
         python = model._successors(s)
         assert fast == python
@@ -93,15 +93,15 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     [init] = model.init_states()
     # a member id the C does not name: the Python answers, the C declines
     odd = init._replace(consumers=(init.consumers[0]._replace(memberId="someone"), init.consumers[1]))
-    assert model._fast_successors(model._fast_ctx, odd) is None
+    assert model._fast(model._fast_ctx, odd) is None
     assert model.successors(odd) == model._successors(odd) != []
     # True == 1, but it is no plain int
     flagged = init._replace(faults=True)
-    assert model._fast_successors(model._fast_ctx, flagged) is None
+    assert model._fast(model._fast_ctx, flagged) is None
     # a generation past what the C's action keys hold
     far = init.consumers[0]._replace(phase="stable", memberId="c0-0", generationId=5000, owned=frozenset({0}))
     beyond = init._replace(consumers=(far, init.consumers[1]))
-    assert model._fast_successors(model._fast_ctx, beyond) is None
+    assert model._fast(model._fast_ctx, beyond) is None
     assert any(a.name == "OffsetCommit" for a, _t in model.successors(beyond))
     assert model._fast_max_generation(model._fast_ctx, init._replace(consumers=())) == 0
     assert model.within_bounds(init)
