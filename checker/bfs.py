@@ -419,12 +419,8 @@ def _bfs(
                         append((t, tid))
                         for hook in seen_hooks:
                             hook(t)
-                        if all_hold is not None:
-                            try:
-                                if all_hold(t):
-                                    continue
-                            except Exception:
-                                pass
+                        if all_hold is not None and all_hold(t):
+                            continue
                         if invariants:
                             check_invariants(t, tid)
                             if stop:
@@ -451,12 +447,8 @@ def _bfs(
                     append((t, k))
                     for hook in seen_hooks:
                         hook(t)
-                    if all_hold is not None:
-                        try:
-                            if all_hold(t):
-                                continue
-                        except Exception:
-                            pass
+                    if all_hold is not None and all_hold(t):
+                        continue
                     if invariants:  # the careful path: names the property, reports one that raises
                         check_invariants(t, k)
                         if stop:

@@ -334,12 +334,8 @@ class _Search:
                         append((t, k))
                         for hook in seen_hooks:
                             hook(t)
-                        if all_hold is not None:
-                            try:
-                                if all_hold(t):
-                                    continue
-                            except Exception:
-                                pass
+                        if all_hold is not None and all_hold(t):
+                            continue
                         if invariants:  # the careful path: names the property, reports one that raises
                             self.check_invariants(t, k)
                             if self.stop:

@@ -82,22 +82,29 @@ def _bind(fn: Callable[..., Any], model: Any) -> Callable[..., Any]:
 
 
 def all_true(preds: Sequence[Callable[[Any], Any]]) -> Callable[[Any], bool]:
-    """One call that says whether every predicate returns True for a state: the quiet check a
-    search makes of every new state before the careful, per-property one (``holds``) where it
-    fails or raises. A plain loop: a generator under ``all()`` costs twice as much a state."""
+    """One call that says whether every predicate returns True for a state, False where one fails or
+    raises: the quiet check a search makes of every new state before the careful, per-property one
+    (``holds``) that names the failure. A plain loop: a generator under ``all()`` costs twice as much
+    a state."""
     if len(preds) == 1:
         only = preds[0]
 
         def one_true(s: Any) -> bool:
-            return only(s) is True
+            try:
+                return only(s) is True
+            except Exception:
+                return False
 
         return one_true
     preds = tuple(preds)
 
     def every_true(s: Any) -> bool:
-        for pred in preds:  # noqa: SIM110 -- all() over a generator is the cost this avoids
-            if pred(s) is not True:
-                return False
+        try:
+            for pred in preds:
+                if pred(s) is not True:
+                    return False
+        except Exception:
+            return False
         return True
 
     return every_true
