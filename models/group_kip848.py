@@ -51,11 +51,11 @@ STALE_MEMBER_EPOCH = "STALE_MEMBER_EPOCH"
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 FREE = -1
+"""A partition's epoch when no member holds it (assigned or pending revocation)."""
 
 _new = tuple.__new__
 """Builds a state from a tuple of its fields without NamedTuple's own __new__ (a Python call on
 every successor)."""
-"""A partition's epoch when no member holds it (assigned or pending revocation)."""
 
 # client phases
 UNSUBSCRIBED = "unsubscribed"
