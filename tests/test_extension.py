@@ -16,6 +16,7 @@ TWINS = [
     (KraftQuorumModel, "kmc.models._kraft_quorum"),
     (GroupModel, "kmc.models._group"),
 ]
+each_twin = pytest.mark.parametrize(("definition", "extension"), TWINS, ids=[t[1].rsplit("._", 1)[1] for t in TWINS])
 
 
 class Base:
@@ -63,7 +64,14 @@ def test_keeps_methods_sees_a_change_to_any_method_of_the_class_or_its_bases() -
         assert not keeps_methods(changed(), Definition), changed
 
 
-@pytest.mark.parametrize(("definition", "extension"), TWINS, ids=[t[1].rsplit("._", 1)[1] for t in TWINS])
+@each_twin
+def test_kmc_pure_python_turns_each_twin_off(definition: type, extension: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("KMC_PURE_PYTHON", "1")
+    assert c_extension(extension) is None
+    assert definition.build()._fast_ctx is None  # type: ignore[attr-defined]
+
+
+@each_twin
 def test_a_model_subclass_uses_the_c_unless_it_changes_a_method(definition: type, extension: str) -> None:
     if c_extension(extension) is None:
         pytest.skip("the C extension was not built")

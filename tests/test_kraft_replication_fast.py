@@ -150,12 +150,6 @@ def test_searching_twice_keeps_no_memory() -> None:
     assert grown < 32 * 1024  # 4,926 steps: a leaked pair per step would be 270 KiB
 
 
-def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert c_extension("kmc.models._kraft_replication") is None
-    assert KraftReplicationModel.build("kip-966")._fast_ctx is None
-
-
 def test_a_subclass_runs_the_python() -> None:
     """A subclass may redefine a step the C would not see: its own definition must count."""
 

@@ -59,12 +59,6 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     assert model._fast(model._fast_ctx, beyond) is None
 
 
-def test_kmc_pure_python_turns_the_c_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert c_extension("kmc.models._replication") is None
-    assert ReplicationModel.build("kip-320")._fast_ctx is None
-
-
 @needs_c
 def test_a_subclass_runs_the_python() -> None:
     """A subclass may redefine a step the C would not see: its own definition must count."""
