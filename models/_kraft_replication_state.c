@@ -15,28 +15,24 @@ PyObject *kr_pair(PyObject *a, PyObject *b) {
     return tuples_new_named(&PyTuple_Type, 2, items);
 }
 
-/* ``log[:k]`` as Python slices it. */
-PyObject *kr_head(PyObject *log, long k) {
-    Py_ssize_t len = PyTuple_GET_SIZE(log);
+/* A slice bound ``k`` of a sequence of ``len`` items as Python reads it: from the end when negative
+ * (PyTuple_GetSlice clamps one past the end itself). */
+static Py_ssize_t slice_bound(long k, Py_ssize_t len) {
     if (k < 0) {
         k += len;
-        if (k < 0) {
-            k = 0;
-        }
     }
-    return PyTuple_GetSlice(log, 0, k);
+    return k < 0 ? 0 : k;
+}
+
+/* ``log[:k]`` as Python slices it. */
+PyObject *kr_head(PyObject *log, long k) {
+    return PyTuple_GetSlice(log, 0, slice_bound(k, PyTuple_GET_SIZE(log)));
 }
 
 /* ``log[k:]`` as Python slices it. */
 PyObject *kr_tail(PyObject *log, long k) {
     Py_ssize_t len = PyTuple_GET_SIZE(log);
-    if (k < 0) {
-        k += len;
-        if (k < 0) {
-            k = 0;
-        }
-    }
-    return PyTuple_GetSlice(log, k, len);
+    return PyTuple_GetSlice(log, slice_bound(k, len), len);
 }
 
 /* with_fetches(s, tuples_put(s.fetches, f, message)), message stolen. */
