@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,12 @@ ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
 from kmc.checker.cli import main  # noqa: E402
+
+
+def default_sigint() -> None:
+    """A child's Ctrl-C as a terminal gives it (``preexec_fn``): a test run in the background inherits
+    SIGINT ignored, and a child that starts with it ignored never sees the SIGINT a test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import default_sigint
 from kmc.checker.errors import UserError
 from kmc.checker.explore import ExploreServer, make_server, serve_in_thread
 from kmc.checker.explore_cli import explore
@@ -294,7 +295,7 @@ def test_cli_serves_until_ctrl_c() -> None:
         "app = typer.Typer(add_completion=False); app.command()(explore); app()"
     )
     args = [sys.executable, "-c", script, "replication", "--preset", "truncate-to-hw", str(TRACE), "--port", "0"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

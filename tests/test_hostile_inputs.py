@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import default_sigint
 from kmc.checker.cli import main
 from kmc.checker.engine import OPTIONS
 from kmc.checker.engines import ENGINES
@@ -803,9 +804,12 @@ def test_ctrl_c_prints_partial_statistics_and_exits_130(tmp_path: Path) -> None:
     """A separate process, so the signal reaches a real search: once its progress line shows it is
     exploring, Ctrl-C; it prints the partial counts and "interrupted" and exits 130."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # 9,985,570 states: a minute or more, so the first progress line (after 10 s) comes well before the end
     argv = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", "kip-320", "--set",
-            "replicas=3", "--out", str(tmp_path)]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            "replicas=3", "--set", "max_leader_epoch=3", "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint
+    )
     assert proc.stderr is not None
     first = proc.stderr.readline()  # the plain progress line, printed after 10 s of search
     assert "distinct" in first, first
