@@ -51,7 +51,7 @@ $(KAFKA_JARS)/.complete: oracles/java/pom.xml
 	@rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).partial $(KAFKA_JARS) && touch $@
 
 # every C extension's sources and headers: a change to any rebuilds them (pip install)
-C_SOURCES := $(wildcard checker/*.c checker/*.h models/*.c models/*.h)
+C_SOURCES := $(shell find checker models -name "*.[ch]")
 
 $(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -5,46 +5,37 @@ coverage observer's counting, and the successor functions of the `replication`,
 Each is optional: where no C compiler is found the install goes on, and the Python each one
 twins runs instead with the same results: the pure-Python encoder gives the same bytes, the
 coverage observer the same counts, a model's Python the same successors.
+
+A model's C twin is every ``.c`` file of its package's ``_c/`` folder, built as
+``kmc.models.<model>._successors``; the headers there and the shared ``models/common/_c`` ones are
+its dependencies.
 """
+
+from pathlib import Path
 
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=[
-        Extension("kmc.checker._canonical", ["checker/_canonical.c"], optional=True),
-        Extension("kmc.checker._counts", ["checker/_counts.c"], optional=True),
-        Extension("kmc.models._replication", ["models/_replication.c"], depends=["models/_tuples.h"], optional=True),
-        Extension(
-            "kmc.models._kraft_replication",
-            [
-                "models/_kraft_replication.c",
-                "models/_kraft_replication_read.c",
-                "models/_kraft_replication_state.c",
-                "models/_kraft_replication_leader.c",
-                "models/_kraft_replication_follower.c",
-                "models/_kraft_replication_controller.c",
-            ],
-            depends=["models/_kraft_replication.h", "models/_tuples.h"],
-            optional=True,
-        ),
-        Extension(
-            "kmc.models._kraft_quorum",
-            ["models/_kraft_quorum.c", "models/_kraft_quorum_state.c", "models/_kraft_quorum_voters.c"],
-            depends=["models/_kraft_quorum.h", "models/_tuples.h"],
-            optional=True,
-        ),
-        Extension(
-            "kmc.models._group",
-            [
-                "models/_group.c",
-                "models/_group_read.c",
-                "models/_group_build.c",
-                "models/_group_state.c",
-                "models/_group_coordinator.c",
-                "models/_group_client.c",
-            ],
-            depends=["models/_group.h", "models/_tuples.h"],
-            optional=True,
-        ),
-    ]
-)
+COMMON = "models/common/_c"
+TWINS = ("replication", "kraft_replication", "kraft_quorum", "group")
+
+
+def twin(model: str) -> Extension:
+    """The C twin of a model's successor function: every C file of models/<model>/_c."""
+    folder = Path("models") / model / "_c"
+    return Extension(
+        f"kmc.models.{model}._successors",
+        sorted(str(p) for p in folder.glob("*.c")),
+        include_dirs=[COMMON],
+        depends=sorted(str(p) for p in [*folder.glob("*.h"), *Path(COMMON).glob("*.h")]),
+        optional=True,
+    )
+
+
+EXTENSIONS = [
+    Extension("kmc.checker._canonical", ["checker/_canonical.c"], optional=True),
+    Extension("kmc.checker._counts", ["checker/_counts.c"], optional=True),
+    *(twin(model) for model in TWINS),
+]
+
+if __name__ == "__main__":  # as pip's build runs it; a test imports EXTENSIONS
+    setup(ext_modules=EXTENSIONS)

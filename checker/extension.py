@@ -15,7 +15,7 @@ from typing import Any
 
 
 def c_extension(name: str) -> ModuleType | None:
-    """The extension module ``name`` (e.g. ``kmc.models._replication``); None when it was not
+    """The extension module ``name`` (e.g. ``kmc.models.replication._successors``); None when it was not
     built or ``KMC_PURE_PYTHON`` is set."""
     if os.environ.get("KMC_PURE_PYTHON"):
         return None

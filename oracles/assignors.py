@@ -3,7 +3,7 @@
 
 Both ask ``ConsumerPartitionAssignor.assign(Cluster, GroupSubscription)`` of kafka-clients'
 ``RangeAssignor``, ``RoundRobinAssignor``, ``StickyAssignor`` and ``CooperativeStickyAssignor``
-with the facts a :class:`~kmc.models.assignors.Member` carries:
+with the facts a :class:`~kmc.models.group.assignors.Member` carries:
 
 * topics -> ``Subscription.topics``; static members -> ``setGroupInstanceId``; no rack;
 * ownedPartitions and generation -> ``Subscription.ownedPartitions`` and ``generationId`` (what
@@ -17,7 +17,7 @@ with the facts a :class:`~kmc.models.assignors.Member` carries:
 A sticky assignor keeps state between calls (``maxGeneration`` only grows), so each question gets a
 fresh instance: the answer is that of a leader's first assignment with this assignor object.
 Kafka's ``IllegalStateException``/``NullPointerException`` is compared by its class name and, for
-the former, its message; ours is :class:`~kmc.models.assignors.AssignorStateError` (and its
+the former, its message; ours is :class:`~kmc.models.group.assignors.AssignorStateError` (and its
 ``AssignorNullPointerError``), written the same way.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 from kmc.checker.conformance import Comparison, InputOracle, Oracle
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, State
-from kmc.models.assignors import (
+from kmc.models.group.assignors import (
     NO_GENERATION,
     STRATEGIES,
     AssignorStateError,
@@ -295,7 +295,7 @@ class AssignorOracle(InputOracle):
 
     name = "assignors"
     reference = tuple(ASSIGNOR_CLASSES.values())
-    description = "kafka-clients' assignors give the assignment kmc.models.assignors.assign gives"
+    description = "kafka-clients' assignors give the assignment kmc.models.group.assignors.assign gives"
     SETTINGS = ("strategy", "table", "max_partitions", "hypothesis_examples", "seed")
 
     def __init__(self, release: str | None = None, settings: Mapping[str, str] | None = None) -> None:

@@ -10,7 +10,7 @@ member's protocols fit (``supportsProtocols``), member validation (``validateMem
 commit validation (``validateOffsetCommit``) and the static-member swap (``replaceStaticMember``).
 
 For each step, the model's handler is re-executed with its group writes recorded (every
-``_set_group`` of :mod:`kmc.models.group_coordinator`, in order), so the oracle sees the
+``_set_group`` of :mod:`kmc.models.group.coordinator`, in order), so the oracle sees the
 intermediate groups inside one handler (Stable → PreparingRebalance → CompletingRebalance is two
 writes, two transitions). A real ``ClassicGroup`` is built from the group just before each
 decision and asked the same question.
@@ -24,9 +24,9 @@ from typing import Any
 
 from kmc.checker.conformance import Comparison, Oracle
 from kmc.checker.model import Action
-from kmc.models import group as gm
-from kmc.models import group_coordinator
-from kmc.models.group import (
+from kmc.models.group import coordinator as group_coordinator
+from kmc.models.group import model as gm
+from kmc.models.group.model import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 from kmc.checker import Action
 from kmc.checker.conformance import Comparison, Oracle
-from kmc.models.group_kip848 import (
+from kmc.models.group_kip848.model import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     NONE,

@@ -17,7 +17,7 @@ from typing import Any
 
 from kmc.checker.conformance import Comparison, Oracle
 from kmc.checker.model import Action
-from kmc.models.consumer_delivery import (
+from kmc.models.consumer_delivery.model import (
     COMPLETING_REBALANCE,
     EMPTY,
     NONE,

@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 
 from kmc.checker import Action
 from kmc.checker.conformance import Comparison, Oracle
-from kmc.models.kraft_replication import KraftReplicationModel
-from kmc.models.kraft_replication_state import (
+from kmc.models.kraft_replication.model import KraftReplicationModel
+from kmc.models.kraft_replication.state import (
     ERROR_NONE,
     NO_LEADER,
     Controller,

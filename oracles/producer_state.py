@@ -22,7 +22,7 @@ from typing import Any
 
 from kmc.checker.conformance import Comparison, Oracle
 from kmc.checker.model import Action
-from kmc.models.producer import (
+from kmc.models.producer.model import (
     DUPLICATE,
     INVALID_PRODUCER_EPOCH,
     NONE,

@@ -31,7 +31,7 @@ from typing import Any
 
 from kmc.checker.conformance import Comparison, Oracle
 from kmc.checker.model import Action
-from kmc.models.kraft_quorum import (
+from kmc.models.kraft_quorum.model import (
     CANDIDATE,
     FOLLOWER,
     LEADER,

@@ -22,9 +22,9 @@ from typing import Any
 
 from kmc.checker.conformance import Comparison, Oracle
 from kmc.checker.model import Action
-from kmc.models import transaction_coordinator as tcm
-from kmc.models.transaction_coordinator import EXPIRATION_ALLOWED, STATES, VALID_PREVIOUS_STATES, TxnMeta
-from kmc.models.transactions import TransactionsModel, TransactionsState
+from kmc.models.transactions import coordinator as tcm
+from kmc.models.transactions.coordinator import EXPIRATION_ALLOWED, STATES, VALID_PREVIOUS_STATES, TxnMeta
+from kmc.models.transactions.model import TransactionsModel, TransactionsState
 
 from . import jvm
 

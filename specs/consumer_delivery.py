@@ -9,7 +9,7 @@ is visible to a read_committed consumer (all of it, for a non-transactional prod
 from __future__ import annotations
 
 from kmc.checker import Action, eventually, invariant, step
-from kmc.models.consumer_delivery import (
+from kmc.models.consumer_delivery.model import (
     ILLEGAL_GENERATION,
     NO_OFFSET,
     STABLE,

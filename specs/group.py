@@ -4,8 +4,8 @@ and the rebalance guarantees of §2.5."""
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.assignors import pairwise_disjoint
-from kmc.models.group import (
+from kmc.models.group.assignors import pairwise_disjoint
+from kmc.models.group.model import (
     COMPLETING_REBALANCE,
     EMPTY,
     FENCED,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.group_kip848 import (
+from kmc.models.group_kip848.model import (
     ASSIGNING,
     EMPTY,
     FREE,

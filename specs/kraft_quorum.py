@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.kraft_quorum import LEADER, PROSPECTIVE, QuorumState, Record, VotersRecord
+from kmc.models.kraft_quorum.model import LEADER, PROSPECTIVE, QuorumState, Record, VotersRecord
 
 Log = tuple[Record | VotersRecord, ...]
 

@@ -10,8 +10,8 @@ cannot be read until it restarts, and then it is checked again.
 from __future__ import annotations
 
 from kmc.checker import WF, Action, invariant, leads_to, step
-from kmc.models.kraft_replication import KraftReplicationModel
-from kmc.models.kraft_replication_state import NO_LEADER, Controller, KraftReplicationState, Record
+from kmc.models.kraft_replication.model import KraftReplicationModel
+from kmc.models.kraft_replication.state import NO_LEADER, Controller, KraftReplicationState, Record
 
 
 def _running_leader(s: KraftReplicationState) -> int:

@@ -7,7 +7,7 @@ have read a duplicate or a reordered pair before it was deleted.
 from __future__ import annotations
 
 from kmc.checker import eventually, invariant
-from kmc.models.producer import NO_PRODUCER_ID, ProducerModel, ProducerState
+from kmc.models.producer.model import NO_PRODUCER_ID, ProducerModel, ProducerState
 
 
 @invariant

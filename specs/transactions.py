@@ -9,7 +9,7 @@ decision (its PrepareCommit or PrepareAbort) they were written for.
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.transaction_coordinator import (
+from kmc.models.transactions.coordinator import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
     ONGOING,
@@ -17,14 +17,14 @@ from kmc.models.transaction_coordinator import (
     PREPARE_COMMIT,
     is_valid_transition,
 )
-from kmc.models.transactions import (
+from kmc.models.transactions.log import closing_markers, last_stable_offset, read_committed
+from kmc.models.transactions.model import (
     FATAL_ERROR,
     UNINITIALIZED,
     TransactionsModel,
     TransactionsState,
     producers_stopped,
 )
-from kmc.models.transactions_log import closing_markers, last_stable_offset, read_committed
 
 
 def _fates(s: TransactionsState) -> dict[int, list[tuple[int, int]]]:

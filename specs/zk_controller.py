@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.zk_controller import NONE, ZkControllerState
+from kmc.models.zk_controller.model import NONE, ZkControllerState
 
 
 @invariant

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kmc.models.assignors import (
+from kmc.models.group.assignors import (
     STRATEGIES,
     AssignorNullPointerError,
     AssignorStateError,

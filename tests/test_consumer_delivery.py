@@ -11,7 +11,7 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import confirm_violation, replay
 from kmc.checker.result import Status
-from kmc.models.consumer_delivery import (
+from kmc.models.consumer_delivery.model import (
     COMPLETING_REBALANCE,
     EMPTY,
     ILLEGAL_GENERATION,
@@ -26,7 +26,7 @@ from kmc.models.consumer_delivery import (
     validate_consumer_offset_commit,
 )
 
-MODEL = "kmc.models.consumer_delivery:ConsumerDeliveryModel"
+MODEL = "kmc.models.consumer_delivery.model:ConsumerDeliveryModel"
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = sorted((ROOT / "counterexamples" / "consumer-delivery").glob("*.itf.json"))
 SAFETY = ["AtMostOnce", "AtLeastOnce", "ExactlyOnce", "NoFalseCommitFencing"]

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 from kmc.checker.extension import c_extension, keeps_methods
-from kmc.models.group import GroupModel
-from kmc.models.kraft_quorum import KraftQuorumModel
-from kmc.models.kraft_replication import KraftReplicationModel
-from kmc.models.replication import ReplicationModel
+from kmc.models.group.model import GroupModel
+from kmc.models.kraft_quorum.model import KraftQuorumModel
+from kmc.models.kraft_replication.model import KraftReplicationModel
+from kmc.models.replication.model import ReplicationModel
 
 TWINS = [
-    (ReplicationModel, "kmc.models._replication"),
-    (KraftReplicationModel, "kmc.models._kraft_replication"),
-    (KraftQuorumModel, "kmc.models._kraft_quorum"),
-    (GroupModel, "kmc.models._group"),
+    (ReplicationModel, "kmc.models.replication._successors"),
+    (KraftReplicationModel, "kmc.models.kraft_replication._successors"),
+    (KraftQuorumModel, "kmc.models.kraft_quorum._successors"),
+    (GroupModel, "kmc.models.group._successors"),
 ]
 each_twin = pytest.mark.parametrize(("definition", "extension"), TWINS, ids=[t[1].rsplit("._", 1)[1] for t in TWINS])
 

@@ -11,7 +11,7 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import replay
 from kmc.checker.result import Status
-from kmc.models.group import (
+from kmc.models.group.model import (
     ACTION_ARGS,
     ASSIGNOR_FAILED,
     COMPLETING_REBALANCE,
@@ -23,7 +23,7 @@ from kmc.models.group import (
     GroupModel,
     _normalise,
 )
-from kmc.models.group_state import ILLEGAL_GENERATION, NO_GENERATION, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Response
+from kmc.models.group.state import ILLEGAL_GENERATION, NO_GENERATION, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Response
 from kmc.specs.group import ExclusiveOwnership
 
 COUNTEREXAMPLES = Path(__file__).resolve().parent.parent / "counterexamples"

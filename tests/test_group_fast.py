@@ -9,11 +9,13 @@ import pytest
 from kmc.checker import bfs
 from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models.group import PRESETS, GroupModel, GroupState
-from kmc.models.group_state import _max_generation
+from kmc.models.group.model import PRESETS, GroupModel, GroupState
+from kmc.models.group.state import _max_generation
 from twins import reachable, shape
 
-needs_c = pytest.mark.skipif(c_extension("kmc.models._group") is None, reason="the C extension was not built")
+needs_c = pytest.mark.skipif(
+    c_extension("kmc.models.group._successors") is None, reason="the C extension was not built"
+)
 
 BOUND = 4000
 """States compared per configuration, in breadth-first order: every reachable state of the

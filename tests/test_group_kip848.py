@@ -6,7 +6,7 @@ from conftest import walk_checking_kept_steps
 from kmc.checker import Check, bfs
 from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
-from kmc.models.group_kip848 import (
+from kmc.models.group_kip848.model import (
     ACTION_ARGS,
     FREE,
     STABLE,

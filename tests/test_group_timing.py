@@ -6,7 +6,7 @@ from __future__ import annotations
 from kmc.checker import Check, bfs
 from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
-from kmc.models.group import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE, GroupModel
+from kmc.models.group.model import COMPLETING_REBALANCE, PREPARING_REBALANCE, STABLE, GroupModel
 
 
 def test_a_retried_join_group_mints_a_second_member_before_kip_394() -> None:

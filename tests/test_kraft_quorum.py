@@ -10,7 +10,7 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import replay
 from kmc.checker.result import Status
-from kmc.models.kraft_quorum import (
+from kmc.models.kraft_quorum.model import (
     CANDIDATE,
     DATA,
     FOLLOWER,

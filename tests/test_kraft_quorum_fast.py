@@ -8,7 +8,7 @@ import pytest
 from kmc.checker import bfs
 from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models.kraft_quorum import (
+from kmc.models.kraft_quorum.model import (
     PRESETS,
     UNATTACHED,
     VOTERS,
@@ -49,7 +49,9 @@ CASES = {
     ("pre-kip-853", (("max_epoch", 1),)): (5631, 17272, 19),
 }
 
-needs_c = pytest.mark.skipif(c_extension("kmc.models._kraft_quorum") is None, reason="the C extension was not built")
+needs_c = pytest.mark.skipif(
+    c_extension("kmc.models.kraft_quorum._successors") is None, reason="the C extension was not built"
+)
 
 
 def build(case: tuple[str, tuple]) -> KraftQuorumModel:

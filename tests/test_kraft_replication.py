@@ -10,8 +10,8 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import Replayed, confirm_violation, replay
 from kmc.checker.result import Status
-from kmc.models.kraft_replication import KraftReplicationModel
-from kmc.models.kraft_replication_state import (
+from kmc.models.kraft_replication.model import KraftReplicationModel
+from kmc.models.kraft_replication.state import (
     AWAITING_METADATA,
     DIVERGING_EPOCH,
     FENCED_LEADER_EPOCH,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 
 import pytest
-from kmc.models.kraft_replication import KraftReplicationConfig, KraftReplicationModel
-from kmc.models.kraft_replication_state import (
+from kmc.models.kraft_replication.model import KraftReplicationConfig, KraftReplicationModel
+from kmc.models.kraft_replication.state import (
     AlterPartition,
     KraftReplicationState,
     Record,

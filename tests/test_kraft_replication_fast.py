@@ -10,8 +10,8 @@ import pytest
 from kmc.checker import bfs
 from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models.kraft_replication import PRESETS, KraftReplicationModel, KraftReplicationState
-from kmc.models.kraft_replication_state import FetchResponse
+from kmc.models.kraft_replication.model import PRESETS, KraftReplicationModel, KraftReplicationState
+from kmc.models.kraft_replication.state import FetchResponse
 from twins import reachable, shape
 
 SMALL = {"max_records": 1, "max_leader_epoch": 1}
@@ -56,7 +56,7 @@ FIRST_STATES = {
 """Spaces of millions of states (3 brokers): compared on their first states in BFS order."""
 
 needs_c = pytest.mark.skipif(
-    c_extension("kmc.models._kraft_replication") is None, reason="the C extension was not built"
+    c_extension("kmc.models.kraft_replication._successors") is None, reason="the C extension was not built"
 )
 
 

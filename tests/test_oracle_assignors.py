@@ -13,9 +13,9 @@ from kmc.checker.bfs import BfsOptions
 from kmc.checker.conformance import conform, conform_table, write_mismatch_traces
 from kmc.checker.itf import read_trace
 from kmc.checker.replay import replay
-from kmc.models import assignors
-from kmc.models.assignors import Member
-from kmc.models.group import GroupModel, GroupState
+from kmc.models.group import assignors
+from kmc.models.group.assignors import Member
+from kmc.models.group.model import GroupModel, GroupState
 from kmc.oracles.assignors import AssignorOracle, GroupAssignmentOracle, every_input
 
 pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs Kafka's jars and a JVM")

@@ -8,7 +8,7 @@ import os
 import pytest
 from kmc.checker import BfsOptions
 from kmc.checker.conformance import conform
-from kmc.models.group_kip848 import (
+from kmc.models.group_kip848.model import (
     FREE,
     JOIN_EPOCH,
     NONE,

@@ -12,8 +12,8 @@ from kmc.checker.conformance import ConformResult, conform
 from kmc.checker.itf import read_trace
 from kmc.checker.replay import replay
 from kmc.checker.runner import write_traces
-from kmc.models.kraft_replication import KraftReplicationModel
-from kmc.models.kraft_replication_state import Controller, KraftReplicationState
+from kmc.models.kraft_replication.model import KraftReplicationModel
+from kmc.models.kraft_replication.state import Controller, KraftReplicationState
 
 needs_kafka = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="KMC_SKIP_KAFKA=1: no Kafka jars")
 

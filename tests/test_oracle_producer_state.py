@@ -11,7 +11,7 @@ from kmc.checker.conformance import ConformResult, conform
 from kmc.checker.itf import read_trace
 from kmc.checker.replay import replay
 from kmc.checker.runner import write_traces
-from kmc.models.producer import DUPLICATE, OUT_OF_ORDER_SEQUENCE_NUMBER, Batch, ProducerModel, Replica, entry_of
+from kmc.models.producer.model import DUPLICATE, OUT_OF_ORDER_SEQUENCE_NUMBER, Batch, ProducerModel, Replica, entry_of
 
 needs_kafka = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="KMC_SKIP_KAFKA=1: no Kafka jars")
 

@@ -8,7 +8,7 @@ import pytest
 from kmc.checker import BfsOptions
 from kmc.checker.conformance import conform
 from kmc.checker.errors import UserError
-from kmc.models.kraft_quorum import LEADER, NONE, UNATTACHED, KraftQuorumModel, QuorumState, Record, Voter
+from kmc.models.kraft_quorum.model import LEADER, NONE, UNATTACHED, KraftQuorumModel, QuorumState, Record, Voter
 
 pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs Kafka's jars and a JDK")
 

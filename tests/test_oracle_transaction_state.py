@@ -6,8 +6,8 @@ import os
 
 import pytest
 from kmc.checker.conformance import conform
-from kmc.models.transaction_coordinator import PREPARE_COMMIT
-from kmc.models.transactions import TransactionsModel, TransactionsState
+from kmc.models.transactions.coordinator import PREPARE_COMMIT
+from kmc.models.transactions.model import TransactionsModel, TransactionsState
 
 pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs the Kafka jars")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -12,6 +13,7 @@ import sysconfig
 import tomllib
 import zipfile
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from conftest import ROOT
@@ -40,16 +42,16 @@ def test_wheel_holds_only_the_kmc_package(tmp_path: Path) -> None:
     for module in (
         "kmc/checker/bfs.py",
         "kmc/checker/spark.py",
-        "kmc/models/replication.py",
+        "kmc/models/replication/model.py",
         "kmc/specs/replication.py",
     ):
         assert module in names
     if ACCELERATED:  # built here, so built into the wheel too
         assert any(name.startswith("kmc/checker/_canonical.") for name in names)
-        assert any(name.startswith("kmc/models/_replication.") for name in names)
+        assert any(name.startswith("kmc/models/replication/_successors.") for name in names)
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
     assert "kmc = kmc.checker.cli:main" in entry_points
-    assert "replication = kmc.models.replication:ReplicationModel" in entry_points
+    assert "replication = kmc.models.replication.model:ReplicationModel" in entry_points
 
 
 def fenced(text: str, tag: str) -> list[str]:
@@ -90,7 +92,7 @@ def test_the_ci_workflow_runs_on_an_installed_copy(tmp_path: Path) -> None:
         shutil.which("kmc", path=env["PATH"]),
     )
     assert where == (0, str(site / "bin" / "kmc"))
-    probe = "import kmc.checker.cli as cli, kmc.models.replication as m; print(cli.__file__, m.__file__)"
+    probe = "import kmc.checker.cli as cli, kmc.models.replication.model as m; print(cli.__file__, m.__file__)"
     imported = subprocess.run(
         [sys.executable, "-c", probe], cwd=repo, env=env, capture_output=True, text=True, check=True
     ).stdout.split()
@@ -103,13 +105,34 @@ def test_the_ci_workflow_runs_on_an_installed_copy(tmp_path: Path) -> None:
     assert "KIP-320 holds" in ci.stdout
 
 
+def setup_py() -> ModuleType:
+    """setup.py as a module (it calls setup() only when run as a script, as pip's build runs it)."""
+    spec = importlib.util.spec_from_file_location("kmc_setup_py", ROOT / "setup.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # its source paths are relative to the repository, as pip runs it
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        os.chdir(cwd)
+    return module
+
+
+def test_every_c_source_belongs_to_an_extension() -> None:
+    """A C file no extension lists would be dead code the tests never build."""
+    listed = {Path(source) for extension in setup_py().EXTENSIONS for source in extension.sources}
+    on_disk = {path.relative_to(ROOT) for folder in ("checker", "models") for path in (ROOT / folder).rglob("*.c")}
+    assert on_disk == listed
+
+
 def test_every_c_extension_is_built_where_a_compiler_is() -> None:
     """Each extension setup.py lists is optional, so a compile error only shows as a silent fall back
     to the Python: here it fails instead (the C twins of the models, the coverage counts, the encoder)."""
     compiler = sysconfig.get_config_var("CC") or "cc"
     if shutil.which(compiler.split()[0]) is None:
         pytest.skip("no C compiler here: every extension falls back to its Python")
-    modules = re.findall(r'Extension\(\s*"([\w.]+)"', (ROOT / "setup.py").read_text())
+    modules = [extension.name for extension in setup_py().EXTENSIONS]
     assert "kmc.checker._canonical" in modules and "kmc.checker._counts" in modules
     for module in modules:
         importlib.import_module(module)  # ImportError: it did not build

@@ -10,7 +10,7 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import confirm_violation, replay
 from kmc.checker.result import Status
-from kmc.models.producer import (
+from kmc.models.producer.model import (
     DUPLICATE,
     NONE,
     OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -23,7 +23,7 @@ from kmc.models.producer import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = "kmc.models.producer:ProducerModel"
+MODEL = "kmc.models.producer.model:ProducerModel"
 TRACES = sorted((ROOT / "counterexamples" / "producer").glob("*.itf.json"))
 
 

@@ -12,7 +12,7 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import PropertySet, select_properties
 from kmc.checker.replay import replay
 from kmc.checker.result import Status
-from kmc.models.replication import ReplicationModel, _permute
+from kmc.models.replication.model import ReplicationModel, _permute
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "counterexamples" / "replication").glob("*.itf.json"))

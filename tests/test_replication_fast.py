@@ -6,7 +6,7 @@ import pytest
 from kmc.checker import bfs
 from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models.replication import PRESETS, LeaderAndIsr, ReplicaState, ReplicationModel, ReplicationState
+from kmc.models.replication.model import PRESETS, LeaderAndIsr, ReplicaState, ReplicationModel, ReplicationState
 from twins import reachable, shape
 
 # Replicas = 2: distinct states, states generated and depth, the same by either path (and the
@@ -19,7 +19,9 @@ COUNTS_REPLICAS_2 = {
     "kip-320": (5973, 11733, 18),
 }
 
-needs_c = pytest.mark.skipif(c_extension("kmc.models._replication") is None, reason="the C extension was not built")
+needs_c = pytest.mark.skipif(
+    c_extension("kmc.models.replication._successors") is None, reason="the C extension was not built"
+)
 
 
 def pure_python(model: ReplicationModel) -> ReplicationModel:

@@ -12,8 +12,8 @@ from kmc.checker.bfs import explore
 from kmc.checker.induction import prove_property
 from kmc.checker.result import Status
 from kmc.checker.symbolic import StepComparer, steps_from_anywhere
-from kmc.models.replication import ReplicationModel
-from kmc.models.zk_controller import LeaderAndIsr, PartitionState, ZkControllerModel
+from kmc.models.replication.model import ReplicationModel
+from kmc.models.zk_controller.model import LeaderAndIsr, PartitionState, ZkControllerModel
 
 ZK_LEMMAS = ["ControllerEpochsBoundedByZooKeeper", "NewestControllerHoldsTheNode", "NodeHolderIsRegistered"]
 BEYOND_BFS = {"brokers": 4, "max_controller_epoch": 5, "max_leader_epoch": 5, "max_session_expiries": 3,

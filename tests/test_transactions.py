@@ -10,9 +10,9 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import replay
 from kmc.checker.result import Status
-from kmc.models import transaction_coordinator as tc
-from kmc.models.transactions import TransactionsModel
-from kmc.models.transactions_log import aborted_index, read_committed
+from kmc.models.transactions import coordinator as tc
+from kmc.models.transactions.log import aborted_index, read_committed
+from kmc.models.transactions.model import TransactionsModel
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = sorted((ROOT / "counterexamples" / "transactions").glob("*.itf.json"))

@@ -10,7 +10,7 @@ from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
 from kmc.checker.replay import replay
 from kmc.checker.result import Status
-from kmc.models.zk_controller import NO_EPOCH, LeaderAndIsr, ZkControllerModel
+from kmc.models.zk_controller.model import NO_EPOCH, LeaderAndIsr, ZkControllerModel
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "counterexamples" / "zk-controller").glob("*.itf.json"))

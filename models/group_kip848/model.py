@@ -1,0 +1,646 @@
+"""KIP-848: the consumer rebalance protocol in which the group coordinator reconciles each member.
+
+One consumer group on one topic. The coordinator keeps a group epoch (bumped when membership
+changes), a target assignment and its epoch, and per member an epoch, a previous epoch, a state
+(STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS), its assigned partitions and those pending
+revocation, plus the epoch of every partition's current owner. Consumers send
+ConsumerGroupHeartbeat requests with their member epoch and the partitions they own; the
+coordinator answers with the member's next epoch and assignment, computed by
+``CurrentAssignmentBuilder``: a member moves to a new epoch only after it has revoked what it
+must give up, and a partition is given only once its previous owner has released it.
+(kafka-protocols.md §2.6; ``ConsumerGroup``, ``CurrentAssignmentBuilder``,
+``GroupMetadataManager.consumerGroupHeartbeat``.)
+
+Requests are messages: each consumer has at most one heartbeat in flight and handles its
+response in a later step. The client reconciles as ``AbstractMembershipManager`` does: a
+reconciliation starts from the latest assignment received and runs to that assignment even when a
+newer one arrives meanwhile (the newer one is reconciled next); revoking and assigning are separate
+steps, as the application's rebalance callbacks run between heartbeats. Like the consumer's heartbeat
+state, a heartbeat lists the owned partitions only when joining and once after each completed
+reconciliation (the partitions of that reconciliation, not those being taken), and leaves the field
+null otherwise (the coordinator then assumes nothing was revoked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+from kmc.checker import Action, Model, Preset, param
+from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker.liveness import WF
+from kmc.models.group.assignors import Member, assign
+from kmc.models.group.model import fresh_member_id
+
+# member states (MemberState)
+STABLE = "STABLE"
+UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
+UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+
+# group states (ConsumerGroup.ConsumerGroupState)
+EMPTY = "EMPTY"
+ASSIGNING = "ASSIGNING"
+RECONCILING = "RECONCILING"
+
+NONE = "NONE"
+FENCED_MEMBER_EPOCH = "FENCED_MEMBER_EPOCH"
+UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+STALE_MEMBER_EPOCH = "STALE_MEMBER_EPOCH"
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+FREE = -1
+"""A partition's epoch when no member holds it (assigned or pending revocation)."""
+
+_new = tuple.__new__
+"""Builds a state from a tuple of its fields without NamedTuple's own __new__ (a Python call on
+every successor)."""
+
+# client phases
+UNSUBSCRIBED = "unsubscribed"
+RUNNING = "running"
+LEAVING = "leaving"
+STOPPED = "stopped"
+
+
+class GroupMember(NamedTuple):
+    memberId: str
+    memberEpoch: int
+    previousMemberEpoch: int
+    state: str
+    assigned: frozenset[int]
+    pendingRevocation: frozenset[int]
+    consumer: int
+
+
+class Coordinator(NamedTuple):
+    groupEpoch: int
+    targetAssignmentEpoch: int
+    targetAssignment: tuple[tuple[str, frozenset[int]], ...]
+    members: tuple[GroupMember, ...]
+    partitionEpochs: tuple[int, ...]
+    """The member epoch of each partition's current owner, or FREE."""
+
+
+class Heartbeat(NamedTuple):
+    memberId: str
+    memberEpoch: int
+    ownedPartitions: frozenset[int] | None
+    """None (the request's field left null) unless joining or a reconciliation completed since the last one."""
+
+
+class HeartbeatResponse(NamedTuple):
+    error: str
+    memberId: str
+    memberEpoch: int
+    assignment: frozenset[int]
+
+
+class Consumer(NamedTuple):
+    phase: str
+    memberId: str
+    memberEpoch: int
+    owned: frozenset[int]
+    assignment: frozenset[int]
+    """The last assignment the coordinator sent: what the client reconciles towards."""
+    request: Heartbeat | None
+    response: HeartbeatResponse | None
+    reconciled: frozenset[int] | None = None
+    """The partitions of the last reconciliation the consumer completed and has not reported yet (None:
+    nothing to report): like the consumer's local assignment, sent once in the next heartbeat."""
+    reconciling: frozenset[int] | None = None
+    """The assignment of the reconciliation in progress (None: none): fixed when it starts."""
+    synced: bool = True
+    """Whether the assignment in hand (the one being reconciled, else the last completed) is the latest
+    received; an assignment that differs from the previous one received makes it False."""
+
+
+class Kip848State(NamedTuple):
+    coordinator: Coordinator
+    consumers: tuple[Consumer, ...]
+    faults: int
+
+
+Step = tuple[Action, Kip848State]
+
+
+class OwnSteps(NamedTuple):
+    """A consumer's steps that read nothing but the consumer: the steps and the consumer after each."""
+
+    first: tuple[tuple[Action, Consumer], ...]
+    """Subscribe or SendHeartbeat: listed before the heartbeat's handling."""
+    then: tuple[tuple[Action, Consumer], ...]
+    """ReceiveHeartbeat, StartReconciliation, RevokePartitions or AssignPartitions."""
+    commits: bool
+    """Whether it sends an OffsetCommit (its error depends on the coordinator)."""
+    faults: tuple[tuple[Action, Consumer], ...]
+    """ConsumerCrash and Unsubscribe: each costs a fault."""
+
+
+@dataclass(frozen=True)
+class Kip848Config:
+    consumers: int = param(2, "consumer processes", min=1, max=4)
+    partitions: int = param(2, "partitions of the one subscribed topic", min=0, max=6)
+    wait_for_release: bool = param(
+        True, "give a partition only once its partition epoch is free (the previous owner revoked it)"
+    )
+    partition_epoch_bookkeeping: bool = param(
+        True, "KAFKA-16147: a member update removes all its old partition epochs before it adds the new ones"
+    )
+    reclaim_pending_revocation: bool = param(
+        False,
+        "early-2024 reconciliation: a revoking member whose new target returns partitions it still "
+        "holds takes them back at once",
+    )
+    revoke_only_owned: bool = param(
+        True,
+        "KAFKA-16615 (Kafka 3.8): partitions the heartbeat does not list as owned are dropped without waiting "
+        "for their revocation; before (KAFKA-16249's builder), every revocation waited for the member",
+    )
+    release_own_pending_revocation: bool = param(
+        True,
+        "KAFKA-19449 (Kafka 4.2): a partition the member itself has pending revocation is not withheld as "
+        "unreleased when its target gives it back",
+    )
+    bump_epoch_after_revocation: bool = param(
+        False,
+        "before KAFKA-19974 (Kafka 4.2): a member that has revoked what it must reconciles from its epoch + 1, "
+        "so it may stay UNREVOKED_PARTITIONS one epoch later",
+    )
+    max_faults: int = param(1, "consumer crashes and leaves in all", min=0, max=3)
+    timeouts: Literal["crashed", "any"] = param(
+        "crashed", "session and rebalance timeouts: only for stopped consumers, or at any moment"
+    )
+    max_group_epoch: int = param(8, "bound on the group epoch (within_bounds)", min=1, max=16)
+
+
+PRESETS = {
+    "kip-848": Preset.of(
+        "the KIP-848 protocol as in Kafka 4.2 and later (4.3.1 is the pinned release); a heartbeat that reports "
+        "an older completed reconciliation lets the coordinator give away a partition the consumer is taking",
+        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+    ),
+    "kafka-4.0": Preset.of(
+        "Kafka 4.0 and 4.1: before KAFKA-19449 and KAFKA-19974",
+        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+        release_own_pending_revocation=False,
+        bump_epoch_after_revocation=True,
+    ),
+    "pre-kafka-16615": Preset.of(
+        "today's protocol with KAFKA-16249's rule that every revocation waits for the member (never released: "
+        "KAFKA-16615 dropped unlisted partitions before 3.8.0); holds with one fault, not with two",
+        {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
+        revoke_only_owned=False,
+    ),
+    "no-release-wait": Preset.of(
+        "the coordinator assigns a partition before its previous owner has revoked it",
+        {"NoDoubleClientAssignment": "violated"},
+        wait_for_release=False,
+    ),
+    "pre-kafka-16147": Preset.of(
+        "early 2024: a revoking member takes back partitions its new target returns, and the partition "
+        "epochs are updated set by set, so the epoch of such a partition is lost",
+        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "violated"},
+        partition_epoch_bookkeeping=False,
+        reclaim_pending_revocation=True,
+        revoke_only_owned=False,
+        release_own_pending_revocation=False,
+        bump_epoch_after_revocation=True,
+    ),
+    "slow-member": Preset.of(
+        "timeouts at any moment: a member fenced for being slow keeps processing until it learns",
+        {"NoDoubleClientAssignment": "violated"},
+        timeouts="any",
+        max_faults=0,
+    ),
+}
+
+ACTION_ARGS = {
+    "SendHeartbeat": ("consumer",),
+    "HandleHeartbeat": ("consumer", "error"),
+    "ReceiveHeartbeat": ("consumer", "error"),
+    "RevokePartitions": ("consumer",),
+    "AssignPartitions": ("consumer",),
+    "StartReconciliation": ("consumer",),
+    "Subscribe": ("consumer",),
+    "Unsubscribe": ("consumer",),
+    "ConsumerCrash": ("consumer",),
+    "SessionTimeout": ("memberId",),
+    "RebalanceTimeout": ("memberId",),
+    "OffsetCommit": ("consumer", "memberEpoch", "error"),
+}
+
+
+class Kip848Model(Model):
+    name = "group-kip848"
+    description = "KIP-848 consumer groups: member epochs and server-side reconciliation"
+    Config = Kip848Config
+    presets = PRESETS
+    default_preset = "kip-848"
+    spec_modules = ("kmc.specs.group_kip848",)
+    fairness = (
+        WF("SendHeartbeat", each=True),
+        WF("HandleHeartbeat", each=True),
+        WF("ReceiveHeartbeat", each=True),
+        WF("RevokePartitions", each=True),
+        WF("AssignPartitions", each=True),
+        WF("StartReconciliation", each=True),
+        WF("Subscribe", each=True),
+        WF("SessionTimeout", each=True),
+        WF("RebalanceTimeout", each=True),
+    )
+
+    config: Kip848Config
+
+    def __init__(self, config: Kip848Config | None = None) -> None:
+        super().__init__(config)
+        self.all_partitions = frozenset(range(self.config.partitions))
+        self._own_steps_of: dict[tuple[int, Consumer], OwnSteps] = {}
+        self._heartbeat_outcomes: dict[
+            tuple[Coordinator, int, Consumer, str], tuple[Action, Coordinator, Consumer]
+        ] = {}
+        self._removals: dict[tuple[Coordinator, str], tuple[Action, Action, Coordinator]] = {}
+        self._sticky_targets: dict[tuple[tuple[str, frozenset[int]], ...], tuple[tuple[str, frozenset[int]], ...]] = {}
+        """The assignor's target by its inputs: the members in order, each with its previous target."""
+        self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
+
+    def init_states(self) -> list[Kip848State]:
+        coordinator = Coordinator(0, 0, (), (), (FREE,) * self.config.partitions)
+        consumer = Consumer(UNSUBSCRIBED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
+        return [Kip848State(coordinator, (consumer,) * self.config.consumers, 0)]
+
+    def within_bounds(self, s: Kip848State) -> bool:
+        return s.coordinator.groupEpoch < self.config.max_group_epoch
+
+    # -- next ----------------------------------------------------------------------------------
+    # A state repeats a few hundred coordinators and a few thousand consumers in all their
+    # combinations, so what a step computes is kept by exactly what it reads: a consumer's own steps
+    # by the consumer, a heartbeat's outcome by the coordinator and the consumer sending it, a
+    # removal by the coordinator and the member, the assignor's target by its inputs.
+    def successors(self, s: Kip848State) -> list[Step]:
+        coord, consumers, faults = s
+        may_fail = faults < self.config.max_faults
+        out: list[Step] = []
+        append = out.append
+        for c, me in enumerate(consumers):
+            own = self._own_steps_of.get((c, me))
+            if own is None:
+                own = self._own_steps_of[(c, me)] = self._own_steps(c, me)
+            others_before, others_after = consumers[:c], consumers[c + 1 :]
+            for action, after in own.first:
+                append((action, _new(Kip848State, (coord, (*others_before, after, *others_after), faults))))
+            if me.request is not None:
+                action, coord_after, after = self._heartbeat_outcome(s, c, me)
+                append((action, _new(Kip848State, (coord_after, (*others_before, after, *others_after), faults))))
+            for action, after in own.then:
+                append((action, _new(Kip848State, (coord, (*others_before, after, *others_after), faults))))
+            if own.commits:
+                append((self._offset_commit(coord, c, me), s))
+            if may_fail:
+                for action, after in own.faults:
+                    append((action, _new(Kip848State, (coord, (*others_before, after, *others_after), faults + 1))))
+        any_moment = self.config.timeouts == "any"
+        for m in coord.members:
+            me = consumers[m.consumer]
+            learning = me.response is not None and me.response.memberId == m.memberId
+            gone = me.phase == STOPPED or (me.memberId != m.memberId and not learning)
+            if gone or any_moment:
+                session, rebalance, removed = self._removal(coord, m.memberId)
+                after_removal = _new(Kip848State, (removed, consumers, faults))
+                append((session, after_removal))
+                # a member that must revoke and does not leave its epoch in time is fenced
+                if m.state == UNREVOKED_PARTITIONS:
+                    append((rebalance, after_removal))
+        return out
+
+    def _own_steps(self, c: int, me: Consumer) -> OwnSteps:
+        """What consumer ``c`` does whatever the coordinator and the other consumers hold, in the order
+        the successors list it (the heartbeat's handling and the offset commit go between)."""
+        first: list[tuple[Action, Consumer]] = []
+        then: list[tuple[Action, Consumer]] = []
+        faults: list[tuple[Action, Consumer]] = []
+        if me.phase == STOPPED:
+            return OwnSteps((), (), False, ())
+        if me.phase == UNSUBSCRIBED:
+            if me.memberId == "":
+                first.append((self._act("Subscribe", c), me._replace(phase=RUNNING)))
+            return OwnSteps(tuple(first), (), False, ())
+        if me.request is None and me.response is None:
+            epoch = LEAVE_EPOCH if me.phase == LEAVING else me.memberEpoch
+            # like the consumer's heartbeat state, the owned partitions are sent when joining and in the
+            # first heartbeat after a reconciliation completed (its result); null otherwise
+            owned = me.owned if epoch == JOIN_EPOCH else me.reconciled
+            request = Heartbeat(me.memberId, epoch, owned)
+            first.append((self._act("SendHeartbeat", c), me._replace(request=request, reconciled=None)))
+        if me.response is not None:
+            then.append((self._act("ReceiveHeartbeat", c, me.response.error), _received(me)))
+        target = me.reconciling
+        if me.phase == RUNNING and target is None and not me.synced:
+            then.append((self._act("StartReconciliation", c), _start_reconciliation(me)))
+        if target is not None:
+            # onPartitionsRevoked, then onPartitionsAssigned, towards the assignment the reconciliation started from
+            if me.owned - target:
+                then.append((self._act("RevokePartitions", c), _reconciled(me, me.owned & target)))
+            elif target - me.owned:
+                then.append((self._act("AssignPartitions", c), _reconciled(me, target)))
+        crashed = Consumer(STOPPED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
+        faults.append((self._act("ConsumerCrash", c), crashed))
+        if me.phase == RUNNING and me.memberId:
+            leaving = me._replace(phase=LEAVING, owned=frozenset(), assignment=frozenset(), reconciling=None,
+                                  synced=True)  # fmt: skip
+            faults.append((self._act("Unsubscribe", c), leaving))
+        return OwnSteps(tuple(first), tuple(then), bool(me.owned) and me.phase == RUNNING, tuple(faults))
+
+    def _act(self, name: str, *values: object) -> Action:
+        action = self._actions.get((name, values))
+        if action is None:
+            action = self._actions[(name, values)] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        return action
+
+    # -- the coordinator: ConsumerGroupHeartbeat ---------------------------------------------------
+    def _heartbeat_outcome(self, s: Kip848State, c: int, me: Consumer) -> tuple[Action, Coordinator, Consumer]:
+        """HandleHeartbeat of consumer ``c``'s request: the coordinator and the consumer after it. A joining
+        member's id is the one thing read from the rest of the state (the ids it mentions)."""
+        hb = me.request
+        assert hb is not None
+        joining = hb.memberEpoch == JOIN_EPOCH and hb.memberId == ""
+        new_id = fresh_member_id(c, _mentioned_ids(s)) if joining else ""
+        key = (s.coordinator, c, me, new_id)
+        outcome = self._heartbeat_outcomes.get(key)
+        if outcome is None:
+            error, coord, response = self._handle_heartbeat(s.coordinator, c, hb, new_id)
+            after = me._replace(request=None) if me.phase == STOPPED else me._replace(request=None, response=response)
+            outcome = self._heartbeat_outcomes[key] = (self._act("HandleHeartbeat", c, error), coord, after)
+        return outcome
+
+    def _handle_heartbeat(
+        self, coord: Coordinator, c: int, hb: Heartbeat, new_id: str
+    ) -> tuple[str, Coordinator, HeartbeatResponse]:
+        """``GroupMetadataManager.consumerGroupHeartbeat``; ``new_id`` is the id a joining member gets."""
+        if hb.memberEpoch == LEAVE_EPOCH:
+            if _member(coord, hb.memberId) is not None:
+                coord = self._without_member(coord, hb.memberId)
+            return NONE, coord, HeartbeatResponse(NONE, hb.memberId, LEAVE_EPOCH, frozenset())
+        if hb.memberEpoch == JOIN_EPOCH and hb.memberId == "":
+            member = GroupMember(new_id, JOIN_EPOCH, JOIN_EPOCH, STABLE, frozenset(), frozenset(), c)
+            coord = coord._replace(groupEpoch=coord.groupEpoch + 1, members=_sorted((*coord.members, member)))
+        else:
+            member = _member(coord, hb.memberId)
+            if member is None:
+                error = UNKNOWN_MEMBER_ID
+                return error, coord, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset())
+            lost_response = (
+                hb.memberEpoch == member.previousMemberEpoch
+                and hb.ownedPartitions is not None
+                and hb.ownedPartitions <= member.assigned
+            )
+            if hb.memberEpoch != member.memberEpoch and not (hb.memberEpoch < member.memberEpoch and lost_response):
+                error = FENCED_MEMBER_EPOCH
+                return error, coord, HeartbeatResponse(error, hb.memberId, hb.memberEpoch, frozenset())
+        if coord.groupEpoch > coord.targetAssignmentEpoch:
+            coord = self._compute_target_assignment(coord)
+        updated = self._reconcile(coord, member, hb.ownedPartitions)
+        coord = _update_member(coord, member, updated, self.config.partition_epoch_bookkeeping)
+        return NONE, coord, HeartbeatResponse(NONE, updated.memberId, updated.memberEpoch, updated.assigned)
+
+    def _compute_target_assignment(self, coord: Coordinator) -> Coordinator:
+        """The server-side assignor: balanced and sticky to the previous target."""
+        previous = dict(coord.targetAssignment)
+        inputs = tuple((m.memberId, previous.get(m.memberId, frozenset())) for m in coord.members)
+        target = self._sticky_targets.get(inputs)
+        if target is None:
+            members = [Member(m, ("t",), tuple(("t", p) for p in sorted(parts)), 1) for m, parts in inputs]
+            result = assign("sticky", members, {"t": self.config.partitions}) if members else {}
+            target = tuple(sorted((m, frozenset(p for _, p in parts)) for m, parts in result.items()))
+            self._sticky_targets[inputs] = target
+        return coord._replace(targetAssignment=target, targetAssignmentEpoch=coord.groupEpoch)
+
+    def _reconcile(self, coord: Coordinator, member: GroupMember, owned: frozenset[int] | None) -> GroupMember:
+        """``CurrentAssignmentBuilder.build()``; ``owned`` is what the heartbeat says the consumer owns, or
+        None when it did not say: then it is taken to still own every partition it must revoke."""
+        if owned is None:
+            owned = member.assigned | member.pendingRevocation
+        target_epoch = coord.targetAssignmentEpoch
+        if member.state == STABLE:
+            if member.memberEpoch != target_epoch:
+                return self._compute_next(coord, member, member.memberEpoch, member.assigned, owned)
+            return member
+        if member.state == UNREVOKED_PARTITIONS:
+            target = dict(coord.targetAssignment).get(member.memberId, frozenset())
+            if self.config.reclaim_pending_revocation and target & member.pendingRevocation:
+                # As the KAFKA-16147 incident shows: revoking -> stable with the partitions pending
+                # revocation assigned again, in one step.
+                current = member.assigned | member.pendingRevocation
+                return self._compute_next(coord, member, member.memberEpoch, current, owned)
+            if owned & member.pendingRevocation:
+                return member
+            epoch = member.memberEpoch + 1 if self.config.bump_epoch_after_revocation else member.memberEpoch
+            return self._compute_next(coord, member, epoch, member.assigned, owned)
+        return self._compute_next(coord, member, member.memberEpoch, member.assigned, owned)
+
+    def _compute_next(
+        self, coord: Coordinator, member: GroupMember, epoch: int, current: frozenset[int], owned: frozenset[int]
+    ) -> GroupMember:
+        target = dict(coord.targetAssignment).get(member.memberId, frozenset())
+        target_epoch = coord.targetAssignmentEpoch
+        keep = current & target
+        revoke = current - keep
+        pending = target - keep
+        # a partition still held by a member is withheld; since KAFKA-19449 not when that member is this one,
+        # giving back a partition it has pending revocation
+        own = member.pendingRevocation if self.config.release_own_pending_revocation else frozenset()
+        unreleased = frozenset(p for p in pending if coord.partitionEpochs[p] != FREE and p not in own)
+        if self.config.wait_for_release:
+            pending -= unreleased
+        else:
+            unreleased = frozenset()
+        moved = member._replace(previousMemberEpoch=member.memberEpoch)
+        if revoke & owned if self.config.revoke_only_owned else revoke:
+            # the consumer must first revoke what it still owns; what it never took is dropped at once
+            return moved._replace(state=UNREVOKED_PARTITIONS, memberEpoch=epoch, assigned=keep,
+                                  pendingRevocation=revoke)  # fmt: skip
+        state = UNRELEASED_PARTITIONS if unreleased else STABLE
+        return moved._replace(state=state, memberEpoch=target_epoch, assigned=keep | pending,
+                              pendingRevocation=frozenset())  # fmt: skip
+
+    def _without_member(self, coord: Coordinator, member_id: str) -> Coordinator:
+        member = _member(coord, member_id)
+        assert member is not None
+        epochs = list(coord.partitionEpochs)
+        for p in member.assigned | member.pendingRevocation:
+            epochs[p] = FREE
+        members = tuple(m for m in coord.members if m.memberId != member_id)
+        return coord._replace(members=members, partitionEpochs=tuple(epochs), groupEpoch=coord.groupEpoch + 1)
+
+    def _removal(self, coord: Coordinator, member_id: str) -> tuple[Action, Action, Coordinator]:
+        """The session and rebalance timeouts of a member, and the coordinator without it."""
+        removal = self._removals.get((coord, member_id))
+        if removal is None:
+            removal = self._removals[(coord, member_id)] = (
+                self._act("SessionTimeout", member_id),
+                self._act("RebalanceTimeout", member_id),
+                self._without_member(coord, member_id),
+            )
+        return removal
+
+    # -- the client (ConsumerMembershipManager) ---------------------------------------------------
+    def _offset_commit(self, coord: Coordinator, c: int, me: Consumer) -> Action:
+        """OffsetCommit v9+: carries the member epoch, which must be the member's current one."""
+        member = _member(coord, me.memberId)
+        if member is None:
+            error = UNKNOWN_MEMBER_ID
+        elif me.memberEpoch != member.memberEpoch:
+            error = STALE_MEMBER_EPOCH
+        else:
+            error = NONE
+        return self._act("OffsetCommit", c, me.memberEpoch, error)
+
+    def drawing(self) -> Kip848Drawing:
+        return Kip848Drawing(self.config.consumers)
+
+
+def group_state(coord: Coordinator) -> str:
+    """``ConsumerGroup.maybeUpdateGroupState``."""
+    if not coord.members:
+        return EMPTY
+    if coord.groupEpoch > coord.targetAssignmentEpoch:
+        return ASSIGNING
+    if any(m.memberEpoch != coord.targetAssignmentEpoch or m.state != STABLE for m in coord.members):
+        return RECONCILING
+    return STABLE
+
+
+def _update_member(coord: Coordinator, old: GroupMember, new: GroupMember, whole: bool = True) -> Coordinator:
+    """Replace the member and move its partition epochs (``maybeUpdatePartitionEpoch``): since
+    KAFKA-16147 every old epoch is removed before the new ones are added; before, the assigned set
+    and then the set pending revocation were each removed and re-added in turn, so a partition that
+    moved from pending revocation to assigned lost the epoch just given to it."""
+    epochs = list(coord.partitionEpochs)
+    if whole:
+        for p in old.assigned | old.pendingRevocation:
+            if epochs[p] == old.memberEpoch:
+                epochs[p] = FREE
+        for p in new.assigned | new.pendingRevocation:
+            epochs[p] = new.memberEpoch
+    else:
+        for before, after in ((old.assigned, new.assigned), (old.pendingRevocation, new.pendingRevocation)):
+            for p in before:
+                epochs[p] = FREE
+            for p in after:
+                epochs[p] = new.memberEpoch
+    members = _sorted((*(m for m in coord.members if m.memberId != old.memberId), new))
+    return coord._replace(members=members, partitionEpochs=tuple(epochs))
+
+
+def _member(coord: Coordinator, member_id: str) -> GroupMember | None:
+    for m in coord.members:
+        if m.memberId == member_id:
+            return m
+    return None
+
+
+def _sorted(members: tuple[GroupMember, ...]) -> tuple[GroupMember, ...]:
+    return tuple(sorted(members))
+
+
+def _start_reconciliation(me: Consumer) -> Consumer:
+    """``maybeReconcile``: the latest assignment becomes the one reconciled. When it holds the partitions the
+    consumer already owns, there is nothing to revoke or assign: it is acknowledged at once (reported in
+    the next heartbeat)."""
+    if me.assignment == me.owned:
+        return me._replace(synced=True, reconciled=me.owned)
+    return me._replace(synced=True, reconciling=me.assignment)
+
+
+def _reconciled(me: Consumer, owned: frozenset[int]) -> Consumer:
+    """The consumer after a rebalance callback: once it owns the assignment its reconciliation started from,
+    the reconciliation is complete and its partitions are due in the next heartbeat."""
+    me = me._replace(owned=owned)
+    return me._replace(reconciling=None, reconciled=owned) if owned == me.reconciling else me
+
+
+def _received(me: Consumer) -> Consumer:
+    """The consumer after it handles its heartbeat's response."""
+    response = me.response
+    assert response is not None
+    me = me._replace(response=None)
+    if me.phase == LEAVING:
+        return Consumer(UNSUBSCRIBED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
+    if response.error != NONE:  # fenced: lose everything, rejoin as a new member
+        return Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
+    # a new target when it differs from the last one received (the first one after joining always does);
+    # a reconciliation in progress carries on towards the one it started from
+    changed = me.memberEpoch == JOIN_EPOCH or response.assignment != me.assignment
+    me = me._replace(memberId=response.memberId, memberEpoch=response.memberEpoch, assignment=response.assignment)
+    return me._replace(synced=False) if changed else me
+
+
+def _mentioned_ids(s: Kip848State) -> set[str]:
+    ids = {m.memberId for m in s.coordinator.members} | {m for m, _ in s.coordinator.targetAssignment}
+    for me in s.consumers:
+        ids.add(me.memberId)
+        if me.request is not None:
+            ids.add(me.request.memberId)
+        if me.response is not None:
+            ids.add(me.response.memberId)
+    return ids
+
+
+class Kip848Drawing(Drawing):
+    """Lanes: the coordinator and one per consumer. Tables: epochs, target assignment, members
+    with their state, assigned and pending-revocation partitions, partition epochs; consumers."""
+
+    def __init__(self, consumers: int) -> None:
+        self.consumers = [f"consumer {c}" for c in range(consumers)]
+
+    def lanes(self) -> list[str]:
+        return ["coordinator", *self.consumers]
+
+    def arrow(self, action: Action, before: Kip848State, after: Kip848State) -> Arrow:
+        args = action.args
+        error = args.get("error", NONE)
+        suffix = "" if error == NONE else f" → {error}"
+        if "consumer" not in args:
+            return Arrow("coordinator", (), action.name)
+        lane = self.consumers[args["consumer"]]
+        if action.name == "SendHeartbeat":
+            hb = after.consumers[args["consumer"]].request
+            assert hb is not None
+            return Arrow(
+                lane,
+                ("coordinator",),
+                f"Heartbeat(epoch {hb.memberEpoch}, owned "
+                f"{'unchanged' if hb.ownedPartitions is None else describe(hb.ownedPartitions)})",
+            )
+        if action.name == "HandleHeartbeat":
+            return Arrow("coordinator", (), f"handle Heartbeat{suffix}")
+        if action.name == "ReceiveHeartbeat":
+            return Arrow("coordinator", (lane,), f"Heartbeat response{suffix}")
+        if action.name == "OffsetCommit":
+            return Arrow(lane, ("coordinator",), f"OffsetCommit{suffix}")
+        return Arrow(lane, (), action.name)
+
+    def tables(self, state: Kip848State) -> list[Table]:
+        coord = state.coordinator
+        target = "; ".join(f"{m}→{describe(p)}" for m, p in coord.targetAssignment) or "-"
+        epochs = " ".join(f"p{p}:{'-' if e == FREE else e}" for p, e in enumerate(coord.partitionEpochs))
+        group = Table(
+            "group coordinator",
+            ["state", "group epoch", "target epoch", "target assignment", "partition epochs"],
+            [[group_state(coord), str(coord.groupEpoch), str(coord.targetAssignmentEpoch), target, epochs]],
+        )
+        members = Table(
+            "members",
+            ["memberId", "epoch", "previous", "state", "assigned", "pending revocation"],
+            [[m.memberId, str(m.memberEpoch), str(m.previousMemberEpoch), m.state, describe(m.assigned),
+              describe(m.pendingRevocation)] for m in coord.members] or [["-", "", "", "", "", ""]],
+        )  # fmt: skip
+        consumers = Table(
+            "consumers",
+            ["", "phase", "memberId", "epoch", "owned", "assignment", "reconciling", "in flight"],
+            [[self.consumers[c], me.phase, me.memberId or "-", str(me.memberEpoch), describe(me.owned),
+              describe(me.assignment), "-" if me.reconciling is None else describe(me.reconciling),
+              "Heartbeat" if me.request else ("response" if me.response else "-")]
+             for c, me in enumerate(state.consumers)],
+        )  # fmt: skip
+        return [group, members, consumers]

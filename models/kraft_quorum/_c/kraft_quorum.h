@@ -1,0 +1,136 @@
+/* The kraft-quorum model's C successor function, shared between its files: the sizes it handles,
+ * the roles and the state's counter fields as numbers, the context (KraftQuorumModel._fast_context()),
+ * the C view of a state, and the functions one file offers the others.
+ *
+ *   successors.c  the module: the replica's transitions, the steps, faults, successors
+ *   state.c       a state's tuples into the view, and the view back into new tuples
+ *   voters.c      KIP-853: voter sets from the logs, AddVoter/RemoveVoter, observers
+ */
+#ifndef KMC_KRAFT_QUORUM_H
+#define KMC_KRAFT_QUORUM_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "tuples.h"
+
+#define MAX_VOTERS 8
+#define MAX_LOG 32
+#define NONE (-1)
+
+enum { UNATTACHED, PROSPECTIVE, CANDIDATE, LEADER, FOLLOWER, RESIGNED, ROLE_COUNT };
+enum { NO_COUNTER = 0, WRITES = 3, PARTITIONS = 4, RESTARTS = 5, VOTER_CHANGES = 6, DISK_LOSSES = 7 }; /* fields */
+
+/* A voter set: its keys (replica id, directory id) sorted, and the frozenset they came from. */
+typedef struct {
+    int k;
+    long id[MAX_VOTERS], dir[MAX_VOTERS];
+    unsigned ids; /* the ids as a mask */
+    PyObject *obj; /* borrowed */
+} VSet;
+
+/* The context, unpacked. */
+typedef struct {
+    PyTypeObject *state_type, *voter_type, *record_type, *committed_type, *voters_record_type;
+    PyObject *roles[ROLE_COUNT];
+    PyObject *leader_change, *data, *voters_kind, *nobody;
+    PyObject *election_timeout, *fetch_timeout, *request_vote, *begin_quorum_epoch, *fetch, *client_write,
+        *check_quorum_resign, *isolate, *heal, *restart, *add_voter, *remove_voter, *resign_removed, *lose_disk;
+    long n, n_voters, majority, max_records, max_partitions, max_restarts, fetch_max_records, max_voter_changes,
+        max_disk_losses;
+    int pre_vote, check_quorum, single_voter_exemption, prevote_from_unfetched_follower, hw_needs_current_epoch,
+        directory_ids, one_voter_change_at_a_time;
+    int static_voters; /* no voter changes: every replica's voter set is the bootstrap set */
+    int is_static;     /* nor observers nor lost disks: every replica a voter for ever */
+    VSet bootstrap;
+} Context;
+
+/* One replica's state as C values. In the view its references are borrowed; a Val made from it by
+ * val_copy owns them, and val_clear drops them. ``orig`` is the Voter it still equals (NULL once
+ * changed): building it then gives that very object back, as the Python's ``is`` checks expect. */
+typedef struct {
+    int role;
+    long epoch, votedId, leaderId, hw;
+    PyObject *log;
+    Py_ssize_t len;
+    long rec[MAX_LOG];     /* the records' epochs */
+    PyObject *rvs[MAX_LOG]; /* a VotersRecord's voters (borrowed from the log), else NULL */
+    unsigned votes;
+    PyObject *votes_obj; /* NULL: made from the mask */
+    int noff;
+    long off[MAX_VOTERS];
+    PyObject *offs_obj; /* NULL: made from off[] */
+    int hasFetched, hwKnown;
+    long directoryId;
+    PyObject *dir_obj;
+    PyObject *orig;
+} Val;
+
+#define MAX_SETS 64
+
+/* Every voter set the logs hold, read once per state (a voter set is looked up by its frozenset). */
+typedef struct {
+    int count;
+    VSet set[MAX_SETS + 1]; /* one more: a VotersRecord being appended */
+} Sets;
+
+typedef struct {
+    PyObject *state, *voters, *committed;
+    Sets *sets;
+    int n;
+    Val v[MAX_VOTERS];
+    unsigned isolated, hopeless;
+    long counters[9]; /* writes, partitions, restarts, voterChanges, diskLosses at their fields' indexes */
+} View;
+
+/* Voter ``i`` as it is after a step, for kq_next_state. */
+typedef struct {
+    int i;
+    const Val *x;
+} Change;
+
+static inline int connected(unsigned isolated, int a, int b) {
+    return !isolated || a == b || (!(isolated & (1u << a)) && !(isolated & (1u << b)));
+}
+
+/* table[i][j][k]: the action tables are nested lists. */
+static inline PyObject *act1(PyObject *table, long i) { return PyList_GET_ITEM(table, i); }
+static inline PyObject *act2(PyObject *table, long i, long j) {
+    return PyList_GET_ITEM(PyList_GET_ITEM(table, i), j);
+}
+static inline PyObject *act3(PyObject *table, long i, long j, long k) {
+    return PyList_GET_ITEM(PyList_GET_ITEM(PyList_GET_ITEM(table, i), j), k);
+}
+
+/* state.c */
+int kq_read_view(const Context *c, PyObject *s, View *v);
+void kq_val_copy(Val *x, const Val *from);
+void kq_val_clear(Val *x);
+void kq_set_votes(Val *x, unsigned votes);
+void kq_set_offsets_empty(Val *x);
+void kq_set_offset(Val *x, int i, long offset);
+void kq_set_log(Val *x, PyObject *log);
+PyObject *kq_append_record(const Context *c, PyObject *log, long epoch, PyObject *kind);
+PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, int count, int counter, long delta);
+int kq_emit1(const Context *c, const View *v, PyObject *out, PyObject *action, int i, Val *x, int counter, long delta);
+PyObject *kq_with_isolated(const Context *c, const View *v, unsigned isolated, long partitions);
+
+/* voters.c */
+const VSet *kq_voters_of(const Context *c, const View *v, const Val *x);
+int kq_holds_key(const VSet *vs, long id, long dir);
+int kq_is_voter(const Context *c, const View *v, int w, const Val *x);
+long kq_majority_of(const Context *c, const View *v, const Val *x);
+int kq_counts_fetch(const Context *c, const View *v, const Val *leader, int f, const Val *follower);
+int kq_voter_changes(const Context *c, const View *v, PyObject *out, int l);
+int kq_resign_removed(const Context *c, const View *v, PyObject *out, int l);
+int kq_observer(const Context *c, const View *v, PyObject *out, int o);
+
+/* successors.c */
+int kq_last_cmp(const Val *a, const Val *b);
+void kq_transition(Val *x, int role, long epoch, long leader);
+int kq_learn(int v, Val *x, long epoch, long leader);
+void kq_advance_hw(const Context *c, const View *v, Val *x);
+int kq_resign(const Context *c, const View *v, PyObject *out, PyObject *action, int l);
+int kq_fetch(const Context *c, const View *v, PyObject *out, int f);
+
+#endif

@@ -1,0 +1,470 @@
+/* Reading a state of the kraft-quorum model into the C view of kraft_quorum.h (roles as numbers,
+ * sets of replicas as bit masks, each log's record epochs and voter sets), and building the new
+ * tuples back from it: a Voter the step did not change stays the same object. */
+#include "kraft_quorum.h"
+
+static PyObject *mask_sets[1 << MAX_VOTERS]; /* the frozenset of each voter mask, made once */
+
+static PyObject *mask_set(const Context *c, unsigned mask) {
+    if (mask == 0) {
+        return Py_NewRef(c->nobody);
+    }
+    return tuples_mask_set(mask_sets, MAX_VOTERS, mask);
+}
+
+/* -- reading the state (-1 and an exception; 0; 1 when the value is not one this code handles) --- */
+
+/* A frozenset of ids in range(n) as a mask. */
+static int read_mask(PyObject *set, int n, unsigned *out) {
+    if (!PyFrozenSet_CheckExact(set) || PySet_GET_SIZE(set) > n) {
+        return 1;
+    }
+    unsigned mask = 0;
+#if PY_VERSION_HEX < 0x030D0000
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    PyObject *key;
+    while (_PySet_NextEntry(set, &pos, &key, &hash)) {
+        long r;
+        int status = tuples_read_long(key, &r);
+        if (status != 0) {
+            return status;
+        }
+        if (r < 0 || r >= n) {
+            return 1;
+        }
+        mask |= 1u << r;
+    }
+#else
+    PyObject *iter = PyObject_GetIter(set), *key;
+    if (iter == NULL) {
+        return -1;
+    }
+    while ((key = PyIter_Next(iter)) != NULL) {
+        long r;
+        int status = tuples_read_long(key, &r);
+        Py_DECREF(key);
+        if (status != 0 || r < 0 || r >= n) {
+            Py_DECREF(iter);
+            return status != 0 ? status : 1;
+        }
+        mask |= 1u << r;
+    }
+    Py_DECREF(iter);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+#endif
+    *out = mask;
+    return 0;
+}
+
+/* A key (id, directory id) of a voter set. */
+static int read_key(PyObject *key, int n, long *id, long *dir) {
+    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != 2) {
+        return 1;
+    }
+    int status;
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(key, 0), id)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(key, 1), dir)) != 0) {
+        return status;
+    }
+    return *id < 0 || *id >= n ? 1 : 0;
+}
+
+/* A VotersRecord's voters: at most one key per replica id, sorted as sorted() sorts the keys. */
+static int read_vset(PyObject *set, int n, VSet *out) {
+    if (!PyFrozenSet_CheckExact(set) || PySet_GET_SIZE(set) > n) {
+        return 1;
+    }
+    out->k = 0;
+    out->ids = 0;
+    out->obj = set;
+#if PY_VERSION_HEX < 0x030D0000
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    PyObject *key;
+    while (_PySet_NextEntry(set, &pos, &key, &hash)) {
+#else
+    PyObject *iter = PyObject_GetIter(set), *key;
+    if (iter == NULL) {
+        return -1;
+    }
+    while ((key = PyIter_Next(iter)) != NULL) {
+        Py_DECREF(key); /* the set holds it */
+#endif
+        long id, dir;
+        int status = read_key(key, n, &id, &dir);
+        if (status == 0 && (out->ids & (1u << id))) {
+            status = 1;
+        }
+        if (status != 0) {
+#if PY_VERSION_HEX >= 0x030D0000
+            Py_DECREF(iter);
+#endif
+            return status;
+        }
+        int j = out->k++;
+        while (j > 0 && out->id[j - 1] > id) {
+            out->id[j] = out->id[j - 1];
+            out->dir[j] = out->dir[j - 1];
+            j--;
+        }
+        out->id[j] = id;
+        out->dir[j] = dir;
+        out->ids |= 1u << id;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    Py_DECREF(iter);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+#endif
+    return 0;
+}
+
+static int read_role(const Context *c, PyObject *value, int *out) {
+    for (int i = 0; i < ROLE_COUNT; i++) {
+        if (value == c->roles[i]) {
+            *out = i;
+            return 0;
+        }
+    }
+    if (!PyUnicode_CheckExact(value)) {
+        return 1;
+    }
+    for (int i = 0; i < ROLE_COUNT; i++) {
+        int eq = PyUnicode_Compare(value, c->roles[i]);
+        if (eq == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (eq == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x) {
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 11) {
+        return 1;
+    }
+    int status;
+    if ((status = read_role(c, PyTuple_GET_ITEM(obj, 0), &x->role)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 1), &x->epoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 2), &x->votedId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 3), &x->leaderId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 5), &x->hw)) != 0 ||
+        (status = read_mask(PyTuple_GET_ITEM(obj, 6), n, &x->votes)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, 8), &x->hasFetched)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, 9), &x->hwKnown)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 10), &x->directoryId)) != 0) {
+        return status;
+    }
+    if (x->votedId < NONE || x->votedId >= n || x->leaderId < NONE || x->leaderId >= n || x->hw < 0) {
+        return 1;
+    }
+    if (x->role == FOLLOWER && x->leaderId == NONE) {
+        return 1;
+    }
+    x->log = PyTuple_GET_ITEM(obj, 4);
+    if (!PyTuple_Check(x->log) || PyTuple_GET_SIZE(x->log) >= MAX_LOG) {
+        return 1;
+    }
+    x->len = PyTuple_GET_SIZE(x->log);
+    for (Py_ssize_t i = 0; i < x->len; i++) {
+        PyObject *record = PyTuple_GET_ITEM(x->log, i);
+        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) < 2 || PyTuple_GET_SIZE(record) > 3) {
+            return 1;
+        }
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(record, 0), &x->rec[i])) != 0) {
+            return status;
+        }
+        x->rvs[i] = NULL;
+        if (PyTuple_GET_SIZE(record) == 3) { /* a VotersRecord: only a dynamic voter set has them */
+            PyObject *set = PyTuple_GET_ITEM(record, 2);
+            if (c->static_voters) {
+                return 1;
+            }
+            int known = 0;
+            for (int k = 0; k < sets->count && !known; k++) {
+                known = sets->set[k].obj == set;
+            }
+            if (!known) {
+                if (sets->count == MAX_SETS) {
+                    return 1;
+                }
+                if ((status = read_vset(set, n, &sets->set[sets->count])) != 0) {
+                    return status;
+                }
+                sets->count++;
+            }
+            x->rvs[i] = set;
+        }
+    }
+    x->offs_obj = PyTuple_GET_ITEM(obj, 7);
+    if (!PyTuple_Check(x->offs_obj)) {
+        return 1;
+    }
+    x->noff = (int)PyTuple_GET_SIZE(x->offs_obj);
+    if (x->noff != 0 && x->noff != n) {
+        return 1;
+    }
+    for (int i = 0; i < x->noff; i++) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(x->offs_obj, i), &x->off[i])) != 0) {
+            return status;
+        }
+        if (x->off[i] < 0 || x->off[i] > x->len) {
+            return 1;
+        }
+    }
+    if (x->role == LEADER && x->noff != n) {
+        return 1;
+    }
+    x->votes_obj = PyTuple_GET_ITEM(obj, 6);
+    x->dir_obj = PyTuple_GET_ITEM(obj, 10);
+    x->orig = obj;
+    return 0;
+}
+
+int kq_read_view(const Context *c, PyObject *s, View *v) {
+    if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 9) {
+        return 1;
+    }
+    v->state = s;
+    v->voters = PyTuple_GET_ITEM(s, 0);
+    if (!PyTuple_Check(v->voters) || PyTuple_GET_SIZE(v->voters) != c->n || c->n > MAX_VOTERS) {
+        return 1;
+    }
+    v->n = (int)c->n;
+    v->sets->count = 0;
+    int status;
+    for (int i = 0; i < v->n; i++) {
+        if ((status = read_voter(c, PyTuple_GET_ITEM(v->voters, i), v->n, v->sets, &v->v[i])) != 0) {
+            return status;
+        }
+    }
+    v->committed = PyTuple_GET_ITEM(s, 2);
+    if (!PyTuple_Check(v->committed)) {
+        return 1;
+    }
+    if ((status = read_mask(PyTuple_GET_ITEM(s, 1), v->n, &v->isolated)) != 0 ||
+        (status = read_mask(PyTuple_GET_ITEM(s, 8), v->n, &v->hopeless)) != 0) {
+        return status;
+    }
+    for (int i = WRITES; i <= DISK_LOSSES; i++) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(s, i), &v->counters[i])) != 0) {
+            return status;
+        }
+    }
+    return 0;
+}
+
+/* -- values -------------------------------------------------------------------------------------- */
+
+void kq_val_copy(Val *x, const Val *from) {
+    *x = *from;
+    Py_INCREF(x->log);
+    Py_XINCREF(x->votes_obj);
+    Py_XINCREF(x->offs_obj);
+    Py_INCREF(x->dir_obj);
+}
+
+void kq_val_clear(Val *x) {
+    Py_CLEAR(x->log);
+    Py_CLEAR(x->votes_obj);
+    Py_CLEAR(x->offs_obj);
+    Py_CLEAR(x->dir_obj);
+}
+
+void kq_set_votes(Val *x, unsigned votes) {
+    if (votes != x->votes) {
+        x->votes = votes;
+        Py_CLEAR(x->votes_obj);
+        x->orig = NULL;
+    }
+}
+
+void kq_set_offsets_empty(Val *x) {
+    if (x->noff != 0) {
+        x->noff = 0;
+        Py_CLEAR(x->offs_obj);
+        x->orig = NULL;
+    }
+}
+
+void kq_set_offset(Val *x, int i, long offset) {
+    if (x->off[i] != offset) {
+        x->off[i] = offset;
+        Py_CLEAR(x->offs_obj);
+        x->orig = NULL;
+    }
+}
+
+/* Replaces the log (stolen; NULL: an error, kept as NULL for val_build to report). */
+void kq_set_log(Val *x, PyObject *log) {
+    Py_XSETREF(x->log, log);
+    x->orig = NULL;
+}
+
+static PyObject *offsets_tuple(const Val *x) {
+    PyObject *t = PyTuple_New(x->noff);
+    if (t == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < x->noff; i++) {
+        PyObject *o = PyLong_FromLong(x->off[i]);
+        if (o == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, o);
+    }
+    return t;
+}
+
+/* The Voter a Val stands for (a new reference). */
+static PyObject *val_build(const Context *c, const Val *x) {
+    if (x->orig != NULL) {
+        return Py_NewRef(x->orig);
+    }
+    if (x->log == NULL) {
+        return NULL;
+    }
+    PyObject *items[11] = {
+        Py_NewRef(c->roles[x->role]),
+        PyLong_FromLong(x->epoch),
+        PyLong_FromLong(x->votedId),
+        PyLong_FromLong(x->leaderId),
+        Py_NewRef(x->log),
+        PyLong_FromLong(x->hw),
+        x->votes_obj != NULL ? Py_NewRef(x->votes_obj) : mask_set(c, x->votes),
+        x->offs_obj != NULL ? Py_NewRef(x->offs_obj) : offsets_tuple(x),
+        PyBool_FromLong(x->hasFetched),
+        PyBool_FromLong(x->hwKnown),
+        Py_NewRef(x->dir_obj),
+    };
+    return tuples_new_named(c->voter_type, 11, items);
+}
+
+PyObject *kq_append_record(const Context *c, PyObject *log, long epoch, PyObject *kind) {
+    PyObject *items[2] = {PyLong_FromLong(epoch), Py_NewRef(kind)};
+    return tuples_append(log, tuples_new_named(c->record_type, 2, items));
+}
+
+/* -- the next state ------------------------------------------------------------------------------ */
+
+/* _set: the state with these voters replaced, the committed history extended and the hopeless
+ * Candidates updated; ``delta`` added to the counter at index ``counter`` (NO_COUNTER: none). */
+PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, int count, int counter,
+                        long delta) {
+    const Val *now[MAX_VOTERS];
+    for (int i = 0; i < v->n; i++) {
+        now[i] = &v->v[i];
+    }
+    int stood = -1;
+    PyObject *voters = PyTuple_New(v->n);
+    PyObject *committed = Py_NewRef(v->committed);
+    if (voters == NULL) {
+        Py_DECREF(committed);
+        return NULL;
+    }
+    for (int k = 0; k < count; k++) {
+        const Val *x = changes[k].x;
+        int i = changes[k].i;
+        now[i] = x;
+        Py_ssize_t clen = PyTuple_GET_SIZE(committed);
+        if (x->role == LEADER && x->hw > clen) {
+            PyObject *more = PyTuple_New(x->hw);
+            if (more == NULL || x->log == NULL) {
+                Py_XDECREF(more);
+                goto error;
+            }
+            for (Py_ssize_t o = 0; o < x->hw; o++) {
+                PyObject *item;
+                if (o < clen) {
+                    item = Py_NewRef(PyTuple_GET_ITEM(committed, o));
+                } else {
+                    PyObject *items[2] = {Py_NewRef(PyTuple_GET_ITEM(PyTuple_GET_ITEM(x->log, o), 0)),
+                                          PyLong_FromLong(x->epoch)};
+                    item = tuples_new_named(c->committed_type, 2, items);
+                    if (item == NULL) {
+                        Py_DECREF(more);
+                        goto error;
+                    }
+                }
+                PyTuple_SET_ITEM(more, o, item);
+            }
+            Py_SETREF(committed, more);
+        } else if (x->role == CANDIDATE && (v->v[i].role != CANDIDATE || v->v[i].epoch != x->epoch)) {
+            stood = i;
+        }
+    }
+    for (int i = 0; i < v->n; i++) {
+        PyObject *voter = now[i] == &v->v[i] ? Py_NewRef(PyTuple_GET_ITEM(v->voters, i)) : val_build(c, now[i]);
+        if (voter == NULL) {
+            goto error;
+        }
+        PyTuple_SET_ITEM(voters, i, voter);
+    }
+    PyObject *s = v->state;
+    PyObject *hopeless;
+    if (!v->hopeless && stood < 0) {
+        hopeless = Py_NewRef(PyTuple_GET_ITEM(s, 8));
+    } else {
+        unsigned mask = 0;
+        for (int i = 0; i < v->n; i++) {
+            if ((v->hopeless & (1u << i)) && now[i]->role == CANDIDATE && now[i]->epoch == v->v[i].epoch) {
+                mask |= 1u << i;
+            }
+        }
+        if (stood >= 0) { /* could_win: a majority of its voter set can reach it and holds a log no newer */
+            const VSet *vs = kq_voters_of(c, v, now[stood]);
+            int electors = 0;
+            for (int k = 0; k < vs->k; k++) {
+                int w = (int)vs->id[k];
+                if (now[w]->directoryId == vs->dir[k] && connected(v->isolated, stood, w)) {
+                    electors += kq_last_cmp(now[w], now[stood]) <= 0;
+                }
+            }
+            if (electors < vs->k / 2 + 1) {
+                mask |= 1u << stood;
+            }
+        }
+        hopeless = mask_set(c, mask);
+    }
+    PyObject *items[9] = {voters, Py_NewRef(PyTuple_GET_ITEM(s, 1)), committed};
+    for (int i = WRITES; i <= DISK_LOSSES; i++) {
+        items[i] = i == counter ? PyLong_FromLong(v->counters[i] + delta) : Py_NewRef(PyTuple_GET_ITEM(s, i));
+    }
+    items[8] = hopeless;
+    return tuples_new_named(c->state_type, 9, items);
+error:
+    Py_DECREF(voters);
+    Py_DECREF(committed);
+    return NULL;
+}
+
+/* One voter replaced, then the step emitted; x is cleared. */
+int kq_emit1(const Context *c, const View *v, PyObject *out, PyObject *action, int i, Val *x, int counter,
+             long delta) {
+    Change change = {i, x};
+    int status = tuples_emit(out, action, kq_next_state(c, v, &change, 1, counter, delta));
+    kq_val_clear(x);
+    return status;
+}
+
+/* The state with another set of isolated replicas (Isolate, Heal), ``partitions`` more partitions. */
+PyObject *kq_with_isolated(const Context *c, const View *v, unsigned isolated, long partitions) {
+    PyObject *s = v->state;
+    PyObject *items[9];
+    for (int i = 0; i < 9; i++) {
+        items[i] = Py_NewRef(PyTuple_GET_ITEM(s, i));
+    }
+    Py_SETREF(items[1], mask_set(c, isolated));
+    if (partitions) {
+        Py_SETREF(items[4], PyLong_FromLong(v->counters[PARTITIONS] + partitions));
+    }
+    return tuples_new_named(c->state_type, 9, items);
+}

@@ -1,0 +1,816 @@
+"""The KRaft metadata quorum (KIP-595): elections, pre-vote, fetch replication, check-quorum.
+
+A fixed set of voters (the controllers) runs Kafka's pull-based Raft over one log, the
+``__cluster_metadata`` partition. Every voter is in one of the states of ``QuorumState``:
+Unattached (with or without a durable vote), Prospective (KIP-996 pre-vote), Candidate, Leader,
+Follower or Resigned. A voter whose election timer fires asks the others for pre-votes and only
+bumps the epoch once a majority granted them; a Candidate that gets a majority of votes becomes
+Leader, appends a ``LeaderChangeMessage`` at its epoch start offset and tells the others with
+BeginQuorumEpoch. Followers fetch; the leader answers with records or a diverging epoch
+(``ReplicatedLog.validateOffsetAndEpoch``) and moves the high watermark to what a majority has,
+but only once a record of its own epoch is among it.
+
+Requests and their responses are one step each (a voter handles the request and the sender the
+response at once); a network partition cuts a voter off from every other, so no request crosses
+it. Faults are bounded (``max_partitions``, ``max_restarts``); protocol actions are not, so the
+epoch bound is a ``within_bounds`` cut and a search of this model is always reported as bounded.
+
+Each guard that fixed a real bug is a config flag, so the behaviour before it can be checked:
+
+* ``pre_vote`` (KIP-996, Kafka 4.0): a voter whose timer fires first asks for pre-votes, which
+  change nobody's state, and bumps its epoch only with a majority of them.
+* ``check_quorum`` (KAFKA-15489, Kafka 3.7): a leader that has not been fetched from by a majority
+  within the check-quorum timeout resigns. Without it, a leader cut off from the others stays
+  leader forever and keeps serving its stale metadata.
+* ``single_voter_exemption`` (KAFKA-16144): a quorum of one voter never expires its
+  check-quorum timer (nobody else will ever fetch). Without it the lone leader resigns over and
+  over (KAFKA-16163).
+* ``prevote_from_unfetched_follower`` (KAFKA-17641): a follower that has not fetched successfully
+  from its leader since it became follower grants pre-votes. Without it, two followers of a dead
+  leader refuse each other's pre-votes forever.
+* ``hw_needs_current_epoch`` (Raft's commitment rule, §5.4.2 of the Raft paper;
+  ``LeaderState.maybeUpdateHighWatermark``): the leader exposes a new high watermark only once it
+  covers a record of the leader's own epoch. Without it, a record of an older epoch counted as
+  committed can be truncated by a later leader (the paper's Figure 8).
+
+Dynamic voters (KIP-853, Kafka 3.9; ``kraft_quorum_voters``): with ``max_voter_changes`` the
+leader appends AddVoter/RemoveVoter ``VotersRecord``s, in effect on each replica from the append;
+``observers`` are replicas outside the bootstrap voter set that fetch and can be added; a replica
+may lose its disk (``max_disk_losses``) and come back empty.
+
+* ``one_voter_change_at_a_time`` (KIP-853's own rule, in ``AddVoterHandler`` and
+  ``RemoveVoterHandler`` from their first commit, KAFKA-16535 and KAFKA-16537): no voter change
+  while the last VotersRecord is uncommitted. Never off in a Kafka release: turning it off is a
+  "what if" that shows why it is there.
+* ``directory_ids`` (KIP-853): a voter is a ``ReplicaKey`` (id, directory id); a replica whose disk
+  was formatted anew has a new directory id, is not the old voter and cannot vote as it. Without
+  them (kraft.version 0, the static ``controller.quorum.voters`` of Kafka 3.x) it votes as the old
+  voter with an empty log, and a committed record can be lost.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from kmc.checker import Action, Model, Preset, param
+from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker.extension import SuccessorsInC
+from kmc.checker.liveness import WF
+from kmc.models.common.tuples import least_renaming, put
+from kmc.models.kraft_quorum.state import (
+    CANDIDATE,
+    DATA,
+    FOLLOWER,
+    LEADER,
+    LEADER_CHANGE,
+    NONE,
+    PROSPECTIVE,
+    RESIGNED,
+    ROLES,
+    UNATTACHED,
+    VOTERS,
+    Committed,
+    QuorumState,
+    Record,
+    ReplicaKey,
+    Voter,
+    VotersRecord,
+)
+from kmc.models.kraft_quorum.voters import DynamicVoters
+
+__all__ = [
+    "CANDIDATE", "DATA", "FOLLOWER", "LEADER", "LEADER_CHANGE", "NONE", "PROSPECTIVE", "RESIGNED", "ROLES",
+    "UNATTACHED", "VOTERS", "Committed", "KraftQuorumConfig", "KraftQuorumModel", "QuorumState", "Record",
+    "ReplicaKey", "Voter", "VotersRecord", "end_offset_for_epoch",
+]  # fmt: skip
+
+_NOBODY: frozenset[int] = frozenset()
+_new = tuple.__new__
+"""Builds a NamedTuple from a tuple of its fields without NamedTuple's keyword machinery (hot path)."""
+
+
+ACTION_ARGS = {
+    "ElectionTimeout": ("voter",),
+    "FetchTimeout": ("voter",),
+    "RequestVote": ("candidate", "voter", "preVote"),
+    "BeginQuorumEpoch": ("leader", "voter"),
+    "Fetch": ("follower", "leader"),
+    "ClientWrite": ("leader",),
+    "CheckQuorumResign": ("leader",),
+    "Isolate": ("voter",),
+    "Heal": ("voter",),
+    "Restart": ("voter",),
+    "AddVoter": ("leader", "voter"),
+    "RemoveVoter": ("leader", "voter"),
+    "ResignRemoved": ("leader",),
+    "LoseDisk": ("voter",),
+}
+"""Every action of the model and the names of its arguments."""
+
+
+@dataclass(frozen=True)
+class KraftQuorumConfig:
+    voters: int = param(3, "how many voters (controllers) form the quorum", min=1, max=5)
+    max_epoch: int = param(2, "states with an epoch beyond this are not expanded (within_bounds)", min=1, max=6)
+    max_records: int = param(1, "how many metadata records the active controllers write in all", min=0, max=4)
+    max_partitions: int = param(1, "how many times a voter may be cut off from the others", min=0, max=3)
+    max_restarts: int = param(0, "how many times a voter may restart (durable log and quorum-state)", min=0, max=3)
+    fetch_max_records: int = param(0, "the most records one Fetch response carries (0: all it has)", min=0, max=4)
+    pre_vote: bool = param(True, "KIP-996: an election starts with pre-votes that bump no epoch")
+    check_quorum: bool = param(True, "KAFKA-15489: a leader not fetched from by a majority resigns")
+    single_voter_exemption: bool = param(True, "KAFKA-16144: a one-voter quorum never fails check-quorum")
+    prevote_from_unfetched_follower: bool = param(
+        True, "KAFKA-17641: a follower that has not fetched from its leader grants pre-votes"
+    )
+    hw_needs_current_epoch: bool = param(True, "the leader's HW moves only over a record of its own epoch")
+    observers: int = param(0, "replicas outside the bootstrap voter set, fetching as observers (KIP-853)", min=0, max=2)
+    max_voter_changes: int = param(
+        0, "AddVoter/RemoveVoter records the leaders append in all (KIP-853; 0: a static voter set)", min=0, max=3
+    )
+    max_disk_losses: int = param(0, "how many times a replica may come back with an empty log directory", min=0, max=2)
+    directory_ids: bool = param(True, "KIP-853: a voter is (id, directory id); a re-formatted disk is not the voter")
+    one_voter_change_at_a_time: bool = param(
+        True, "KIP-853: no AddVoter/RemoveVoter while the last VotersRecord is uncommitted"
+    )
+
+
+ALL_HOLD = {
+    "ElectionSafety": "holds",
+    "LogMatching": "holds",
+    "LeaderCompleteness": "holds",
+    "Durability": "holds",
+    "ReadCommitted": "holds",
+    "ResignOnlyWithoutQuorum": "holds",
+    "HighWatermarkMonotonic": "holds",
+    "EventuallyLeaderElected": "holds",
+    "NotStuckInProspective": "holds",
+    "DeposedLeaderResigns": "holds",
+    "NoDisruptiveCandidate": "holds",
+}
+
+PRESETS = {
+    "kip-996": Preset.of("Kafka 4.0: pre-vote, check-quorum and every fix below", ALL_HOLD),
+    "kip-595": Preset.of(
+        "Kafka 3.0 to 3.6: KIP-595 elections without pre-vote or check-quorum",
+        {"DeposedLeaderResigns": "violated", "NoDisruptiveCandidate": "violated"},
+        pre_vote=False,
+        check_quorum=False,
+    ),
+    "pre-kafka-15489": Preset.of(
+        "Kafka 4.0 without check-quorum: a leader cut off from the quorum never resigns",
+        {"DeposedLeaderResigns": "violated", "EventuallyLeaderElected": "holds"},
+        check_quorum=False,
+    ),
+    "pre-kafka-16144": Preset.of(
+        "Kafka 3.7.0: check-quorum expires a single voter's timer",
+        {"ResignOnlyWithoutQuorum": "violated"},
+        voters=1,
+        single_voter_exemption=False,
+    ),
+    "pre-kafka-17641": Preset.of(
+        "the first KIP-996 code: followers of a dead leader refuse each other's pre-votes",
+        {"EventuallyLeaderElected": "violated", "NotStuckInProspective": "violated"},
+        prevote_from_unfetched_follower=False,
+    ),
+    "raft-figure-8": Preset.of(
+        "a leader that commits a record of an older epoch by counting replicas (Raft paper, Figure 8)",
+        {"LeaderCompleteness": "violated"},
+        hw_needs_current_epoch=False,
+        max_epoch=4,
+        max_partitions=0,
+        fetch_max_records=1,
+    ),
+    "kip-853": Preset.of(
+        "Kafka 3.9 and 4.x dynamic voters: RemoveVoter/AddVoter, one change at a time, a controller restart",
+        {**ALL_HOLD, "EventuallyLeaderElected": "violated"},
+        max_voter_changes=2,
+        max_records=0,
+        max_partitions=0,
+        max_restarts=1,
+    ),
+    "no-voter-change-guard": Preset.of(
+        "what if AddVoter/RemoveVoter did not wait for the last VotersRecord to commit (never a Kafka release)",
+        {"LeaderCompleteness": "violated"},
+        max_voter_changes=2,
+        max_records=0,
+        max_partitions=0,
+        max_restarts=1,
+        one_voter_change_at_a_time=False,
+    ),
+    "pre-kip-853": Preset.of(
+        "Kafka 3.x static voters (kraft.version 0): a controller whose disk is lost votes again as the old voter",
+        {"ElectionSafety": "violated", "Durability": "violated"},
+        max_disk_losses=1,
+        max_records=0,
+        max_partitions=0,
+        directory_ids=False,
+    ),
+}
+
+
+class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
+    name = "kraft-quorum"
+    description = (
+        "the KRaft metadata quorum (KIP-595, KIP-996, KIP-853): elections, fetch replication, check-quorum, "
+        "dynamic voters"
+    )
+    Config = KraftQuorumConfig
+    presets = PRESETS
+    default_preset = "kip-996"
+    spec_modules = ("kmc.specs.kraft_quorum",)
+
+    config: KraftQuorumConfig
+
+    fairness = (
+        WF("ElectionTimeout", each=True),
+        WF("FetchTimeout", each=True),
+        WF("RequestVote", each=True),
+        WF("BeginQuorumEpoch", each=True),
+        WF("Fetch", each=True),
+        WF("CheckQuorumResign", each=True),
+        WF("ResignRemoved", each=True),
+    )
+    """The protocol's own steps happen once they stay possible; client writes, voter changes,
+    partitions, their healing, restarts and lost disks need not happen at all."""
+
+    def __init__(self, config: KraftQuorumConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        n = cfg.voters
+        self.voter_ids = tuple(range(n))
+        """The bootstrap voters (every replica but the observers)."""
+        self.replica_ids = tuple(range(n + cfg.observers))
+        self.majority = n // 2 + 1
+        self.bootstrap = frozenset((v, 0) for v in self.voter_ids)
+        self.bootstrap_ids = self.voter_ids
+        self.static_voters = cfg.max_voter_changes == 0
+        self.static = self.static_voters and cfg.observers == 0 and cfg.max_disk_losses == 0
+        """Every replica a voter of the bootstrap set for ever: the KIP-853 checks are constants."""
+        self._actions: dict[tuple, Action] = {
+            (name, *values): Action.of(name, zip(names, values, strict=True))
+            for name, names in ACTION_ARGS.items()
+            for values in itertools.product(*[(False, True) if n == "preVote" else self.replica_ids for n in names])
+        }
+        """Every action the model can take, built once: successors look them up by (name, *values)."""
+        # What one voter's step does depends on that voter (and the one it talks to) alone, and far
+        # fewer voters than states are reachable: each step is computed once per distinct voter.
+        self._timeouts: dict[tuple[int, Voter], Voter] = {}
+        """(voter, its state) -> its state once its election or fetch timer fired."""
+        self._vote_rounds: dict[tuple[int, int, Voter, Voter], tuple[Voter, Voter] | None] = {}
+        """(candidate, voter, their states) -> ``_vote_round``'s answer, for two replicas connected."""
+        self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
+        """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
+        self.use_c_twin("kmc.models.kraft_quorum._successors", KraftQuorumModel, self._fast_context)
+
+    def _fast_context(self) -> tuple:
+        """What the C successor function reads: the state types, the strings, the action tables, the config."""
+        cfg, ids, act = self.config, self.replica_ids, self._actions
+
+        def by_voter(name: str) -> list[Action]:
+            return [act[name, v] for v in ids]
+
+        def by_pair(name: str) -> list[list[Action]]:
+            return [[act[name, a, b] for b in ids] for a in ids]
+
+        votes = [[[act["RequestVote", c, v, p] for p in (False, True)] for v in ids] for c in ids]
+        tables = (
+            by_voter("ElectionTimeout"), by_voter("FetchTimeout"), votes, by_pair("BeginQuorumEpoch"), by_pair("Fetch"),
+            *map(by_voter, ("ClientWrite", "CheckQuorumResign", "Isolate", "Heal", "Restart")),
+            by_pair("AddVoter"), by_pair("RemoveVoter"), by_voter("ResignRemoved"), by_voter("LoseDisk"),
+        )  # fmt: skip
+        sizes = (
+            len(ids), cfg.voters, self.majority, cfg.max_records, cfg.max_partitions, cfg.max_restarts,
+            cfg.fetch_max_records, cfg.max_voter_changes, cfg.max_disk_losses,
+        )  # fmt: skip
+        flags = (
+            cfg.pre_vote, cfg.check_quorum, cfg.single_voter_exemption, cfg.prevote_from_unfetched_follower,
+            cfg.hw_needs_current_epoch, cfg.directory_ids, cfg.one_voter_change_at_a_time,
+        )  # fmt: skip
+        return (
+            QuorumState, Voter, Record, Committed, VotersRecord, ROLES, LEADER_CHANGE, DATA, VOTERS, _NOBODY,
+            *tables, *sizes, *[int(f) for f in flags],
+        )  # fmt: skip
+
+    def _act(self, name: str, *values: Any) -> Action:
+        return self._actions[(name, *values)]
+
+    def init_states(self) -> list[QuorumState]:
+        """Every voter Unattached in epoch 0 with an empty log: a freshly formatted quorum."""
+        fresh = Voter(UNATTACHED, 0, NONE, NONE, (), 0, frozenset(), (), False, False)
+        return [QuorumState((fresh,) * len(self.replica_ids), frozenset(), (), 0, 0, 0)]
+
+    def inactive_actions(self) -> tuple[str, ...]:
+        """KIP-853's actions where the config has no voter changes or lost disks."""
+        off = ("AddVoter", "RemoveVoter", "ResignRemoved") if self.static_voters else ()
+        return (*off, "LoseDisk") if not self.config.max_disk_losses else off
+
+    def within_bounds(self, s: QuorumState) -> bool:
+        """Elections are unbounded (a split vote starts another), so the epoch bound cuts the search."""
+        return max([v.epoch for v in s.voters]) <= self.config.max_epoch
+
+    # -- helpers -------------------------------------------------------------------------------
+    def connected(self, s: QuorumState, a: int, b: int) -> bool:
+        isolated = s.isolated
+        return not isolated or a == b or (a not in isolated and b not in isolated)
+
+    def reachable(self, s: QuorumState, v: int) -> frozenset[int]:
+        return frozenset(w for w in self.replica_ids if self.connected(s, v, w))
+
+    def _set(self, s: QuorumState, *changes: tuple[int, Voter]) -> QuorumState:
+        """The state with these voters replaced; a leader's HW that moved past the committed history
+        extends it (the records it newly covers are committed in the leader's epoch)."""
+        replaced, committed = list(s.voters), s.committed
+        stood = None
+        for i, voter in changes:
+            replaced[i] = voter
+            role = voter.role
+            if role == LEADER and voter.highWatermark > len(committed):
+                newly = voter.log[len(committed) : voter.highWatermark]
+                committed += tuple([Committed(r.epoch, voter.epoch) for r in newly])
+            elif role == CANDIDATE and (s.voters[i].role != CANDIDATE or s.voters[i].epoch != voter.epoch):
+                stood = i
+        voters = tuple(replaced)
+        hopeless = s.hopeless
+        if not hopeless and stood is None:
+            return _new(QuorumState, (voters, s.isolated, committed, *s[3:]))
+        t = _new(QuorumState, (voters, s.isolated, committed, *s[3:8], _NOBODY))
+        if hopeless:  # a Candidate that moved on (elected, or to another epoch) is no longer one
+            hopeless = frozenset(
+                i for i in hopeless if voters[i].role == CANDIDATE and voters[i].epoch == s.voters[i].epoch
+            )
+        if stood is not None and not self.could_win(t, stood):
+            hopeless |= {stood}
+        return t if not hopeless else _new(QuorumState, (*t[:8], hopeless))
+
+    def _unattached(self, me: Voter, epoch: int) -> Voter:
+        """QuorumState.transitionToUnattached: a new epoch, no vote, no leader known yet."""
+        return _new(Voter, (UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False,
+                            me.directoryId))  # fmt: skip
+
+    def _follower(self, me: Voter, leader: int, epoch: int) -> Voter:
+        """QuorumState.transitionToFollower. Kafka keeps a vote cast in this epoch, but once the
+        epoch's leader is known the vote can never matter again (every vote request of the epoch is
+        refused), so the model forgets it: states that differ only there behave alike."""
+        return _new(Voter, (FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False,
+                            me.directoryId))  # fmt: skip
+
+    def _learn(self, v: int, me: Voter, epoch: int, leader: int) -> Voter:
+        """maybeHandleCommonResponse: a response from a higher epoch, or naming this epoch's leader
+        when ``v`` knows none, moves voter ``v`` there (Follower if a leader is named, else Unattached)."""
+        if leader == v:
+            leader = NONE
+        if epoch > me.epoch:
+            return self._follower(me, leader, epoch) if leader != NONE else self._unattached(me, epoch)
+        if epoch == me.epoch and leader != NONE and me.leaderId == NONE:
+            return self._follower(me, leader, epoch)
+        return me
+
+    def _start_election(self, v: int, me: Voter) -> Voter:
+        """The election timer fired: with pre-vote become Prospective in the same epoch, else Candidate
+        in the next. A quorum of one wins at once."""
+        if self.config.pre_vote:
+            own = frozenset((v,))
+            leader = NONE if me.leaderId == v else me.leaderId  # a resigned leader knows no other
+            prospective = me._replace(role=PROSPECTIVE, leaderId=leader, votes=own, hasFetched=False)
+            return self._tally(v, prospective)
+        return self._candidate(v, me)
+
+    def _candidate(self, v: int, me: Voter) -> Voter:
+        """QuorumState.transitionToCandidate: bump the epoch and vote for itself, durably."""
+        own = frozenset((v,))
+        candidate = Voter(CANDIDATE, me.epoch + 1, v, NONE, me.log, me.highWatermark, own, (), False, False,
+                          me.directoryId)  # fmt: skip
+        return self._tally(v, candidate)
+
+    def _tally(self, v: int, me: Voter) -> Voter:
+        """A Prospective with a majority of pre-votes becomes Candidate; a Candidate with a majority
+        of votes becomes Leader (``maybeTransitionToCandidate``, ``maybeTransitionToLeader``)."""
+        if len(me.votes) < self.majority_of(me):
+            return me
+        if me.role == PROSPECTIVE:
+            return self._candidate(v, me)
+        if me.role == CANDIDATE:
+            return self._leader(v, me)
+        return me
+
+    def _leader(self, v: int, me: Voter) -> Voter:
+        """transitionToLeader: append the LeaderChangeMessage at the epoch start offset."""
+        log = (*me.log, Record(me.epoch, LEADER_CHANGE))
+        offsets = tuple(len(log) if w == v else 0 for w in self.replica_ids)
+        leader = Voter(LEADER, me.epoch, me.votedId, v, log, me.highWatermark, _NOBODY, offsets, False, False,
+                       me.directoryId)  # fmt: skip
+        return self._advance_hw(leader)
+
+    def _advance_hw(self, leader: Voter) -> Voter:
+        """LeaderState.maybeUpdateHighWatermark: the offset a majority of voters has reached, taken
+        only if it covers a record of the leader's own epoch and only if it moves forward. With
+        dynamic voters, over the leader's last voter set (the leader counts only if in it)."""
+        if self.static_voters:
+            offset = sorted(leader.endOffsets, reverse=True)[self.majority - 1]
+        else:
+            ids = self.voter_ids_of(leader)
+            offset = sorted((leader.endOffsets[i] for i in ids), reverse=True)[len(ids) // 2]
+        if offset <= leader.highWatermark:
+            return leader
+        if self.config.hw_needs_current_epoch and leader.log[offset - 1].epoch != leader.epoch:
+            return leader
+        return leader._replace(highWatermark=offset, hwKnown=True)
+
+    # -- next ----------------------------------------------------------------------------------
+    def _successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
+        """The definition of the model's steps (the C extension's successors return the same list)."""
+        out: list[tuple[Action, QuorumState]] = []
+        cfg = self.config
+        faults = bool(s.isolated) or s.partitions < cfg.max_partitions or s.restarts < cfg.max_restarts or (
+            s.diskLosses < cfg.max_disk_losses)  # fmt: skip
+        for v in self.replica_ids:
+            me = s.voters[v]
+            role = me.role
+            if role == LEADER:
+                self._client_write(s, v, me, out)
+                self._check_quorum(s, v, me, out)
+                self._begin_quorum_epoch(s, v, me, out)
+                if not self.static_voters:
+                    self._voter_changes(s, v, me, out)
+                    self._resign_removed(s, v, me, out)
+            elif not (self.static or self.is_voter(v, me)):
+                # An observer (never a voter, removed, or with a new directory) only fetches.
+                if role == FOLLOWER:
+                    self._fetch(s, v, me, out)
+                if role == RESIGNED:
+                    leaving = self._leave_resigned(me)
+                    out.append((self._act("ElectionTimeout", v), self._set(s, (v, leaving))))
+                else:
+                    self._discover(s, v, me, out)
+            elif role == FOLLOWER:
+                self._fetch(s, v, me, out)
+                self._fetch_timeout(s, v, me, out)
+            elif role in (PROSPECTIVE, CANDIDATE):
+                # The round ends once no vote request it can still send would change anything (the
+                # responses arrive well within the election timeout): only then its timer fires.
+                if not self._request_votes(s, v, me, out):
+                    self._election_timeout(s, v, me, out)
+            else:
+                self._election_timeout(s, v, me, out)
+            if faults:
+                self._faults(s, v, out)
+        return out
+
+    def _election_timeout(self, s: QuorumState, v: int, me: Voter, out: list) -> None:
+        out.append((self._actions["ElectionTimeout", v], self._set(s, (v, self._timed_out(v, me)))))
+
+    def _fetch_timeout(self, s: QuorumState, v: int, me: Voter, out: list) -> None:
+        """A follower hears nothing from its leader for quorum.fetch.timeout.ms: only when the leader
+        is unreachable or no longer leads this epoch (otherwise its fetches keep succeeding)."""
+        leader = s.voters[me.leaderId]
+        if leader.role == LEADER and leader.epoch == me.epoch and self.connected(s, v, me.leaderId):
+            return
+        out.append((self._actions["FetchTimeout", v], self._set(s, (v, self._timed_out(v, me)))))
+
+    def _timed_out(self, v: int, me: Voter) -> Voter:
+        """Voter ``v`` once its election (or, as a follower, fetch) timer fired."""
+        nxt = self._timeouts.get((v, me))
+        if nxt is None:
+            if me.role != PROSPECTIVE:
+                nxt = self._start_election(v, me)
+            elif me.leaderId != NONE:  # ProspectiveState's election timeout: back to the leader it knew
+                nxt = self._follower(me, me.leaderId, me.epoch)
+            else:  # else Unattached
+                nxt = me._replace(role=UNATTACHED, votes=_NOBODY)
+            self._timeouts[v, me] = nxt
+        return nxt
+
+    def vote_response(self, s: QuorumState, c: int, v: int, pre_vote: bool) -> tuple[Voter, bool]:
+        """KafkaRaftClient.handleVoteRequest on voter ``v`` for candidate ``c``: the voter's new state
+        and whether it grants."""
+        cand, me = s.voters[c], s.voters[v]
+        if cand.epoch < me.epoch:
+            return me, False  # FENCED_LEADER_EPOCH
+        cand_last = (cand.log[-1].epoch, len(cand.log)) if cand.log else (0, 0)
+        own_last = (me.log[-1].epoch, len(me.log)) if me.log else (0, 0)
+        log_ok = cand_last >= own_last
+        if cand.epoch > me.epoch:
+            # Any request of a newer epoch, a pre-vote too (a Prospective sends its own current
+            # epoch), first moves the voter to Unattached in that epoch.
+            me = self._unattached(me, cand.epoch)
+        if self.invalid_voter_key(cand, v, me):
+            return me, False  # INVALID_VOTER_KEY: the candidate's voter set holds another directory
+        if pre_vote:
+            # Otherwise a pre-vote changes no state. A leader refuses, and so does a follower that
+            # still hears from its leader -- since KAFKA-17641 only one that has fetched from it
+            # since it became follower; before, every follower.
+            if me.role == LEADER:
+                return me, False
+            if me.role == FOLLOWER and (me.hasFetched or not self.config.prevote_from_unfetched_follower):
+                return me, False
+            return me, log_ok
+        if me.role not in (UNATTACHED, PROSPECTIVE) or me.leaderId != NONE:
+            return me, False
+        if me.votedId != NONE:
+            return me, me.votedId == c
+        if not log_ok:
+            return me, False
+        return me._replace(votedId=c), True
+
+    def _vote_round(self, s: QuorumState, c: int, v: int) -> tuple[Voter, Voter] | None:
+        """A Vote request (a pre-vote from a Prospective) from ``c`` to ``v`` and its response: both
+        voters afterwards, or None if it would change nothing (a refusal that teaches nothing)."""
+        cand = s.voters[c]
+        if v == c or v in cand.votes or (s.isolated and not self.connected(s, c, v)):
+            return None
+        key = (c, v, cand, s.voters[v])
+        result = self._vote_rounds.get(key, key)
+        if result is key:
+            result = self._vote_rounds[key] = self._vote_exchange(s, c, v, cand)
+        return result
+
+    def _vote_exchange(self, s: QuorumState, c: int, v: int, cand: Voter) -> tuple[Voter, Voter] | None:
+        voter, granted = self.vote_response(s, c, v, cand.role == PROSPECTIVE)
+        # handleVoteResponse: the response carries the voter's epoch and known leader.
+        after = self._learn(c, cand, voter.epoch, voter.leaderId)
+        if after is cand:
+            if not granted:
+                return None if voter == s.voters[v] else (voter, cand)
+            after = self._tally(c, cand._replace(votes=cand.votes | {v}))
+        return voter, after
+
+    def _request_votes(self, s: QuorumState, c: int, cand: Voter, out: list) -> bool:
+        """Vote requests (pre-votes for a Prospective), each handled and answered in one step. A
+        request that changes nothing is left out: the candidate's round simply ends without it.
+        Whether any was sent."""
+        pre_vote = cand.role == PROSPECTIVE
+        sent = False
+        for v in self.voter_ids_of(cand):
+            if v in cand.votes or v == c:
+                continue
+            result = self._vote_round(s, c, v)
+            if result is not None:
+                voter, after = result
+                out.append((self._actions["RequestVote", c, v, pre_vote], self._set(s, (v, voter), (c, after))))
+                sent = True
+        return sent
+
+    def _begin_quorum_epoch(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
+        """BeginQuorumEpoch from a new leader to each voter of its set: a replica of an epoch no later
+        becomes its follower (before KIP-853's voter-key check, so a re-formatted one too)."""
+        isolated = s.isolated
+        for v in self.voter_ids_of(leader):
+            me = s.voters[v]
+            if v == c or me.epoch > leader.epoch or (isolated and not self.connected(s, c, v)):
+                continue
+            if me.role == FOLLOWER and me.leaderId == c and me.epoch == leader.epoch:
+                continue
+            out.append(
+                (self._actions["BeginQuorumEpoch", c, v], self._set(s, (v, self._follower(me, c, leader.epoch))))
+            )
+
+    def _fetch(self, s: QuorumState, f: int, me: Voter, out: list) -> None:
+        """A Fetch from follower ``f`` and its response (KafkaRaftClient.handleFetchRequest and
+        handleFetchResponse)."""
+        c = me.leaderId
+        if s.isolated and not self.connected(s, f, c):
+            return
+        key = (f, me, s.voters[c])
+        changes = self._fetches.get(key, key)
+        if changes is key:
+            changes = self._fetches[key] = self._fetch_exchange(f, me, s.voters[c])
+        if changes is not None:
+            out.append((self._actions["Fetch", f, c], self._set(s, *changes)))
+
+    def _fetch_exchange(self, f: int, me: Voter, leader: Voter) -> tuple[tuple[int, Voter], ...] | None:
+        """The voters a Fetch from ``f`` changes and how, or None if it changes nothing."""
+        c = me.leaderId
+        if leader.role != LEADER or leader.epoch != me.epoch:
+            # NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: the response names the epoch and leader.
+            after = self._learn(f, me, leader.epoch, leader.leaderId)
+            return None if after is me else ((f, after),)
+        log, llog = me.log, leader.log
+        fetch_offset = len(log)
+        last_epoch = log[-1].epoch if log else 0
+        epoch, end = end_offset_for_epoch(llog, last_epoch)
+        if epoch != last_epoch or end < fetch_offset:
+            # A diverging epoch: ReplicatedLog.truncateToEndOffset, then fetch again.
+            local_epoch, local_end = end_offset_for_epoch(log, epoch)
+            truncate_to = min(end, local_end) if local_epoch == epoch else local_end
+            follower = me._replace(
+                log=log[:truncate_to], highWatermark=min(me.highWatermark, truncate_to), hasFetched=True
+            )
+            return ((f, follower),)
+        new_leader = leader
+        if self.counts_fetch(leader, f, me):
+            new_leader = self._advance_hw(leader._replace(endOffsets=put(leader.endOffsets, f, fetch_offset)))
+        limit = self.config.fetch_max_records
+        new_log = log + (llog[fetch_offset : fetch_offset + limit] if limit else llog[fetch_offset:])
+        hw = me.highWatermark
+        if new_leader.hwKnown:  # updateFollowerHighWatermark: the leader's HW, up to the local log end
+            hw = min(new_leader.highWatermark, len(new_log))
+        follower = me._replace(log=new_log, highWatermark=hw, hasFetched=True)
+        if follower == me and new_leader == leader:
+            return None  # nothing new on either side: the fetch waits in purgatory
+        return (f, follower), (c, new_leader)
+
+    def _client_write(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
+        if s.writes >= self.config.max_records:
+            return
+        log = (*leader.log, Record(leader.epoch, DATA))
+        written = self._advance_hw(leader._replace(log=log, endOffsets=put(leader.endOffsets, c, len(log))))
+        out.append((self._act("ClientWrite", c), self._set(s, (c, written))._replace(writes=s.writes + 1)))
+
+    def quorum_lost(self, s: QuorumState, c: int) -> bool:
+        """Fewer than a majority of voters (the leader included if it is one) can still fetch from the
+        leader: the others are cut off, have moved to a later epoch, or (KIP-853) are a replica of
+        the voter's id with another directory."""
+        leader = s.voters[c]
+        if self.static:
+            epoch, isolated = leader.epoch, s.isolated
+            fetching = [
+                v
+                for v in self.voter_ids
+                if v != c and s.voters[v].epoch <= epoch and (not isolated or self.connected(s, c, v))
+            ]
+            return len(fetching) + 1 < self.majority
+        voters = self.voters_of(leader)
+        fetching = sum(
+            1
+            for v, d in voters
+            if v != c and s.voters[v].directoryId == d and self.connected(s, c, v) and s.voters[v].epoch <= leader.epoch
+        )
+        own = 1 if (c, leader.directoryId) in voters else 0
+        return fetching + own < len(voters) // 2 + 1
+
+    def _check_quorum(self, s: QuorumState, c: int, leader: Voter, out: list) -> None:
+        """LeaderState.timeUntilCheckQuorumExpires ran out: the leader resigns (``transitionToResigned``)."""
+        if not self.config.check_quorum:
+            return
+        lone = len(self.voters_of(leader)) == 1  # timeUntilCheckQuorumExpires: voterStates.size() == 1
+        if lone and self.config.single_voter_exemption:
+            return
+        if not lone and not self.quorum_lost(s, c):
+            return
+        resigned = leader._replace(role=RESIGNED, endOffsets=(), hwKnown=False)
+        out.append((self._act("CheckQuorumResign", c), self._set(s, (c, resigned))))
+
+    def _faults(self, s: QuorumState, v: int, out: list) -> None:
+        cfg = self.config
+        if v in s.isolated:
+            out.append((self._act("Heal", v), _new(QuorumState, (s.voters, s.isolated - {v}, *s[2:]))))
+        elif s.partitions < cfg.max_partitions and len(self.replica_ids) > 1:
+            out.append((self._act("Isolate", v), s._replace(isolated=s.isolated | {v}, partitions=s.partitions + 1)))
+        if s.restarts < cfg.max_restarts:
+            out.append((self._act("Restart", v), self._set(s, (v, self._restarted(v, s.voters[v])))._replace(
+                restarts=s.restarts + 1)))  # fmt: skip
+        self._lose_disk(s, v, out)
+
+    def _restarted(self, v: int, me: Voter) -> Voter:
+        """QuorumState.initialize from the durable quorum-state: a leader comes back Resigned, a voter
+        that knew the leader as its follower, the rest Unattached (keeping a vote); the HW is relearned."""
+        if me.role in (LEADER, RESIGNED) and me.leaderId == v:
+            role = RESIGNED
+        elif me.leaderId != NONE:
+            role = FOLLOWER
+        else:
+            role = UNATTACHED
+        return Voter(role, me.epoch, me.votedId, me.leaderId, me.log, 0, _NOBODY, (), False, False, me.directoryId)
+
+    # -- symmetry and drawing ------------------------------------------------------------------
+    def symmetry(self, s: QuorumState) -> QuorumState:
+        """Voters are interchangeable: the least state over every renaming of voter ids. Observers are
+        not (the bootstrap voter set names the voters): with them, no reduction."""
+        if self.config.observers:
+            return s
+        return least_renaming(s, self.voter_ids, _permute, _sort_key)
+
+    def drawing(self) -> KraftQuorumDrawing:
+        return KraftQuorumDrawing(self.config.voters, self.config.observers, not self.static)
+
+
+def end_offset_for_epoch(log: tuple[Record, ...], epoch: int) -> tuple[int, int]:
+    """LeaderEpochFileCache.endOffsetFor: the largest epoch at most ``epoch`` in the log and the
+    offset just past its last record, or (0, 0) if there is none."""
+    best = (0, 0)
+    for offset, record in enumerate(log):
+        if record.epoch > epoch:
+            break
+        best = (record.epoch, offset + 1)
+    return best
+
+
+def _permute(s: QuorumState, perm: tuple[int, ...]) -> QuorumState:
+    """Rename voter i to perm[i]."""
+
+    def vid(x: int) -> int:
+        return x if x == NONE else perm[x]
+
+    n = len(perm)
+    voters: list[Any] = [None] * n
+    for i, v in enumerate(s.voters):
+        offsets: tuple[int, ...] = ()
+        if v.endOffsets:
+            moved = [0] * n
+            for j, o in enumerate(v.endOffsets):
+                moved[perm[j]] = o
+            offsets = tuple(moved)
+        log = v.log
+        if any(r.kind == VOTERS for r in log):
+            log = tuple(
+                VotersRecord(r.epoch, VOTERS, frozenset((perm[i], d) for i, d in r.voters))  # type: ignore[union-attr]
+                if r.kind == VOTERS
+                else r
+                for r in log
+            )
+        voters[perm[i]] = Voter(
+            v.role,
+            v.epoch,
+            vid(v.votedId),
+            vid(v.leaderId),
+            log,
+            v.highWatermark,
+            frozenset(perm[x] for x in v.votes),
+            offsets,
+            v.hasFetched,
+            v.hwKnown,
+            v.directoryId,
+        )
+    return s._replace(
+        voters=tuple(voters),
+        isolated=frozenset(perm[x] for x in s.isolated),
+        hopeless=frozenset(perm[x] for x in s.hopeless),
+    )
+
+
+def _sort_key(s: QuorumState) -> tuple:
+    return (
+        tuple(
+            (v.role, v.epoch, v.votedId, v.leaderId, v.log, v.highWatermark, tuple(sorted(v.votes)),
+             v.endOffsets, v.hasFetched, v.hwKnown, v.directoryId)
+            for v in s.voters
+        ),
+        tuple(sorted(s.isolated)),
+        tuple(sorted(s.hopeless)),
+    )  # fmt: skip
+
+
+_MARK = {LEADER_CHANGE: "*", VOTERS: "V"}
+
+
+class KraftQuorumDrawing(Drawing):
+    """Lanes: a client and one per replica. Tables: every replica's quorum state and log, the network;
+    with KIP-853 in play, each replica's directory id and voter set too."""
+
+    def __init__(self, voters: int, observers: int = 0, keys: bool = False) -> None:
+        self.voters = [f"voter {v}" for v in range(voters)] + [f"observer {voters + o}" for o in range(observers)]
+        self.keys = keys
+
+    def lanes(self) -> list[str]:
+        return ["client", *self.voters]
+
+    def arrow(self, action: Action, before: QuorumState, after: QuorumState) -> Arrow:
+        args, name = action.args, action.name
+        if name == "RequestVote":
+            c, v = args["candidate"], args["voter"]
+            granted = v in after.voters[c].votes or after.voters[c].role != before.voters[c].role
+            kind = "PreVote" if args["preVote"] else "Vote"
+            note = f"{kind}(epoch {before.voters[c].epoch})" + (" granted" if granted else " refused")
+            return Arrow(self.voters[c], (self.voters[v],), note)
+        if name == "BeginQuorumEpoch":
+            leader = args["leader"]
+            note = f"BeginQuorumEpoch({before.voters[leader].epoch})"
+            return Arrow(self.voters[leader], (self.voters[args["voter"]],), note)
+        if name == "Fetch":
+            f = args["follower"]
+            return Arrow(self.voters[f], (self.voters[args["leader"]],), f"Fetch(offset {len(before.voters[f].log)})")
+        if name == "ClientWrite":
+            return Arrow("client", (self.voters[args["leader"]],), "write")
+        if name in ("AddVoter", "RemoveVoter"):
+            return Arrow(self.voters[args["leader"]], (self.voters[args["voter"]],), f"{name}({args['voter']})")
+        voter = args.get("voter", args.get("leader", 0))
+        return Arrow(self.voters[voter], (), name)
+
+    def tables(self, state: QuorumState) -> list[Table]:
+        rows = []
+        for v, me in enumerate(state.voters):
+            log = " ".join(f"{o}:e{r.epoch}{_MARK.get(r.kind, '')}" for o, r in enumerate(me.log))
+            rows.append([
+                self.voters[v] + (" (cut off)" if v in state.isolated else ""),
+                me.role,
+                str(me.epoch),
+                "-" if me.votedId == NONE else str(me.votedId),
+                "-" if me.leaderId == NONE else str(me.leaderId),
+                log or "(empty)",
+                str(me.highWatermark),
+                describe(me.votes) if me.role in (PROSPECTIVE, CANDIDATE) else "-",
+                " ".join(str(o) for o in me.endOffsets) or "-",
+            ])  # fmt: skip
+            if self.keys:
+                voter_set = next((r.voters for r in reversed(me.log) if r.kind == VOTERS), None)  # type: ignore[union-attr]
+                shown = "bootstrap" if voter_set is None else " ".join(f"{i}/{d}" for i, d in sorted(voter_set))
+                rows[-1] += [str(me.directoryId), shown]
+        columns = ["", "state", "epoch", "voted", "leader", "log", "HW", "votes", "end offsets"]
+        if self.keys:
+            columns += ["directory", "voter set (id/directory)"]
+        voters = Table("replicas (log = offset:epoch, * = LeaderChangeMessage, V = VotersRecord)", columns, rows)
+        committed = " ".join(f"{o}:e{c.epoch}@{c.commitEpoch}" for o, c in enumerate(state.committed)) or "-"
+        history = Table("committed (offset:epoch@committed in epoch)", ["records"], [[committed]])
+        return [voters, history]

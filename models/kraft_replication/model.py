@@ -1,0 +1,754 @@
+"""Kafka partition replication as it runs today (KRaft), with the failures that lose data.
+
+One partition replicated on every broker, and the active KRaft controller. The leader takes
+produce requests (acks 0, 1 or all, with min.insync.replicas), followers replicate by Fetch
+requests and responses that travel as messages, the leader advances the high watermark over
+its maximal ISR and changes the ISR by AlterPartition requests to the controller. The controller
+registers, fences and unfences brokers (each registration has a new broker epoch) and elects
+leaders: from the ISR, then from the eligible leader replicas of KIP-966, then -- only with
+``unclean_election`` -- from any live replica. Brokers crash and restart; a power loss loses the
+unflushed suffix of a log, and the ``crash="disk"`` variant loses the whole disk.
+
+Every guard that a KIP or a JIRA added is a flag, so the protocol before the fix can be checked:
+
+* ``truncation`` -- ``diverging_epoch`` (KIP-101/KIP-279, in the Fetch response since KAFKA-10554):
+  the leader answers a fetch whose (fetchOffset, lastFetchedEpoch) is not on its log with a
+  diverging epoch and the follower truncates to it; ``offsets_for_leader_epoch`` (KIP-279 as
+  brokers 2.0 to 2.6 ran it): a new follower first asks the leader for the end offset of its last
+  epoch in a separate OffsetsForLeaderEpoch request, truncates, and then fetches by offset alone;
+  ``hw`` (before KIP-101): a new follower truncates to its high watermark and fetches from its log end.
+* ``fetch_fencing`` (KIP-320): Fetch and OffsetsForLeaderEpoch carry currentLeaderEpoch; an older
+  one is answered with FENCED_LEADER_EPOCH, a newer one with UNKNOWN_LEADER_EPOCH, and a follower
+  drops an OffsetsForLeaderEpoch answer to a request of an earlier epoch.
+* ``maximal_isr`` (KIP-497, KAFKA-8836): while an AlterPartition is in flight the leader counts
+  the union of the committed and the proposed ISR for the HW; without it, the proposed ISR.
+* ``isr_expand_leso`` (KAFKA-7128): a follower joins the ISR only once it has reached the
+  start offset of the leader's epoch, not merely the leader's HW.
+* ``isr_broker_epoch`` (KIP-903, KAFKA-14617): the controller accepts a new ISR member only if
+  the broker epoch of the fetch that made it eligible is its current registration's.
+* ``hw_min_isr`` (KAFKA-15583, with KIP-966): the HW does not advance while the ISR is smaller
+  than min.insync.replicas.
+* ``elr`` (KIP-966, KAFKA-15584): replicas that leave an ISR smaller than min.insync.replicas
+  become eligible leader replicas; the ISR may be empty; a broker that restarts after an unclean
+  shutdown leaves the ELR.
+* ``diverging_fetch_not_counted`` (KAFKA-13141, 2.7.2/2.8.1/3.0): a fetch the leader answers with a
+  diverging epoch does not update the follower's fetch state; before it the leader recorded the
+  fetch offset as the follower's LEO, though the follower's log diverges below it.
+* ``alter_partition_awaits_metadata`` (``Partition.handleAlterPartitionError``): an AlterPartition that
+  fails with FENCED_LEADER_EPOCH or INVALID_UPDATE_VERSION keeps the leader's pending (maximal) ISR
+  until metadata arrives; off, it is dropped at once -- unsafe once ``max_controller_failovers`` lets a
+  controller commit a request and fail over before answering it.
+* ``shrink_keeps_leader_epoch`` (KAFKA-15021, metadata.version 3.6): the controller no longer bumps
+  the leader epoch when the ISR shrinks; before it, every shrink started a new leader epoch.
+
+Offsets count from 0; a log's end offset (LEO) is its length; a leader epoch of -1 means none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kmc.checker import Action, Model, Preset, param
+from kmc.checker.extension import SuccessorsInC
+from kmc.models.common.tuples import put
+from kmc.models.kraft_replication.controller import KraftController, action_label
+from kmc.models.kraft_replication.drawing import KraftReplicationDrawing
+from kmc.models.kraft_replication.fast import fast_context
+from kmc.models.kraft_replication.state import (
+    DIVERGING_EPOCH,
+    ERROR_NONE,
+    FENCED_LEADER_EPOCH,
+    FETCHING,
+    NO_LEADER,
+    NOT_LEADER_OR_FOLLOWER,
+    OFFSET_OUT_OF_RANGE,
+    TRUNCATING,
+    UNDEFINED,
+    UNKNOWN_LEADER_EPOCH,
+    AlterPartition,
+    Controller,
+    Fetch,
+    FetchRequest,
+    FetchResponse,
+    KraftReplicationState,
+    OffsetsForLeaderEpochRequest,
+    OffsetsForLeaderEpochResponse,
+    Record,
+    Replica,
+    dense_partition_epochs,
+    end_offset_for_epoch,
+    epoch_start_offset,
+    last_epoch,
+    with_fetches,
+    with_follower_state,
+    with_high_watermark,
+    with_log,
+    with_pending,
+)
+
+EPOCH_CHANGING_ACTIONS = frozenset(
+    {
+        "ApplyMetadata",
+        "HandleAlterPartition",
+        "BrokerCrash",
+        "ControlledShutdown",
+        "FenceBroker",
+        "BrokerRestart",
+        "UnfenceBroker",
+        "ControllerFailover",
+        "AlterPartitionReassignments",
+    }
+)
+"""The actions that can change a partition epoch, the controller's or a broker's: only their
+successors need ``dense_partition_epochs``, and only when the controller's epoch or a replica moved
+(fetches, produce requests and ISR proposals leave every epoch be)."""
+
+ACTION_ARGS = {
+    "Produce": ("leader", "id"),
+    "SendFetch": ("follower", "leader"),
+    "HandleFetch": ("leader", "follower"),
+    "HandleFetchResponse": ("follower", "leader"),
+    "SendOffsetsForLeaderEpoch": ("follower", "leader"),
+    "HandleOffsetsForLeaderEpoch": ("leader", "follower"),
+    "HandleOffsetsForLeaderEpochResponse": ("follower", "leader"),
+    "ShrinkIsr": ("leader", "replica"),
+    "ExpandIsr": ("leader", "replica"),
+    "HandleAlterPartition": ("leader",),
+    "ApplyMetadata": ("broker",),
+    "BrokerCrash": ("broker", "logEndOffset"),
+    "ControlledShutdown": ("broker",),
+    "FenceBroker": ("broker",),
+    "BrokerRestart": ("broker",),
+    "UnfenceBroker": ("broker",),
+    "ControllerFailover": ("committed",),
+    "AlterPartitionReassignments": ("adding", "removing"),
+}
+"""Every action of the model and the names of its arguments."""
+
+Acks = Literal["0", "1", "all"]
+Truncation = Literal["hw", "offsets_for_leader_epoch", "diverging_epoch"]
+Crash = Literal["power", "process", "disk"]
+
+
+@dataclass(frozen=True)
+class KraftReplicationConfig:
+    brokers: int = param(2, "replication factor: every broker holds a replica", min=2, max=4)
+    min_insync_replicas: int = param(2, "min.insync.replicas", min=1, max=4)
+    acks: Acks = param("all", "the producer's acks")
+    max_records: int = param(2, "how many produce requests are written in all", min=0, max=4)
+    max_leader_epoch: int = param(3, "elections stop at this leader epoch (the first leader has epoch 0)", min=0, max=8)
+    max_crashes: int = param(1, "unclean shutdowns in all (power loss, kill -9, lost disk)", min=0, max=4)
+    max_fences: int = param(1, "times the controller fences a running broker (missed heartbeats)", min=0, max=4)
+    max_shutdowns: int = param(0, "controlled (clean) shutdowns in all", min=0, max=4)
+    crash: Crash = param("power", "what a crash loses: power (any unflushed suffix), process (nothing), disk (all)")
+    unclean_election: bool = param(False, "unclean.leader.election.enable")
+    truncation: Truncation = param(
+        "diverging_epoch", "KIP-101/279: diverging epoch in Fetch (KAFKA-10554), OffsetsForLeaderEpoch, or to the HW"
+    )
+    fetch_fencing: bool = param(True, "KIP-320: fetches carry currentLeaderEpoch and are fenced by it")
+    maximal_isr: bool = param(True, "KIP-497/KAFKA-8836: the HW counts the ISR being proposed too")
+    isr_expand_leso: bool = param(True, "KAFKA-7128: a new ISR member has reached the leader epoch start offset")
+    isr_broker_epoch: bool = param(True, "KIP-903/KAFKA-14617: a new ISR member's fetch has its current broker epoch")
+    hw_min_isr: bool = param(True, "KAFKA-15583: no HW advance while the ISR is below min.insync.replicas")
+    elr: bool = param(True, "KIP-966/KAFKA-15584: eligible leader replicas")
+    diverging_fetch_not_counted: bool = param(
+        True, "KAFKA-13141: a fetch answered with a diverging epoch does not update the follower's fetch state"
+    )
+    max_controller_failovers: int = param(
+        0,
+        "failovers of the active controller, each possibly after committing an AlterPartition it never answers",
+        min=0,
+        max=3,
+    )
+    alter_partition_awaits_metadata: bool = param(
+        False,
+        "Partition.handleAlterPartitionError: a stale-epoch error keeps the pending ISR until metadata arrives "
+        "(off: it is dropped at once)",
+    )
+    shrink_keeps_leader_epoch: bool = param(
+        True, "KAFKA-15021 (metadata.version 3.6): an ISR shrink does not bump the leader epoch"
+    )
+    max_reassignments: int = param(
+        0,
+        "AlterPartitionReassignments moving one replica to a broker without one (with any, the partition "
+        "starts on all brokers but the last)",
+        min=0,
+        max=2,
+    )
+
+    def __post_init__(self) -> None:
+        if self.min_insync_replicas > self.brokers:
+            raise ValueError(f"min_insync_replicas={self.min_insync_replicas} exceeds brokers={self.brokers}")
+
+
+_HOLDS = "holds"
+_ALL_HOLD = {
+    name: _HOLDS
+    for name in (
+        "AcknowledgedWriteNeverLost",
+        "LeaderCompleteness",
+        "LeaderCandidateCompleteness",
+        "LogMatching",
+        "ReplicationQuorumSuperset",
+        "NoCommittedRecordLostGlobally",
+        "ConsistentRead",
+        "HighWatermarkMonotonic",
+        "ValidIsrAndElr",
+    )
+}
+_PRE_KIP_966 = {"elr": False, "hw_min_isr": False}
+_REASSIGNMENT = {"max_reassignments": 1, "brokers": 3, "max_crashes": 0, "max_fences": 0, "max_leader_epoch": 2}
+_FAILOVER = {"max_controller_failovers": 1, "brokers": 3, "max_leader_epoch": 0, "max_crashes": 0, "max_fences": 0}
+
+PRESETS = {
+    "kip-966": Preset.of(
+        "Kafka 4.x: eligible leader replicas and every earlier fix, acks=all, unclean election off",
+        _ALL_HOLD,
+    ),
+    "unclean": Preset.of(
+        "kip-966 with unclean.leader.election.enable=true: an out-of-sync replica may become leader",
+        {"LeaderCompleteness": "violated", "AcknowledgedWriteNeverLost": "violated"},
+        unclean_election=True,
+    ),
+    "acks-1": Preset.of(
+        "kip-966 with acks=1: the leader acknowledges a write before any follower has it",
+        {"AcknowledgedWriteNeverLost": "violated"},
+        acks="1",
+    ),
+    "v3.5": Preset.of(
+        "Kafka 3.5 (KRaft, before KIP-966): the last replica standing is re-elected after losing data",
+        {"LeaderCompleteness": "violated", "AcknowledgedWriteNeverLost": "violated"},
+        **_PRE_KIP_966,
+        shrink_keeps_leader_epoch=False,
+    ),
+    "pre-kip-966": Preset.of(
+        "kip-966 without eligible leader replicas (KAFKA-15584), HW guard kept",
+        {"LeaderCompleteness": "violated"},
+        elr=False,
+    ),
+    "pre-kafka-15583": Preset.of(
+        "kip-966 without KAFKA-15583: the HW advances while the ISR is below min.insync.replicas",
+        {"LeaderCandidateCompleteness": "violated"},
+        hw_min_isr=False,
+    ),
+    "pre-kip-497": Preset.of(
+        "kip-966 without the maximal ISR (KAFKA-8836): the HW counts a proposed ISR shrink at once",
+        {"ReplicationQuorumSuperset": "violated", "LeaderCompleteness": "violated"},
+        maximal_isr=False,
+    ),
+    "pre-kafka-7128": Preset.of(
+        "kip-966 without KAFKA-7128: a follower joins the ISR below the leader epoch start offset",
+        {"LeaderCandidateCompleteness": "violated"},
+        isr_expand_leso=False,
+    ),
+    "pre-kip-903": Preset.of(
+        "kip-966 without KIP-903: the ISR is expanded on the fetch state of an earlier incarnation",
+        {"LeaderCandidateCompleteness": "violated"},
+        isr_broker_epoch=False,
+    ),
+    "pre-kafka-13141": Preset.of(
+        "kip-966 without KAFKA-13141: a fetch answered with a diverging epoch still counts as the follower's LEO",
+        {
+            "LeaderCandidateCompleteness": "violated",
+            "AcknowledgedWriteNeverLost": "violated",
+            "LeaderCompleteness": "violated",
+        },
+        diverging_fetch_not_counted=False,
+    ),
+    "controller-failover": Preset.of(
+        "kip-966 with a failover of the active controller, which may commit an AlterPartition and never answer "
+        "it; NOT_CONTROLLER is retried, a stale-epoch error keeps the pending ISR until metadata arrives "
+        "(3 brokers, leader epoch 0, no crashes or fences)",
+        {**_ALL_HOLD, "PendingIsrChangeResolved": _HOLDS},
+        **_FAILOVER,
+        alter_partition_awaits_metadata=True,
+    ),
+    "drop-pending-on-error": Preset.of(
+        "controller-failover, but a stale-epoch error drops the pending ISR at once (no Kafka release did): "
+        "after a lost answer the leader forgets an ISR expansion the controller committed",
+        {"ReplicationQuorumSuperset": "violated", "LeaderCandidateCompleteness": "violated"},
+        **_FAILOVER,
+    ),
+    "reassignment": Preset.of(
+        "kip-966 with one partition reassignment: a replica moves from one of brokers 0-1 to broker 2; the "
+        "reassignment completes once broker 2 is in the ISR, and a leader that is removed moves "
+        "(3 brokers, no crashes)",
+        {**_ALL_HOLD, "ValidAssignment": _HOLDS, "ElrWithinReplicas": "violated"},
+        **_REASSIGNMENT,
+    ),
+    "kip-320": Preset.of(
+        "kip-966 with truncation by a separate OffsetsForLeaderEpoch request (brokers 2.1 to 2.6), fenced by "
+        "the current leader epoch of KIP-320",
+        _ALL_HOLD,
+        truncation="offsets_for_leader_epoch",
+    ),
+    "pre-kip-320": Preset.of(
+        "kip-320 without the fencing (2.0), 3 brokers: a follower that missed two leader changes fetches by "
+        "offset from a leader that rewrote its log, and the HW counts it",
+        {"LeaderCandidateCompleteness": "violated"},
+        truncation="offsets_for_leader_epoch",
+        fetch_fencing=False,
+        brokers=3,
+        max_leader_epoch=2,
+        crash="disk",
+    ),
+    "pre-kip-101": Preset.of(
+        "before KIP-101 (0.10): a new follower truncates to its HW; unclean election and acks=1 were the "
+        "defaults; two brokers lose power and their logs diverge for good",
+        {"LogMatching": "violated"},
+        truncation="hw",
+        unclean_election=True,
+        acks="1",
+        max_crashes=2,
+        max_fences=0,
+    ),
+}
+
+Step = tuple[Action, KraftReplicationState]
+
+
+class KraftReplicationModel(SuccessorsInC, KraftController, Model):
+    name = "kraft-replication"
+    description = "KRaft-era replication: acks, min ISR, fetch sessions, AlterPartition, fencing, ELR, crashes"
+    Config = KraftReplicationConfig
+    presets = PRESETS
+    default_preset = "kip-966"
+    spec_modules = ("kmc.specs.kraft_replication",)
+
+    config: KraftReplicationConfig
+
+    def __init__(self, config: KraftReplicationConfig | None = None) -> None:
+        super().__init__(config)
+        self.ids = tuple(range(self.config.brokers))
+        self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
+        self.controller_changes = {}
+        self.use_c_twin("kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: fast_context(self))
+
+    def inactive_actions(self) -> tuple[str, ...]:
+        inactive = () if self.config.max_controller_failovers else ("ControllerFailover",)
+        return inactive + (() if self.config.max_reassignments else ("AlterPartitionReassignments",))
+
+    # -- the initial state ---------------------------------------------------------------------
+    def init_states(self) -> list[KraftReplicationState]:
+        """Every broker registered and unfenced (broker epochs 1..n); the partition created with
+        broker 0 as leader in epoch 0 and every broker in the ISR; every log empty."""
+        n = self.config.brokers
+        assignment = self.ids[:-1] if self.config.max_reassignments else self.ids
+        everyone = frozenset(assignment)
+        controller = Controller(
+            tuple(range(1, n + 1)), frozenset(), 0, 0, 0, everyone, frozenset(), n + 1, replicas=assignment
+        )
+        replicas = tuple(self._restarted_view(controller, b, controller.brokerEpochs[b], (), 0) for b in self.ids)
+        leader = replicas[0]._replace(partitionEpoch=0, isr=everyone, assignment=assignment)
+        replicas = (leader, *replicas[1:])
+        return [KraftReplicationState(controller, replicas, (None,) * n, 1, 0, 0, 0, (), (), frozenset())]
+
+    def _restarted_view(self, c: Controller, b: int, broker_epoch: int, log: tuple[Record, ...], hw: int) -> Replica:
+        """A running broker that has caught up with the metadata log (it is not leader: it was fenced).
+        A broker outside the replicas hosts no partition: a stray log is deleted when it starts."""
+        if b not in c.replicas:
+            return Replica(True, broker_epoch, UNDEFINED, (), 0, NO_LEADER, UNDEFINED, UNDEFINED, frozenset(), None,
+                           self.unknown_followers, FETCHING, hosted=False)  # fmt: skip
+        return Replica(
+            True, broker_epoch, UNDEFINED, log, hw, c.leader, c.leaderEpoch, UNDEFINED, frozenset(), None,
+            self.unknown_followers, self.new_fetch_state(log),
+        )  # fmt: skip
+
+    def new_fetch_state(self, log: tuple[Record, ...]) -> str:
+        """A partition added to a fetcher starts Truncating when truncation is by OffsetsForLeaderEpoch;
+        one without an epoch (an empty log) has nothing to truncate and starts Fetching."""
+        return TRUNCATING if self.config.truncation == "offsets_for_leader_epoch" and log else FETCHING
+
+    # -- successors ----------------------------------------------------------------------------
+    def _successors(self, s: KraftReplicationState) -> list[Step]:
+        """The definition of the model's steps (the C extension's successors return the same list)."""
+        out: list[Step] = []
+        config, fenced = self.config, s.controller.fenced
+        may_crash, may_shut_down = s.crashes < config.max_crashes, s.shutdowns < config.max_shutdowns
+        may_fence = s.fences < config.max_fences
+        for b in self.ids:
+            replica = s.replicas[b]
+            if replica.running:
+                if replica.leader == b:
+                    self._produce(s, b, out)
+                    self._shrink_isr(s, b, out)
+                    self._expand_isr(s, b, out)
+                    self._handle_alter_partition(s, b, out)
+                elif replica.hosted:
+                    self._send_fetch(s, b, out)
+                if s.fetches[b] is not None:
+                    self._handle_fetch_response(s, b, out)
+                self._apply_metadata(s, b, out)
+                if may_crash:
+                    self._crash(s, b, out)
+                if may_shut_down:
+                    self._controlled_shutdown(s, b, out)
+                if b in fenced:
+                    self._unfence(s, b, out)
+            elif b in fenced:
+                self._restart(s, b, out)
+            if b not in fenced and (may_fence or not replica.running):
+                self._fence(s, b, out)
+        if s.failovers < config.max_controller_failovers:
+            self._controller_failover(s, out)
+        if s.reassignments < config.max_reassignments:
+            self._alter_partition_reassignments(s, out)
+        for f in self.ids:
+            request = s.fetches[f]
+            if type(request) is FetchRequest:
+                self._handle_fetch(s, request.leader, f, request, out)
+            elif type(request) is OffsetsForLeaderEpochRequest:
+                self._handle_offsets_for_leader_epoch(s, request.leader, f, request, out)
+        epoch, replicas = s.controller.partitionEpoch, s.replicas
+        return [
+            (a, dense_partition_epochs(t))
+            if a[0] in EPOCH_CHANGING_ACTIONS and (t.replicas is not replicas or t.controller.partitionEpoch != epoch)
+            else (a, t)
+            for a, t in out
+        ]
+
+    # -- the leader ----------------------------------------------------------------------------
+    def hw_quorum(self, replica: Replica) -> frozenset[int]:
+        """The replicas whose LEO bounds the leader's HW: the maximal ISR (committed ∪ proposed,
+        KIP-497), or before KAFKA-8836 the proposed ISR as soon as it is sent."""
+        pending = replica.pendingAlterPartition
+        if pending is None:
+            return replica.isr
+        return replica.isr | pending.isr if self.config.maximal_isr else pending.isr
+
+    def _maybe_increment_hw(self, replica: Replica, b: int) -> Replica:
+        """Partition.maybeIncrementLeaderHW: the HW is the smallest LEO over the HW quorum, and
+        only ever moves forward (and, with KAFKA-15583, not while the ISR is below min ISR)."""
+        if self.config.hw_min_isr and len(replica.isr) < self.config.min_insync_replicas:
+            return replica
+        hw = len(replica.log)
+        for r in self.hw_quorum(replica):
+            if r != b:
+                hw = min(hw, replica.followerState[r][0])
+        return with_high_watermark(replica, hw) if hw > replica.highWatermark else replica
+
+    def _update(
+        self,
+        s: KraftReplicationState,
+        b: int,
+        replica: Replica,
+        fetches: tuple[Fetch, ...] | None = None,
+        controller: Controller | None = None,
+        **changes: object,
+    ) -> KraftReplicationState:
+        """Put broker b's new replica into the state, and account for what a leader's HW advance does:
+        acks=all produce requests complete (``checkEnoughReplicasReachOffset``), consumers may read
+        further, and a non-stale leader's HW defines what is committed."""
+        old = s.replicas[b]
+        replicas = (*s.replicas[:b], replica, *s.replicas[b + 1 :])
+        nxt = tuple.__new__(KraftReplicationState, (
+            s.controller if controller is None else controller, replicas, s.fetches if fetches is None else fetches,
+            *s[3:],
+        ))  # fmt: skip
+        if changes:
+            nxt = nxt._replace(**changes)
+        hw = replica.highWatermark
+        if replica.leader != b or hw <= old.highWatermark or not replica.running:
+            return nxt
+        ghosts: dict[str, object] = {}
+        if hw > len(nxt.consumed):
+            ghosts["consumed"] = replica.log[:hw]
+        c = nxt.controller
+        if c.leader == b and c.leaderEpoch == replica.leaderEpoch and hw > len(nxt.committed):
+            ghosts["committed"] = replica.log[:hw]
+        # The acks=all produce requests still waiting are this epoch's records above the old HW; they
+        # fail with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the maximal ISR is now below min ISR.
+        same_term = old.leader == b and old.leaderEpoch == replica.leaderEpoch
+        enough = len(self.hw_quorum(replica)) >= self.config.min_insync_replicas
+        if self.config.acks == "all" and same_term and enough:
+            done = [rec.id for rec in replica.log[old.highWatermark : hw] if rec.epoch == replica.leaderEpoch]
+            if done:
+                ghosts["acked"] = nxt.acked.union(done)
+        return nxt._replace(**ghosts) if ghosts else nxt
+
+    def _produce(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
+        """ReplicaManager.appendRecords -> Partition.appendRecordsToLeader. With acks=all an ISR smaller
+        than min.insync.replicas rejects the write (NOT_ENOUGH_REPLICAS) before it is appended."""
+        if s.nextRecordId > self.config.max_records:
+            return
+        replica = s.replicas[b]
+        if self.config.acks == "all" and len(replica.isr) < self.config.min_insync_replicas:
+            return
+        rid = s.nextRecordId
+        appended = replica._replace(log=(*replica.log, Record(rid, replica.leaderEpoch)))
+        appended = self._maybe_increment_hw(appended, b)
+        nxt = self._update(s, b, appended, nextRecordId=rid + 1)
+        if self.config.acks == "1":
+            nxt = nxt._replace(acked=nxt.acked | {rid})
+        out.append((action_label("Produce", leader=b, id=rid), nxt))
+
+    def _handle_fetch(
+        self, s: KraftReplicationState, leader_id: int, f: int, req: FetchRequest, out: list[Step]
+    ) -> None:
+        """ReplicaManager.fetchMessages on the leader: check leadership and (KIP-320) the epoch, validate
+        (fetchOffset, lastFetchedEpoch) against its log, record the follower's LEO and broker epoch,
+        maybe advance the HW, and answer with the records from fetchOffset and its HW."""
+        leader = s.replicas[leader_id]
+        if not leader.running:
+            return
+        action = action_label("HandleFetch", leader=leader_id, follower=f)
+        log = leader.log
+        error = self._epoch_error(leader, leader_id, req.currentLeaderEpoch)
+        if error is None and f not in leader.assignment:
+            error = NOT_LEADER_OR_FOLLOWER  # Partition.followerReplicaOrThrow: not a replica it knows
+        if error is None and self.config.truncation == "diverging_epoch" and req.fetchOffset > 0:
+            epoch, end = end_offset_for_epoch(log, req.lastFetchedEpoch, leader.leaderEpoch)
+            if end < req.fetchOffset or epoch < req.lastFetchedEpoch:
+                response = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, DIVERGING_EPOCH, (),
+                                         UNDEFINED, (epoch, end), len(log))  # fmt: skip
+                if self.config.diverging_fetch_not_counted:
+                    out.append((action, with_fetches(s, put(s.fetches, f, response))))
+                    return
+                # Before KAFKA-13141 the leader recorded the fetch offset as the follower's LEO all the
+                # same (updateFollowerFetchState skipped errors only), though the log below it diverges.
+                followers = put(leader.followerState, f, (req.fetchOffset, req.replicaEpoch))
+                updated = self._maybe_increment_hw(with_follower_state(leader, followers), leader_id)
+                out.append((action, self._update(s, leader_id, updated, put(s.fetches, f, response))))
+                return
+        elif error is None and req.fetchOffset > len(log):
+            error = OFFSET_OUT_OF_RANGE
+        if error is not None:
+            response = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, error, (), UNDEFINED,
+                                     (UNDEFINED, UNDEFINED), len(log))  # fmt: skip
+            out.append((action, with_fetches(s, put(s.fetches, f, response))))
+            return
+        followers = put(leader.followerState, f, (req.fetchOffset, req.replicaEpoch))
+        updated = self._maybe_increment_hw(with_follower_state(leader, followers), leader_id)
+        records = log[req.fetchOffset :]
+        response = FetchResponse(leader_id, req.currentLeaderEpoch, req.fetchOffset, ERROR_NONE, records,
+                                 updated.highWatermark, (UNDEFINED, UNDEFINED), len(log))  # fmt: skip
+        out.append((action, self._update(s, leader_id, updated, put(s.fetches, f, response))))
+
+    def _epoch_error(self, leader: Replica, leader_id: int, current_leader_epoch: int) -> str | None:
+        """The checks every request to a leader passes first: leadership, then (KIP-320) the epoch."""
+        if leader.leader != leader_id:
+            return NOT_LEADER_OR_FOLLOWER
+        if self.config.fetch_fencing and current_leader_epoch != leader.leaderEpoch:
+            return FENCED_LEADER_EPOCH if current_leader_epoch < leader.leaderEpoch else UNKNOWN_LEADER_EPOCH
+        return None
+
+    def _handle_offsets_for_leader_epoch(
+        self, s: KraftReplicationState, leader_id: int, f: int, req: OffsetsForLeaderEpochRequest, out: list[Step]
+    ) -> None:
+        """ReplicaManager.lastOffsetForLeaderEpoch -> Partition.lastOffsetForLeaderEpoch: the end offset
+        of the asked-for epoch in the leader's epoch cache."""
+        leader = s.replicas[leader_id]
+        if not leader.running:
+            return
+        error = self._epoch_error(leader, leader_id, req.currentLeaderEpoch)
+        answer = (UNDEFINED, UNDEFINED)
+        if error is None:
+            answer = end_offset_for_epoch(leader.log, req.leaderEpoch, leader.leaderEpoch)
+        response = OffsetsForLeaderEpochResponse(leader_id, req.currentLeaderEpoch, error or ERROR_NONE, answer)
+        action = action_label("HandleOffsetsForLeaderEpoch", leader=leader_id, follower=f)
+        out.append((action, with_fetches(s, put(s.fetches, f, response))))
+
+    def _shrink_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
+        """Partition.maybeShrinkIsr: a follower that has not caught up to the leader's LEO within
+        replica.lag.time.max.ms (time is abstracted: any lagging follower) is proposed out of the ISR
+        by an AlterPartition request."""
+        leader = s.replicas[leader_id]
+        if leader.pendingAlterPartition is not None:
+            return
+        leo = len(leader.log)
+        for r in sorted(leader.isr):
+            if r != leader_id and leader.followerState[r][0] < leo:
+                proposed = with_pending(leader, AlterPartition(leader.isr - {r}, (), s.failovers))
+                proposed = self._maybe_increment_hw(proposed, leader_id)
+                action = action_label("ShrinkIsr", leader=leader_id, replica=r)
+                out.append((action, self._update(s, leader_id, proposed)))
+
+    def _expand_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
+        """Partition.maybeExpandIsr: a follower whose LEO has reached the leader's HW -- and, with
+        KAFKA-7128, the start of the leader's epoch -- is proposed into the ISR."""
+        leader = s.replicas[leader_id]
+        if leader.pendingAlterPartition is not None:
+            return
+        leso = epoch_start_offset(leader) if self.config.isr_expand_leso else 0
+        for r in leader.assignment:
+            if r == leader_id or r in leader.isr:
+                continue
+            leo = leader.followerState[r][0]
+            if leo >= leader.highWatermark and leo >= leso:
+                epochs = ((r, leader.followerState[r][1]),) if self.config.isr_broker_epoch else ()
+                proposed = with_pending(leader, AlterPartition(leader.isr | {r}, epochs, s.failovers))
+                action = action_label("ExpandIsr", leader=leader_id, replica=r)
+                out.append((action, self._update(s, leader_id, proposed)))
+
+    # -- followers -----------------------------------------------------------------------------
+    def _send_fetch(self, s: KraftReplicationState, f: int, out: list[Step]) -> None:
+        """ReplicaFetcherThread: one request in flight to the leader it knows -- OffsetsForLeaderEpoch
+        for its last epoch while it is truncating, else a fetch from its LEO."""
+        follower = s.replicas[f]
+        leader_id = follower.leader
+        if leader_id == NO_LEADER or s.fetches[f] is not None or not s.replicas[leader_id].running:
+            return
+        if follower.fetchState == TRUNCATING:
+            ask = OffsetsForLeaderEpochRequest(leader_id, follower.leaderEpoch, last_epoch(follower.log))
+            action = action_label("SendOffsetsForLeaderEpoch", follower=f, leader=leader_id)
+            out.append((action, with_fetches(s, put(s.fetches, f, ask))))
+            return
+        log = follower.log
+        request = FetchRequest(leader_id, len(log), log[-1].epoch if log else UNDEFINED, follower.leaderEpoch,
+                               follower.brokerEpoch)  # fmt: skip
+        action = action_label("SendFetch", follower=f, leader=leader_id)
+        out.append((action, with_fetches(s, put(s.fetches, f, request))))
+
+    def _handle_fetch_response(self, s: KraftReplicationState, f: int, out: list[Step]) -> None:
+        """ReplicaFetcherThread.processPartitionData and truncateOnFetchResponse. A response for a
+        fetch state that has since changed (another leader or epoch, another offset) is dropped."""
+        response = s.fetches[f]
+        if type(response) is OffsetsForLeaderEpochResponse:
+            self._handle_offsets_for_leader_epoch_response(s, f, response, out)
+            return
+        if type(response) is not FetchResponse:
+            return
+        follower = s.replicas[f]
+        action = action_label("HandleFetchResponse", follower=f, leader=response.leader)
+        cleared = put(s.fetches, f, None)
+        log = follower.log
+        current = (
+            follower.leader == response.leader
+            and follower.leaderEpoch == response.leaderEpoch
+            and len(log) == response.fetchOffset
+        )
+        error = response.error
+        if not current or error in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH):
+            out.append((action, with_fetches(s, cleared)))
+            return
+        if error == ERROR_NONE:
+            appended = log + response.records if response.records else log
+            updated = with_log(follower, appended, min(response.highWatermark, len(appended)))
+        else:
+            if error == DIVERGING_EPOCH:
+                truncated = log[: self.truncation_offset(follower, response.divergingEpoch)[0]]
+            else:  # OFFSET_OUT_OF_RANGE
+                truncated = log[: min(len(log), response.logEndOffset)]
+            updated = with_log(follower, truncated, min(follower.highWatermark, len(truncated)))
+        out.append((action, self._update(s, f, updated, cleared)))
+
+    def _handle_offsets_for_leader_epoch_response(
+        self, s: KraftReplicationState, f: int, response: OffsetsForLeaderEpochResponse, out: list[Step]
+    ) -> None:
+        """AbstractFetcherThread.truncateToEpochEndOffsets: truncate, and fetch once the epochs match
+        (else ask again for the new last epoch). The answer is kept only while the follower is still
+        truncating against that leader -- and, with KIP-320, still in the epoch it asked in."""
+        follower = s.replicas[f]
+        action = action_label("HandleOffsetsForLeaderEpochResponse", follower=f, leader=response.leader)
+        cleared = put(s.fetches, f, None)
+        current = follower.leader == response.leader and follower.fetchState == TRUNCATING
+        if self.config.fetch_fencing:
+            current = current and follower.leaderEpoch == response.leaderEpoch
+        if not current or response.error != ERROR_NONE:
+            out.append((action, with_fetches(s, cleared)))
+            return
+        offset, done = self.truncation_offset(follower, response.endOffset)
+        truncated = follower.log[:offset]
+        updated = follower._replace(
+            log=truncated,
+            highWatermark=min(follower.highWatermark, len(truncated)),
+            fetchState=FETCHING if done else TRUNCATING,
+        )
+        out.append((action, self._update(s, f, updated, fetches=cleared)))
+
+    def truncation_offset(self, follower: Replica, diverging: tuple[int, int]) -> tuple[int, bool]:
+        """AbstractFetcherThread.getOffsetTruncationState: where a follower truncates, given the
+        leader's (epoch, endOffset) for its last epoch, and whether that is the end of truncation --
+        it is not when the follower has no such epoch and must ask again for an earlier one."""
+        epoch, end = diverging
+        log = follower.log
+        if end == UNDEFINED:
+            return min(follower.highWatermark, len(log)), True
+        own_epoch, own_end = end_offset_for_epoch(log, epoch, last_epoch(log))
+        if own_epoch == UNDEFINED:
+            return min(end, len(log)), True
+        if own_epoch != epoch:
+            return min(own_end, len(log)), False
+        return min(end, own_end), True
+
+    # -- metadata ------------------------------------------------------------------------------
+    def _apply_metadata(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
+        """ReplicaManager.applyDelta: the broker replays the newest PartitionChangeRecord and becomes
+        leader (makeLeader) or follower (makeFollower). Intermediate records are skipped: each one
+        only replaces the partition's registration."""
+        replica, c = s.replicas[b], s.controller
+        if c.leader == b:
+            same_epoch = replica.leader == b and replica.leaderEpoch == c.leaderEpoch
+            if same_epoch and replica.partitionEpoch == c.partitionEpoch and replica.isr == c.isr:
+                return
+            if same_epoch:
+                # The same leader epoch: only the ISR or the replicas moved. A request in flight is
+                # superseded; a replica that left the assignment leaves remoteReplicasMap.
+                followers = tuple(
+                    state if r in c.replicas else (UNDEFINED, UNDEFINED)
+                    for r, state in enumerate(replica.followerState)
+                )
+                updated = Replica(
+                    *replica[:7], partitionEpoch=c.partitionEpoch, isr=c.isr, pendingAlterPartition=None,
+                    followerState=followers, fetchState=replica.fetchState, hosted=replica.hosted,
+                    assignment=c.replicas,
+                )  # fmt: skip
+            else:
+                # makeLeader: a new epoch starts at the LEO; nothing is known of the followers yet.
+                updated = Replica(
+                    *replica[:5], leader=b, leaderEpoch=c.leaderEpoch, partitionEpoch=c.partitionEpoch, isr=c.isr,
+                    pendingAlterPartition=None, followerState=self.unknown_followers, fetchState=FETCHING,
+                    hosted=True, assignment=c.replicas,
+                )  # fmt: skip
+            updated = self._maybe_increment_hw(updated, b)
+        elif b not in c.replicas:
+            if not replica.hosted:
+                return
+            # ReplicaManager.applyDelta: a replica removed from the partition is stopped and deleted.
+            updated = self._restarted_view(c, b, replica.brokerEpoch, (), 0)._replace(
+                cleanShutdownEpoch=replica.cleanShutdownEpoch
+            )
+        else:
+            if replica.leader == c.leader and replica.leaderEpoch == c.leaderEpoch and replica.hosted:
+                return
+            log = replica.log
+            if self.config.truncation == "hw":
+                log = log[: replica.highWatermark]
+            updated = Replica(
+                *replica[:3], log, replica.highWatermark, leader=c.leader, leaderEpoch=c.leaderEpoch,
+                partitionEpoch=UNDEFINED, isr=frozenset(), pendingAlterPartition=None,
+                followerState=self.unknown_followers, fetchState=self.new_fetch_state(log), hosted=True, assignment=(),
+            )  # fmt: skip
+        out.append((action_label("ApplyMetadata", broker=b), self._update(s, b, updated)))
+
+    # -- brokers and the controller ------------------------------------------------------------
+    def _crash(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
+        """An unclean shutdown. A power loss loses any unflushed suffix (Kafka flushes only on segment
+        roll by default, so any suffix); kill -9 loses nothing; a lost disk loses the whole log. The
+        HW checkpoint survives but never beyond the log. No clean-shutdown file is written."""
+        if s.crashes >= self.config.max_crashes:
+            return
+        replica = s.replicas[b]
+        leo = len(replica.log)
+        crash = self.config.crash
+        kept = range(leo + 1) if crash == "power" else (leo,) if crash == "process" else (0,)
+        for keep in kept:
+            down = self._stopped(replica, replica.log[:keep], min(replica.highWatermark, keep), UNDEFINED)
+            nxt = self._update(s, b, down, fetches=self._drop_fetches(s, b), crashes=s.crashes + 1)
+            out.append((action_label("BrokerCrash", broker=b, logEndOffset=keep), nxt))
+
+    def _stopped(self, replica: Replica, log: tuple[Record, ...], hw: int, clean_epoch: int) -> Replica:
+        return Replica(False, replica.brokerEpoch, clean_epoch, log, hw, NO_LEADER, UNDEFINED, UNDEFINED, frozenset(),
+                       None, self.unknown_followers)  # fmt: skip
+
+    def _drop_fetches(self, s: KraftReplicationState, b: int) -> tuple[Fetch, ...]:
+        """A stopped broker's connections close: its own fetch and every fetch sent to it are gone."""
+        return tuple(None if f == b or (m is not None and m.leader == b) else m for f, m in enumerate(s.fetches))
+
+    def drawing(self) -> KraftReplicationDrawing:
+        return KraftReplicationDrawing(
+            self.config.brokers,
+            failovers=self.config.max_controller_failovers > 0,
+            reassignments=self.config.max_reassignments > 0,
+        )

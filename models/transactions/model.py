@@ -1,0 +1,763 @@
+"""Kafka transactions (KIP-98) with KIP-890's defences against hanging and torn transactions.
+
+One transactional id, one or two producer incarnations using it, the transaction coordinator
+(``TransactionCoordinator`` over ``TransactionMetadata``, see ``transaction_coordinator``) with its
+``__transaction_state`` record and coordinator epoch, and two data partitions, each with one leader
+(replication is the ``kraft-replication`` model's concern: the high watermark is the log end). The
+producer's TransactionManager sends InitProducerId, AddPartitionsToTxn, Produce (and, with
+``offsets``, AddOffsetsToTxn and TxnOffsetCommit to the consumer-offsets partition) and EndTxn; the
+coordinator writes PrepareCommit/PrepareAbort, sends WriteTxnMarkers to every partition of the
+transaction and, once all are written, CompleteCommit/CompleteAbort. The leaders keep the
+producer state (``ProducerStateManager``: producer epoch, coordinator epoch, the open
+transaction's first offset, the verification guard) and from it the last stable offset (LSO) and
+the aborted-transaction index that ``read_committed`` consumers use.
+
+Messages travel in a network; ``delivery`` says whether each connection is FIFO or any message
+may overtake any other. A producer may give up on a request (``max_request_timeouts``): a
+produce is abandoned while it is still in flight, an EndTxn is sent again. The coordinator may
+time a transaction out and fail over (the new coordinator reloads ``__transaction_state`` with a
+higher coordinator epoch and resends the markers of a prepared transaction).
+
+Flags, each a fix in Kafka's history:
+
+* ``verification`` -- KIP-890 part 1 (KAFKA-14402 protocol, KAFKA-14561 broker, 3.6): before the
+  first transactional append of a producer to a partition the leader asks the coordinator whether
+  the partition is in the producer's open transaction (AddPartitionsToTxn with verifyOnly).
+* ``verification_guard`` -- KAFKA-14884 (3.6): the verification is tied to a guard the leader
+  clears when a marker or the first append is written, so an answer that raced with an abort
+  marker cannot open a transaction after it.
+* ``transaction_version`` -- 2 is KIP-890 part 2 (KAFKA-14562, 4.0): the epoch is bumped by every
+  EndTxn, markers carry the bumped epoch, and the leader adds the partition itself (no client
+  AddPartitionsToTxn); 0 and 1 behave alike here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+from kmc.checker import WF, Action, Model, Preset, param
+from kmc.checker.drawing import Drawing
+from kmc.models.transactions import coordinator as tc
+from kmc.models.transactions.coordinator import (
+    COMPLETE_ABORT,
+    COMPLETE_COMMIT,
+    CONCURRENT_TRANSACTIONS,
+    INVALID_PRODUCER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NONE,
+    ONGOING,
+    PREPARE_ABORT,
+    PREPARE_COMMIT,
+    PRODUCER_FENCED,
+    TRANSACTION_COORDINATOR_FENCED,
+    TxnMeta,
+)
+from kmc.models.transactions.log import NO_OFFSET, Batch, Partition, last_stable_offset
+
+# Client (TransactionManager) states.
+UNINITIALIZED = "UNINITIALIZED"
+INITIALIZING = "INITIALIZING"
+READY = "READY"
+IN_TRANSACTION = "IN_TRANSACTION"
+COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
+ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
+ABORTABLE_ERROR = "ABORTABLE_ERROR"
+FATAL_ERROR = "FATAL_ERROR"
+
+COORDINATOR = "coordinator"
+
+
+def client_lane(c: int) -> str:
+    return f"producer {c}"
+
+
+def leader_lane(p: int) -> str:
+    return f"leader {p}"
+
+
+class Client(NamedTuple):
+    """A transactional producer (KafkaProducer's TransactionManager) for the one transactional id."""
+
+    state: str
+    producerId: int
+    producerEpoch: int
+    txn: int
+    """Ghost: the number of the transaction the application is running (-1: none)."""
+    added: frozenset[int]
+    """Partitions the coordinator confirmed in this transaction (AddPartitionsToTxn; TV2: a produce answered)."""
+    produced: frozenset[int]
+    """Partitions this transaction sent a record to (one record each)."""
+    acked: frozenset[int]
+    """Partitions whose record was acknowledged."""
+    awaiting: str
+    """The coordinator request in flight ("" for none)."""
+
+
+class Message(NamedTuple):
+    api: str
+    src: str
+    dst: str
+    client: int = -1
+    partition: int = -1
+    producerEpoch: int = NO_PRODUCER_EPOCH
+    commit: bool = False
+    coordinatorEpoch: int = -1
+    txn: int = -1
+    error: str = NONE
+
+
+class Decision(NamedTuple):
+    """Ghost: a coordinator's PrepareCommit/PrepareAbort and the partitions it covers."""
+
+    commit: bool
+    partitions: frozenset[int]
+
+
+class Coordinator(NamedTuple):
+    coordinatorEpoch: int
+    metadata: TxnMeta | None
+    """The in-memory TransactionMetadata."""
+    pendingMarkers: frozenset[int]
+    """Partitions whose marker has not been acknowledged (TransactionMarkerChannelManager)."""
+    decision: int
+    """Ghost: the decision being written (-1 none)."""
+
+
+class TransactionsState(NamedTuple):
+    clients: tuple[Client, ...]
+    coordinator: Coordinator
+    transactionLog: TxnMeta | None
+    """The last record of the transactional id in __transaction_state."""
+    partitions: tuple[Partition, ...]
+    network: tuple[Message, ...]
+    consumerPositions: tuple[int, ...]
+    """A read_committed consumer's fetch position in each partition."""
+    decisions: tuple[Decision, ...]
+    aborted: frozenset[int]
+    """Ghost: application transactions the producer aborted or gave up."""
+    nextTxn: int
+    requestTimeouts: int
+    txnTimeouts: int
+    failovers: int
+
+
+ACTION_ARGS = {
+    "InitProducerId": ("client",),
+    "BeginTransaction": ("client",),
+    "AddPartitionsToTxn": ("client", "partition"),
+    "Produce": ("client", "partition"),
+    "AddOffsetsToTxn": ("client", "partition"),
+    "TxnOffsetCommit": ("client", "partition"),
+    "EndTxn": ("client", "commit"),
+    "AbortLocally": ("client",),
+    "RequestTimeout": ("client", "api", "partition"),
+    "HandleInitProducerIdResponse": ("client",),
+    "HandleAddPartitionsToTxnResponse": ("client", "partition"),
+    "HandleProduceResponse": ("client", "partition"),
+    "HandleEndTxnResponse": ("client",),
+    "HandleInitProducerId": ("client",),
+    "HandleAddPartitionsToTxn": ("client", "partition"),
+    "HandleEndTxn": ("client", "commit", "producerEpoch"),
+    "HandleVerifyPartition": ("partition",),
+    "HandleWriteTxnMarkersResponse": ("partition",),
+    "WriteTxnCompletion": (),
+    "TxnTimeout": (),
+    "AbortTimedOutTransaction": (),
+    "CoordinatorFailover": (),
+    "HandleProduce": ("partition", "client", "producerEpoch", "txn"),
+    "HandleVerifyResponse": ("partition",),
+    "HandleWriteTxnMarkers": ("partition", "commit", "coordinatorEpoch"),
+    "ConsumerFetch": ("partition",),
+}
+"""Every action of the model and the names of its arguments."""
+
+FAULTS = ("RequestTimeout", "TxnTimeout", "CoordinatorFailover")
+
+Delivery = Literal["fifo", "any"]
+
+
+@dataclass(frozen=True)
+class TransactionsConfig:
+    producers: int = param(
+        1, "producer incarnations with the transactional id (the second fences the first)", min=1, max=2
+    )
+    partitions: int = param(2, "data partitions", min=1, max=3)
+    offsets: bool = param(False, "sendOffsetsToTransaction: the consumer-offsets partition joins as one more partition")
+    max_transactions: int = param(2, "transactions the applications begin in all", min=1, max=4)
+    max_request_timeouts: int = param(1, "times a producer gives up on a request in flight", min=0, max=3)
+    max_txn_timeouts: int = param(0, "times the coordinator aborts a transaction that timed out", min=0, max=2)
+    max_failovers: int = param(
+        0, "coordinator failovers (a new leader of the __transaction_state partition)", min=0, max=2
+    )
+    delivery: Delivery = param("any", "fifo: each connection delivers in order; any: any message may be delayed")
+    verification: bool = param(True, "KIP-890 part 1 (KAFKA-14561): leaders verify a partition is in the transaction")
+    verification_guard: bool = param(True, "KAFKA-14884: a verification races no marker (unique guard)")
+    transaction_version: int = param(2, "2: KIP-890 part 2 (KAFKA-14562), epoch bump per transaction", min=0, max=2)
+    kafka_18464: bool = param(
+        True, "KAFKA-18464 (4.0): TV 2's EndTxn answers a pending completion before it checks the epoch"
+    )
+    consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
+
+    def __post_init__(self) -> None:
+        if self.transaction_version >= 2 and not self.verification:
+            raise ValueError("transaction_version 2 adds partitions through the leader's verification")
+
+
+_PROPS = (
+    "AtomicVisibility",
+    "AbortedNeverVisible",
+    "ReadCommittedBoundedByLso",
+    "OpenTransactionKnownToCoordinator",
+    "LegalCoordinatorTransition",
+    "UniqueLiveProducerIdentity",
+    "TransactionCompletes",
+    "LastStableOffsetAdvances",
+    "FencedOnlyByANewerProducer",
+)
+_ALL_HOLD = {name: "holds" for name in _PROPS}
+_TV1 = {"transaction_version": 1}
+
+PRESETS = {
+    "kip-890-part-2": Preset.of(
+        "Kafka 4.x with transaction version 2: leaders verify and add partitions, every transaction bumps the epoch",
+        _ALL_HOLD,
+    ),
+    "kip-890-part-1": Preset.of(
+        "Kafka 3.6-3.9 (transaction version 1 with verification): a produce delayed past its abort joins the "
+        "next transaction of the same epoch",
+        {
+            **_ALL_HOLD,
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+            "FencedOnlyByANewerProducer": "violated",
+        },
+        **_TV1,
+    ),
+    "pre-kafka-14884": Preset.of(
+        "kip-890-part-1 without the verification guard: an answer that raced the abort marker opens a hanging "
+        "transaction",
+        {
+            "OpenTransactionKnownToCoordinator": "violated",
+            "LastStableOffsetAdvances": "violated",
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+            "FencedOnlyByANewerProducer": "violated",
+        },
+        **_TV1,
+        verification_guard=False,
+    ),
+    "pre-kip-890": Preset.of(
+        "Kafka before 3.6 (KIP-98 as built): a produce delayed past the abort marker opens a transaction the "
+        "coordinator never heard of, and the LSO hangs",
+        {
+            "OpenTransactionKnownToCoordinator": "violated",
+            "LastStableOffsetAdvances": "violated",
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+        },
+        **_TV1,
+        verification=False,
+    ),
+    "pre-kafka-18464": Preset.of(
+        "kip-890-part-2 as first written: an EndTxn at the bumped epoch during the previous transaction's "
+        "markers is told PRODUCER_FENCED, and the producer fences itself",
+        {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated"},
+        kafka_18464=False,
+    ),
+    "failover": Preset.of(
+        "kip-890-part-2 with one coordinator failover (one transaction): the new coordinator reloads "
+        "__transaction_state and resends the markers of a prepared transaction",
+        _ALL_HOLD,
+        max_transactions=1,
+        max_failovers=1,
+    ),
+    "read-committed": Preset.of(
+        "kip-890-part-2 on one partition with a read_committed consumer fetching up to the LSO, through a "
+        "coordinator failover",
+        _ALL_HOLD,
+        partitions=1,
+        consumer=True,
+        max_failovers=1,
+    ),
+    "zombie": Preset.of(
+        "kip-890-part-2 with a second producer incarnation that fences the first (InitProducerId)",
+        _ALL_HOLD,
+        producers=2,
+        max_transactions=1,
+        max_request_timeouts=0,
+    ),
+    "offsets": Preset.of(
+        "kip-890-part-2 with sendOffsetsToTransaction: the consumer-offsets partition is one of the transaction's, "
+        "through a coordinator failover",
+        _ALL_HOLD,
+        partitions=1,
+        offsets=True,
+        max_transactions=1,
+        max_failovers=1,
+    ),
+    "txn-timeout": Preset.of(
+        "kip-890-part-2 where the coordinator times out and aborts an open transaction",
+        _ALL_HOLD,
+        max_txn_timeouts=1,
+        max_request_timeouts=0,
+    ),
+}
+
+Step = tuple[Action, TransactionsState]
+
+
+def producers_stopped(s: TransactionsState, max_transactions: int) -> bool:
+    """No producer will send anything again: each is fenced or between transactions with none left."""
+    done = s.nextTxn >= max_transactions
+    return all(c.state == FATAL_ERROR or (c.state == READY and done) for c in s.clients)
+
+
+class TransactionsModel(Model):
+    name = "transactions"
+    description = "KIP-98 transactions: coordinator, markers, LSO, read_committed; KIP-890 parts 1 and 2"
+    Config = TransactionsConfig
+    presets = PRESETS
+    default_preset = "kip-890-part-2"
+    spec_modules = ("kmc.specs.transactions",)
+    actions = tuple(ACTION_ARGS)
+    fairness = tuple(WF(name, each=True) for name in ACTION_ARGS if name not in FAULTS)
+
+    config: TransactionsConfig
+
+    def __init__(self, config: TransactionsConfig | None = None) -> None:
+        super().__init__(config)
+        cfg = self.config
+        self.tv2 = cfg.transaction_version >= 2
+        self.n_partitions = cfg.partitions + (1 if cfg.offsets else 0)
+        self.offsets_partition = cfg.partitions if cfg.offsets else -1
+
+    def inactive_actions(self) -> tuple[str, ...]:
+        off = []
+        if not self.config.verification:
+            off += ["HandleVerifyPartition", "HandleVerifyResponse"]
+        if self.tv2:
+            off += ["AddPartitionsToTxn", "HandleAddPartitionsToTxn", "HandleAddPartitionsToTxnResponse"]
+        if not self.config.consumer:
+            off.append("ConsumerFetch")
+        if not self.config.offsets:
+            off += ["AddOffsetsToTxn", "TxnOffsetCommit"]
+        elif self.tv2:
+            off.append("AddOffsetsToTxn")
+        if self.config.max_request_timeouts == 0:
+            off.append("RequestTimeout")
+        if self.config.max_txn_timeouts == 0:
+            off.append("TxnTimeout")
+        if self.config.max_failovers == 0:
+            off.append("CoordinatorFailover")
+        return tuple(off)
+
+    # -- the initial state ---------------------------------------------------------------------
+    def init_states(self) -> list[TransactionsState]:
+        client = Client(UNINITIALIZED, -1, NO_PRODUCER_EPOCH, -1, frozenset(), frozenset(), frozenset(), "")
+        partition = Partition((), NO_PRODUCER_EPOCH, -1, NO_OFFSET, -1, ())
+        n = self.n_partitions
+        return [
+            TransactionsState(
+                (client,) * self.config.producers, Coordinator(0, None, frozenset(), -1), None, (partition,) * n, (),
+                (0,) * n, (), frozenset(), 0, 0, 0, 0,
+            )
+        ]  # fmt: skip
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _send(self, s: TransactionsState, *msgs: Message, drop: Message | None = None) -> tuple[Message, ...]:
+        net = list(s.network)
+        if drop is not None:
+            net.remove(drop)
+        net.extend(msgs)
+        if self.config.delivery == "fifo":
+            return tuple(sorted(net, key=lambda m: (m.src, m.dst)))
+        return tuple(sorted(net))
+
+    def _deliverable(self, s: TransactionsState) -> list[Message]:
+        """The messages that may be delivered next: under FIFO, the head of each connection."""
+        if self.config.delivery == "any":
+            return list(dict.fromkeys(s.network))
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for m in s.network:
+            if (m.src, m.dst) not in seen:
+                seen.add((m.src, m.dst))
+                out.append(m)
+        return out
+
+    @staticmethod
+    def _set_client(s: TransactionsState, c: int, client: Client) -> tuple[Client, ...]:
+        return (*s.clients[:c], client, *s.clients[c + 1 :])
+
+    @staticmethod
+    def _set_partition(s: TransactionsState, p: int, partition: Partition) -> tuple[Partition, ...]:
+        return (*s.partitions[:p], partition, *s.partitions[p + 1 :])
+
+    def within_bounds(self, s: TransactionsState) -> bool:
+        return True
+
+    # -- successors ----------------------------------------------------------------------------
+    def successors(self, s: TransactionsState) -> list[Step]:
+        out: list[Step] = []
+        for c in range(len(s.clients)):
+            self._client_steps(s, c, out)
+        for m in self._deliverable(s):
+            self._deliver(s, m, out)
+        self._coordinator_steps(s, out)
+        if self.config.consumer:
+            for p in range(self.n_partitions):
+                lso = last_stable_offset(s.partitions[p])
+                if s.consumerPositions[p] < lso:
+                    positions = (*s.consumerPositions[:p], lso, *s.consumerPositions[p + 1 :])
+                    out.append((Action("ConsumerFetch", partition=p), s._replace(consumerPositions=positions)))
+        return out
+
+    # -- the producer --------------------------------------------------------------------------
+    def _client_steps(self, s: TransactionsState, c: int, out: list[Step]) -> None:
+        cl = s.clients[c]
+        me = client_lane(c)
+        if cl.state == UNINITIALIZED and (c == 0 or s.clients[c - 1].state != UNINITIALIZED):
+            msg = Message("InitProducerId", me, COORDINATOR, client=c)
+            new = cl._replace(state=INITIALIZING, awaiting="InitProducerId")
+            out.append((Action("InitProducerId", client=c), s._replace(clients=self._set_client(s, c, new),
+                                                                        network=self._send(s, msg))))  # fmt: skip
+        if cl.state == READY and s.nextTxn < self.config.max_transactions:
+            new = cl._replace(state=IN_TRANSACTION, txn=s.nextTxn, added=frozenset(), produced=frozenset(),
+                              acked=frozenset())  # fmt: skip
+            out.append((Action("BeginTransaction", client=c), s._replace(clients=self._set_client(s, c, new),
+                                                                          nextTxn=s.nextTxn + 1)))  # fmt: skip
+        if cl.state == IN_TRANSACTION and not cl.awaiting:
+            for p in range(self.n_partitions):
+                if p in cl.produced:
+                    continue
+                if not self.tv2 and p not in cl.added:
+                    msg = Message("AddPartitionsToTxn", me, COORDINATOR, client=c, partition=p,
+                                  producerEpoch=cl.producerEpoch, txn=cl.txn)  # fmt: skip
+                    new = cl._replace(awaiting="AddPartitionsToTxn")
+                    api = "AddOffsetsToTxn" if p == self.offsets_partition else "AddPartitionsToTxn"
+                    out.append(
+                        (
+                            Action(api, client=c, partition=p),
+                            s._replace(clients=self._set_client(s, c, new), network=self._send(s, msg)),
+                        )
+                    )
+                elif self.tv2 or p in cl.added:
+                    msg = Message("Produce", me, leader_lane(p), client=c, partition=p,
+                                  producerEpoch=cl.producerEpoch, txn=cl.txn)  # fmt: skip
+                    new = cl._replace(produced=cl.produced | {p})
+                    api = "TxnOffsetCommit" if p == self.offsets_partition else "Produce"
+                    out.append(
+                        (
+                            Action(api, client=c, partition=p),
+                            s._replace(clients=self._set_client(s, c, new), network=self._send(s, msg)),
+                        )
+                    )
+            if (cl.added or cl.produced) and cl.acked == cl.produced:
+                self._end_txn(s, c, True, out)
+        if cl.state in (IN_TRANSACTION, ABORTABLE_ERROR) and not cl.awaiting and not (cl.added or cl.produced):
+            # abortTransaction() before a record was sent: transactionStarted is false, so
+            # TransactionManager completes the EndTxn locally and sends nothing.
+            new = cl._replace(state=READY, txn=-1)
+            out.append((Action("AbortLocally", client=c),
+                        s._replace(clients=self._set_client(s, c, new), aborted=s.aborted | {cl.txn})))  # fmt: skip
+        elif cl.state == ABORTABLE_ERROR and not cl.awaiting:
+            self._end_txn(s, c, False, out)
+        if s.requestTimeouts < self.config.max_request_timeouts:
+            self._request_timeouts(s, c, out)
+
+    def _end_txn(self, s: TransactionsState, c: int, commit: bool, out: list[Step]) -> None:
+        cl = s.clients[c]
+        msg = Message("EndTxn", client_lane(c), COORDINATOR, client=c, producerEpoch=cl.producerEpoch, commit=commit,
+                      txn=cl.txn)  # fmt: skip
+        new = cl._replace(state=COMMITTING_TRANSACTION if commit else ABORTING_TRANSACTION, awaiting="EndTxn")
+        aborted = s.aborted if commit else s.aborted | {cl.txn}
+        out.append(
+            (
+                Action("EndTxn", client=c, commit=commit),
+                s._replace(clients=self._set_client(s, c, new), network=self._send(s, msg), aborted=aborted),
+            )
+        )
+
+    def _request_timeouts(self, s: TransactionsState, c: int, out: list[Step]) -> None:
+        """The client gives up on a request: an unanswered produce makes the transaction abortable
+        (the request may still arrive); an unanswered EndTxn is sent again."""
+        cl = s.clients[c]
+        count = s.requestTimeouts + 1
+        if cl.state == IN_TRANSACTION:
+            for p in sorted(cl.produced - cl.acked):
+                new = cl._replace(state=ABORTABLE_ERROR, acked=cl.acked | {p})
+                out.append((Action("RequestTimeout", client=c, api="Produce", partition=p),
+                            s._replace(clients=self._set_client(s, c, new), requestTimeouts=count)))  # fmt: skip
+        if cl.awaiting == "EndTxn":
+            commit = cl.state == COMMITTING_TRANSACTION
+            msg = Message("EndTxn", client_lane(c), COORDINATOR, client=c, producerEpoch=cl.producerEpoch,
+                          commit=commit, txn=cl.txn)  # fmt: skip
+            out.append((Action("RequestTimeout", client=c, api="EndTxn", partition=-1),
+                        s._replace(network=self._send(s, msg), requestTimeouts=count)))  # fmt: skip
+
+    # -- deliveries ----------------------------------------------------------------------------
+    def _deliver(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        handler = getattr(self, "_on_" + m.api, None)
+        if handler is not None:
+            handler(s, m, out)
+
+    def _client_response(self, s: TransactionsState, m: Message, name: str, out: list[Step], new: Client | None,
+                         **extra: object) -> None:  # fmt: skip
+        """Deliver a response to a client; ``new`` None means it is stale and ignored."""
+        clients = s.clients if new is None else self._set_client(s, m.client, new)
+        args = {"client": m.client, **({"partition": m.partition} if "partition" in ACTION_ARGS[name] else {})}
+        out.append((Action(name, **args), s._replace(clients=clients, network=self._send(s, drop=m), **extra)))
+
+    def _on_InitProducerIdResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        cl = s.clients[m.client]
+        if m.error == NONE:
+            new = cl._replace(state=READY, producerId=tc.PRODUCER_ID, producerEpoch=m.producerEpoch, awaiting="")
+            self._client_response(s, m, "HandleInitProducerIdResponse", out, new)
+        else:  # CONCURRENT_TRANSACTIONS: retry
+            retry = Message("InitProducerId", client_lane(m.client), COORDINATOR, client=m.client)
+            self._retry(s, m, "HandleInitProducerIdResponse", retry, out)
+
+    def _retry(self, s: TransactionsState, m: Message, name: str, retry: Message, out: list[Step]) -> None:
+        args = {"client": m.client, **({"partition": m.partition} if "partition" in ACTION_ARGS[name] else {})}
+        out.append((Action(name, **args), s._replace(network=self._send(s, retry, drop=m))))
+
+    def _fail(self, cl: Client, error: str) -> Client:
+        """TransactionManager: a fenced producer is fatal; other errors make the transaction abortable."""
+        if error in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, tc.INVALID_PRODUCER_ID_MAPPING):
+            return cl._replace(state=FATAL_ERROR, awaiting="")
+        return cl._replace(state=ABORTABLE_ERROR, awaiting="")
+
+    def _on_AddPartitionsToTxnResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        cl = s.clients[m.client]
+        if cl.txn != m.txn or cl.state != IN_TRANSACTION:
+            return self._client_response(s, m, "HandleAddPartitionsToTxnResponse", out, cl._replace(awaiting=""))
+        if m.error == CONCURRENT_TRANSACTIONS:
+            retry = m._replace(api="AddPartitionsToTxn", src=m.dst, dst=m.src, producerEpoch=cl.producerEpoch)
+            return self._retry(s, m, "HandleAddPartitionsToTxnResponse", retry, out)
+        new = cl._replace(added=cl.added | {m.partition}, awaiting="") if m.error == NONE else self._fail(cl, m.error)
+        self._client_response(s, m, "HandleAddPartitionsToTxnResponse", out, new)
+
+    def _on_ProduceResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        cl = s.clients[m.client]
+        if cl.txn != m.txn or cl.state != IN_TRANSACTION or m.partition in cl.acked:
+            return self._client_response(s, m, "HandleProduceResponse", out, None)
+        if m.error == CONCURRENT_TRANSACTIONS:  # the leader could not verify yet: send the record again
+            retry = m._replace(api="Produce", src=m.dst, dst=m.src, producerEpoch=cl.producerEpoch, error=NONE)
+            return self._retry(s, m, "HandleProduceResponse", retry, out)
+        if m.error == NONE:
+            new = cl._replace(acked=cl.acked | {m.partition}, added=cl.added | {m.partition})
+        else:
+            new = self._fail(cl, m.error)
+        self._client_response(s, m, "HandleProduceResponse", out, new)
+
+    def _on_EndTxnResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        cl = s.clients[m.client]
+        if cl.awaiting != "EndTxn" or cl.txn != m.txn:
+            return self._client_response(s, m, "HandleEndTxnResponse", out, None)
+        if m.error == CONCURRENT_TRANSACTIONS:
+            retry = Message("EndTxn", m.dst, m.src, client=m.client, producerEpoch=cl.producerEpoch,
+                            commit=cl.state == COMMITTING_TRANSACTION, txn=cl.txn)  # fmt: skip
+            return self._retry(s, m, "HandleEndTxnResponse", retry, out)
+        if m.error == NONE:
+            epoch = m.producerEpoch if self.tv2 else cl.producerEpoch
+            new = cl._replace(state=READY, producerEpoch=epoch, txn=-1, added=frozenset(), produced=frozenset(),
+                              acked=frozenset(), awaiting="")  # fmt: skip
+        else:  # the transaction failed: the application treats it as aborted
+            new = self._fail(cl, m.error)
+            if m.error == tc.INVALID_TXN_STATE:
+                new = new._replace(state=FATAL_ERROR)
+        aborted = s.aborted if m.error == NONE else s.aborted | {cl.txn}
+        self._client_response(s, m, "HandleEndTxnResponse", out, new, aborted=aborted)
+
+    # -- the coordinator -----------------------------------------------------------------------
+    def _markers(self, meta: TxnMeta, epoch: int, decision: int) -> list[Message]:
+        commit = meta.state == PREPARE_COMMIT
+        return [
+            Message(
+                "WriteTxnMarkers",
+                COORDINATOR,
+                leader_lane(p),
+                partition=p,
+                producerEpoch=meta.producerEpoch,
+                commit=commit,
+                coordinatorEpoch=epoch,
+                txn=decision,
+            )
+            for p in sorted(meta.topicPartitions)
+        ]
+
+    def _apply(
+        self, s: TransactionsState, meta: TxnMeta, responses: list[Message], drop: Message | None
+    ) -> TransactionsState:
+        """Write a transition to __transaction_state and complete it; a prepared decision sends its markers."""
+        co = s.coordinator
+        decisions, decision, pending, markers = s.decisions, co.decision, co.pendingMarkers, []
+        if meta.state in (PREPARE_COMMIT, PREPARE_ABORT) and (co.metadata is None or co.metadata.state != meta.state):
+            decision = len(s.decisions)
+            decisions = (*s.decisions, Decision(meta.state == PREPARE_COMMIT, meta.topicPartitions))
+            pending = meta.topicPartitions
+            markers = self._markers(meta, co.coordinatorEpoch, decision)
+        if meta.state in (COMPLETE_COMMIT, COMPLETE_ABORT):
+            decision = -1
+        coordinator = co._replace(metadata=meta, pendingMarkers=pending, decision=decision)
+        network = self._send(s, *responses, *markers, drop=drop)
+        return s._replace(coordinator=coordinator, transactionLog=meta, decisions=decisions, network=network)
+
+    def _on_InitProducerId(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        r = tc.handle_init_producer_id(s.coordinator.metadata, self.tv2)
+        resp = Message("InitProducerIdResponse", COORDINATOR, m.src, client=m.client, producerEpoch=r.producerEpoch,
+                       error=r.error)  # fmt: skip
+        nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
+        out.append((Action("HandleInitProducerId", client=m.client), nxt))
+
+    def _on_AddPartitionsToTxn(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        r = tc.handle_add_partitions(s.coordinator.metadata, tc.PRODUCER_ID, m.producerEpoch, frozenset({m.partition}))
+        resp = m._replace(api="AddPartitionsToTxnResponse", src=COORDINATOR, dst=m.src, error=r.error)
+        nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
+        out.append((Action("HandleAddPartitionsToTxn", client=m.client, partition=m.partition), nxt))
+
+    def _on_EndTxn(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        r = tc.handle_end_txn(
+            s.coordinator.metadata, tc.PRODUCER_ID, m.producerEpoch, m.commit, self.tv2, self.config.kafka_18464
+        )
+        resp = m._replace(
+            api="EndTxnResponse", src=COORDINATOR, dst=m.src, error=r.error, producerEpoch=r.producerEpoch
+        )
+        nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
+        out.append((Action("HandleEndTxn", client=m.client, commit=m.commit, producerEpoch=m.producerEpoch), nxt))
+
+    def _on_VerifyPartition(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        """AddPartitionsToTxn from a leader: verifyOnly under TV 0/1, the implicit add under TV 2."""
+        meta = s.coordinator.metadata
+        if self.tv2:
+            r = tc.handle_add_partitions(meta, tc.PRODUCER_ID, m.producerEpoch, frozenset({m.partition}))
+            resp = m._replace(api="VerifyResponse", src=COORDINATOR, dst=m.src, error=r.error)
+            nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
+        else:
+            error = tc.handle_verify(meta, tc.PRODUCER_ID, m.producerEpoch, m.partition)
+            resp = m._replace(api="VerifyResponse", src=COORDINATOR, dst=m.src, error=error)
+            nxt = s._replace(network=self._send(s, resp, drop=m))
+        out.append((Action("HandleVerifyPartition", partition=m.partition), nxt))
+
+    def _on_WriteTxnMarkersResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        co = s.coordinator
+        nxt = s._replace(network=self._send(s, drop=m))
+        if m.coordinatorEpoch == co.coordinatorEpoch and m.txn == co.decision:
+            nxt = nxt._replace(coordinator=co._replace(pendingMarkers=co.pendingMarkers - {m.partition}))
+        out.append((Action("HandleWriteTxnMarkersResponse", partition=m.partition), nxt))
+
+    def _coordinator_steps(self, s: TransactionsState, out: list[Step]) -> None:
+        co = s.coordinator
+        meta = co.metadata
+        if meta is not None and meta.state in (PREPARE_COMMIT, PREPARE_ABORT) and not co.pendingMarkers:
+            out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta), [], None)))
+        if meta is not None and meta.state == ONGOING:
+            if s.txnTimeouts < self.config.max_txn_timeouts:
+                nxt = self._apply(s, tc.fence_and_abort(meta, self.tv2), [], None)
+                out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
+            if producers_stopped(s, self.config.max_transactions):
+                # Nobody will end it: transaction.timeout.ms passes and abortTimedOutTransactions,
+                # which runs every few seconds, fences and aborts it. A fair step, not a fault.
+                nxt = self._apply(s, tc.fence_and_abort(meta, self.tv2), [], None)
+                out.append((Action("AbortTimedOutTransaction"), nxt))
+        if s.failovers < self.config.max_failovers:
+            epoch = co.coordinatorEpoch + 1
+            log = s.transactionLog
+            network = tuple(m for m in s.network if m.dst != COORDINATOR or m.api in ("InitProducerId", "EndTxn",
+                            "AddPartitionsToTxn", "VerifyPartition"))  # fmt: skip
+            pending, markers, decision = frozenset(), [], -1
+            if log is not None and log.state in (PREPARE_COMMIT, PREPARE_ABORT):
+                pending, decision = log.topicPartitions, co.decision
+                markers = self._markers(log, epoch, decision)
+            coordinator = Coordinator(epoch, log, pending, decision)
+            nxt = s._replace(coordinator=coordinator, network=self._send(s._replace(network=network), *markers),
+                             failovers=s.failovers + 1)  # fmt: skip
+            out.append((Action("CoordinatorFailover"), nxt))
+
+    # -- the partition leaders -----------------------------------------------------------------
+    def _on_Produce(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        p = s.partitions[m.partition]
+        action = Action("HandleProduce", partition=m.partition, client=m.client, producerEpoch=m.producerEpoch,
+                        txn=m.txn)  # fmt: skip
+        if m.producerEpoch < p.producerEpoch:
+            error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
+            resp = m._replace(api="ProduceResponse", src=m.dst, dst=m.src, error=error)
+            out.append((action, s._replace(network=self._send(s, resp, drop=m))))
+            return
+        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
+        if self.config.verification and not ongoing:  # UnifiedLog.hasOngoingTransaction(producerId, epoch)
+            guard = p.verificationGuard if p.verificationGuard != -1 else len(p.log)
+            parked = p._replace(verificationGuard=guard,
+                                verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard)))  # fmt: skip
+            verify = Message("VerifyPartition", m.dst, COORDINATOR, client=m.client, partition=m.partition,
+                             producerEpoch=m.producerEpoch, txn=m.txn)  # fmt: skip
+            out.append((action, s._replace(partitions=self._set_partition(s, m.partition, parked),
+                                           network=self._send(s, verify, drop=m))))  # fmt: skip
+            return
+        self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m)
+
+    def _append(self, s: TransactionsState, pi: int, c: int, epoch: int, txn: int, out: list[Step], action: Action,
+                drop: Message, verifying: tuple | None = None) -> None:  # fmt: skip
+        p = s.partitions[pi]
+        first = p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
+        batch = Batch(False, epoch, c, txn, False, -1)
+        new = p._replace(log=(*p.log, batch), producerEpoch=max(epoch, p.producerEpoch), currentTxnFirstOffset=first,
+                         verificationGuard=-1, verifying=p.verifying if verifying is None else verifying)  # fmt: skip
+        resp = Message("ProduceResponse", leader_lane(pi), client_lane(c), client=c, partition=pi, producerEpoch=epoch,
+                       txn=txn)  # fmt: skip
+        out.append(
+            (action, s._replace(partitions=self._set_partition(s, pi, new), network=self._send(s, resp, drop=drop)))
+        )
+
+    def _on_VerifyResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        p = s.partitions[m.partition]
+        action = Action("HandleVerifyResponse", partition=m.partition)
+        entry = next(e for e in p.verifying if e[0] == m.client and e[1] == m.producerEpoch and e[2] == m.txn)
+        rest = list(p.verifying)
+        rest.remove(entry)
+        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
+        guard_ok = not self.config.verification_guard or entry[3] == p.verificationGuard or ongoing
+        if m.error == NONE and guard_ok and m.producerEpoch >= p.producerEpoch:
+            self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m, verifying=tuple(rest))
+            return
+        error = m.error if m.error != NONE else tc.INVALID_TXN_STATE
+        if m.producerEpoch < p.producerEpoch:
+            error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
+        resp = Message("ProduceResponse", m.dst, client_lane(m.client), client=m.client, partition=m.partition,
+                       producerEpoch=m.producerEpoch, txn=m.txn, error=error)  # fmt: skip
+        new = p._replace(verifying=tuple(rest))
+        out.append((action, s._replace(partitions=self._set_partition(s, m.partition, new),
+                                       network=self._send(s, resp, drop=m))))  # fmt: skip
+
+    def _on_WriteTxnMarkers(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        """ProducerAppendInfo.appendEndTxnMarker: fence an older coordinator and an older producer epoch
+        (under TV 2 a marker must carry a newer epoch, or the same one as a retry when no transaction is
+        open), close the open transaction and clear the verification guard."""
+        p = s.partitions[m.partition]
+        action = Action("HandleWriteTxnMarkers", partition=m.partition, commit=m.commit,
+                        coordinatorEpoch=m.coordinatorEpoch)  # fmt: skip
+        error = NONE
+        if m.coordinatorEpoch < p.coordinatorEpoch:
+            error = TRANSACTION_COORDINATOR_FENCED
+        elif self.tv2:
+            open_txn = p.currentTxnFirstOffset != NO_OFFSET
+            if m.producerEpoch < p.producerEpoch or (m.producerEpoch == p.producerEpoch and open_txn):
+                error = INVALID_PRODUCER_EPOCH
+        elif m.producerEpoch < p.producerEpoch:
+            error = INVALID_PRODUCER_EPOCH
+        resp = Message("WriteTxnMarkersResponse", m.dst, COORDINATOR, partition=m.partition,
+                       coordinatorEpoch=m.coordinatorEpoch, txn=m.txn, error=error)  # fmt: skip
+        if error != NONE:
+            out.append((action, s._replace(network=self._send(s, resp, drop=m))))
+            return
+        marker = Batch(True, m.producerEpoch, -1, m.txn, m.commit, m.coordinatorEpoch)
+        new = p._replace(log=(*p.log, marker), producerEpoch=m.producerEpoch, coordinatorEpoch=m.coordinatorEpoch,
+                         currentTxnFirstOffset=NO_OFFSET, verificationGuard=-1)  # fmt: skip
+        out.append((action, s._replace(partitions=self._set_partition(s, m.partition, new),
+                                       network=self._send(s, resp, drop=m))))  # fmt: skip
+
+    def drawing(self) -> Drawing:
+        from kmc.models.transactions.drawing import TransactionsDrawing
+
+        return TransactionsDrawing(self)

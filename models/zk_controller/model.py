@@ -1,0 +1,512 @@
+"""The ZooKeeper-era controller: election through /controller, fencing by /controller_epoch.
+
+Brokers hold ZooKeeper sessions. Whoever creates the ephemeral /controller node first, in the
+same multi-op that increments /controller_epoch, is the controller of that epoch
+(``KafkaZkClient.registerControllerAndIncrementControllerEpoch``). A session can expire while its
+broker keeps running: ZooKeeper deletes the broker's ephemeral nodes, another broker is elected,
+and the old controller acts on until it notices -- the zombie. Three guards keep a zombie and a
+bounced broker harmless, and each is a config flag so the behaviour before it can be checked:
+
+* ``conditional_writes`` (KAFKA-6082, Kafka 1.1): every metadata write of the controller is a
+  multi-op that also checks the zkVersion of /controller_epoch it wrote when elected, so a deposed
+  controller's write fails with BADVERSION and it resigns (``ControllerMovedException``).
+* ``broker_epochs`` (KIP-380, Kafka 2.2): a broker's epoch is the czxid of its /brokers/ids node;
+  control requests carry the epoch the controller saw, and a broker rejects one addressed to an
+  earlier incarnation of itself (``STALE_BROKER_EPOCH``).
+* ``controller_epoch_check`` (since 0.8): a broker rejects a request whose controller epoch is
+  older than the newest it has seen (``STALE_CONTROLLER_EPOCH``).
+* ``bounced_broker_detection`` (KAFKA-1120, fixed with KIP-380 in 2.2): ``processBrokerChange``
+  compares the broker epochs it reads with those it holds, so a broker that re-registered before
+  the watch was processed is handled as failed and started again (``bouncedBrokerIds``). Before,
+  it compared broker ids only: the id set looks unchanged, and the new incarnation is never sent
+  the partition state.
+
+The controller sends the partition state it holds to every live broker when it is elected
+(``onControllerFailover``) and to every broker it sees start (``onBrokerStartup``); it drops what
+it still had queued for a broker it sees fail or bounce (``ControllerChannelManager.removeBroker``).
+
+One partition, replicated on every broker. LeaderAndIsr stands for the three control requests
+(LeaderAndIsr, UpdateMetadata, StopReplica): the broker runs the same two epoch checks on each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from kmc.checker import Action, Model, Preset, param
+from kmc.checker.drawing import Arrow, Drawing, Table
+from kmc.checker.liveness import WF
+from kmc.models.common.tuples import put
+
+NONE = -1
+"""No broker: /controller absent, or a partition with no leader."""
+NO_EPOCH = -1
+"""A partition never written (leader epoch) or a broker that holds no partition state."""
+INITIAL_CONTROLLER_EPOCH = 0
+"""KafkaController.InitialControllerEpoch: /controller_epoch before the first election, and what a
+broker that has seen no controller yet holds."""
+
+
+class PartitionState(NamedTuple):
+    """/brokers/topics/t/partitions/0/state: the leader, its epoch, and the znode's version."""
+
+    leader: int
+    leaderEpoch: int
+    zkVersion: int
+
+
+class ZooKeeper(NamedTuple):
+    controller: int
+    """The broker id in the ephemeral /controller node, or NONE."""
+    controllerEpoch: int
+    """/controller_epoch. Its zkVersion moves with it (one setData per election), so one number is both."""
+    brokerEpochs: tuple[int, ...]
+    """The czxid of each /brokers/ids/<id> node, or 0 when the node is absent (session gone)."""
+    partition: PartitionState
+
+
+class Broker(NamedTuple):
+    session: bool
+    """It has a live ZooKeeper session (the first, or the one ZooKeeperClient opened after an expiry)."""
+    brokerEpoch: int
+    """The czxid of the registration this incarnation made (KIP-380)."""
+    lastSeenControllerEpoch: int
+    """ReplicaManager.controllerEpoch: the newest controller epoch of a request it accepted."""
+    leader: int
+    leaderEpoch: int
+    """The partition state it applied from a LeaderAndIsr request."""
+    isController: bool
+    """It believes it is the controller (true for a zombie too, until it resigns)."""
+    controllerEpoch: int
+    """The epoch it was elected in, and the /controller_epoch version its writes expect."""
+    liveBrokerEpochs: tuple[int, ...]
+    """The controller's cache of /brokers/ids: each broker's epoch, or 0 if it is thought dead."""
+    cachedPartition: PartitionState
+    """The controller's cache of the partition state, with the zkVersion it read."""
+
+
+class LeaderAndIsr(NamedTuple):
+    """A control request in flight from a controller to one broker."""
+
+    controllerEpoch: int
+    broker: int
+    brokerEpoch: int
+    """The epoch of the incarnation the controller addressed. Sent on the wire only with KIP-380;
+    kept here either way, so the properties can tell which incarnation a request was meant for."""
+    leader: int
+    leaderEpoch: int
+
+
+class ZkControllerState(NamedTuple):
+    zk: ZooKeeper
+    brokers: tuple[Broker, ...]
+    requests: frozenset[LeaderAndIsr]
+    """Control requests sent and not yet handled, delivered in any order."""
+    nextCzxid: int
+    """ZooKeeper's next zxid as seen by broker registrations: every new /brokers/ids node gets a larger one."""
+    sessionExpiries: int
+    restarts: int
+
+
+ACTION_ARGS = {
+    "Elect": ("broker",),
+    "ZkSessionExpire": ("broker",),
+    "ZkReconnect": ("broker",),
+    "RegisterBrokerAndReelect": ("broker",),
+    "BrokerRestart": ("broker",),
+    "BrokerChange": ("controller",),
+    "ElectLeader": ("controller", "leader"),
+    "HandleLeaderAndIsr": ("broker", "controllerEpoch", "brokerEpoch", "leaderEpoch"),
+}
+"""Every action of the model and the names of its arguments."""
+
+HANDLE_OUTCOMES = ("applied", "ignored", "STALE_CONTROLLER_EPOCH", "STALE_BROKER_EPOCH")
+
+
+@dataclass(frozen=True)
+class ZkControllerConfig:
+    brokers: int = param(2, "how many brokers (each holds a replica of the one partition)", min=2, max=4)
+    max_controller_epoch: int = param(2, "controller elections stop at this /controller_epoch", min=1, max=5)
+    max_leader_epoch: int = param(1, "partition leader elections stop at this leader epoch", min=0, max=5)
+    max_session_expiries: int = param(1, "how many ZooKeeper sessions may expire in all", min=0, max=3)
+    max_restarts: int = param(1, "how many times brokers may bounce in all", min=0, max=3)
+    conditional_writes: bool = param(True, "KAFKA-6082: metadata writes check the /controller_epoch zkVersion")
+    broker_epochs: bool = param(True, "KIP-380: brokers reject requests meant for an earlier incarnation")
+    controller_epoch_check: bool = param(True, "brokers reject requests from an older controller epoch")
+    bounced_broker_detection: bool = param(
+        True, "KAFKA-1120 (with KIP-380): processBrokerChange treats a broker whose epoch changed as bounced"
+    )
+
+
+PRESETS = {
+    "kip-380": Preset.of(
+        "Kafka 2.2 to 3.x in ZooKeeper mode: conditional writes and broker epochs",
+        {
+            "OneControllerPerEpoch": "holds",
+            "OnlyNewestControllerWrites": "holds",
+            "NoStaleControllerEpochApplied": "holds",
+            "NoRequestForEarlierIncarnation": "holds",
+            "LeaderEpochsOnlyIncrease": "holds",
+            "EveryBrokerGetsItsState": "holds",
+        },
+    ),
+    "pre-kafka-1120": Preset.of(
+        "KIP-380's broker epochs without the controller's bounce detection: a fast bounce is missed",
+        {"EveryBrokerGetsItsState": "violated"},
+        bounced_broker_detection=False,
+    ),
+    "pre-kip-380": Preset.of(
+        "Kafka 1.1 to 2.1: conditional writes, no broker epochs, bounces missed",
+        {"NoRequestForEarlierIncarnation": "violated", "EveryBrokerGetsItsState": "violated"},
+        broker_epochs=False,
+        bounced_broker_detection=False,
+    ),
+    "pre-kafka-6082": Preset.of(
+        "Kafka 1.0 and before: a zombie controller's metadata writes succeed",
+        {"OnlyNewestControllerWrites": "violated", "NoRequestForEarlierIncarnation": "violated"},
+        conditional_writes=False,
+        broker_epochs=False,
+        bounced_broker_detection=False,
+    ),
+}
+
+
+class ZkControllerModel(Model):
+    name = "zk-controller"
+    description = "the ZooKeeper-era controller: election, /controller_epoch, zombie fencing, broker epochs"
+    Config = ZkControllerConfig
+    presets = PRESETS
+    default_preset = "kip-380"
+    spec_modules = ("kmc.specs.zk_controller",)
+    fairness = (
+        WF("Elect"),
+        WF("ZkReconnect", each=True),
+        WF("RegisterBrokerAndReelect", each=True),
+        WF("BrokerChange", each=True),
+        WF("HandleLeaderAndIsr", each=True),
+    )
+    """The controller's reactions and the delivery of requests happen if they stay enabled; session
+    expiries, bounces and leadership moves (``ElectLeader``) need not."""
+
+    config: ZkControllerConfig
+
+    def __init__(self, config: ZkControllerConfig | None = None) -> None:
+        super().__init__(config)
+        self.broker_ids = tuple(range(self.config.brokers))
+
+    def init_states(self) -> list[ZkControllerState]:
+        """Every broker up and registered (czxids 1..n); no controller yet; the partition not yet online."""
+        n = self.config.brokers
+        epochs = tuple(range(1, n + 1))
+        unknown = PartitionState(NONE, NO_EPOCH, 0)
+        brokers = tuple(
+            Broker(True, epochs[b], INITIAL_CONTROLLER_EPOCH, NONE, NO_EPOCH, False, 0, (0,) * n, unknown)
+            for b in self.broker_ids
+        )
+        zk = ZooKeeper(NONE, INITIAL_CONTROLLER_EPOCH, epochs, unknown)
+        return [ZkControllerState(zk, brokers, frozenset(), n + 1, 0, 0)]
+
+    def successors(self, s: ZkControllerState) -> list[tuple[Action, ZkControllerState]]:
+        out: list[tuple[Action, ZkControllerState]] = []
+        for b in self.broker_ids:
+            for step in (
+                self._elect,
+                self._session_expire,
+                self._reconnect,
+                self._register_and_reelect,
+                self._restart,
+                self._broker_change,
+            ):
+                step(s, b, out)
+            self._elect_leader(s, b, out)
+        self._handle_requests(s, out)
+        return out
+
+    # -- ZooKeeper and sessions ----------------------------------------------------------------
+    def _elect(self, s: ZkControllerState, b: int, out: list) -> None:
+        """KafkaController.elect: /controller absent, so create it and bump /controller_epoch in one multi-op."""
+        broker, zk = s.brokers[b], s.zk
+        if not broker.session or zk.brokerEpochs[b] == 0 or broker.isController or zk.controller != NONE:
+            return
+        if zk.controllerEpoch >= self.config.max_controller_epoch:
+            return
+        epoch = zk.controllerEpoch + 1
+        new_zk = zk._replace(controller=b, controllerEpoch=epoch)
+        # onControllerFailover: read the live brokers and the partition state into the context, and
+        # send that state to every live broker (UpdateMetadata, and LeaderAndIsr for online replicas).
+        elected = broker._replace(
+            isController=True, controllerEpoch=epoch, liveBrokerEpochs=zk.brokerEpochs, cachedPartition=zk.partition
+        )
+        sent = _state_requests(elected, [(t, e) for t, e in enumerate(zk.brokerEpochs) if e != 0])
+        nxt = s._replace(zk=new_zk, brokers=put(s.brokers, b, elected), requests=s.requests | sent)
+        out.append((Action("Elect", broker=b), nxt))
+
+    def _session_expire(self, s: ZkControllerState, b: int, out: list) -> None:
+        """ZooKeeper expires the session: it deletes /brokers/ids/<b> and, if b holds it, /controller.
+        The broker does not know yet: if it was controller, it is now a zombie."""
+        broker = s.brokers[b]
+        if not broker.session or s.sessionExpiries >= self.config.max_session_expiries:
+            return
+        zk = s.zk
+        new_zk = zk._replace(
+            controller=NONE if zk.controller == b else zk.controller, brokerEpochs=put(zk.brokerEpochs, b, 0)
+        )
+        out.append(
+            (
+                Action("ZkSessionExpire", broker=b),
+                s._replace(
+                    zk=new_zk,
+                    brokers=put(s.brokers, b, broker._replace(session=False)),
+                    sessionExpiries=s.sessionExpiries + 1,
+                ),
+            )
+        )
+
+    def _reconnect(self, s: ZkControllerState, b: int, out: list) -> None:
+        """ZooKeeperClient opens a new session on its own. The broker's reaction (re-register, resign,
+        re-elect) waits in the controller's event queue, so a controller that had expired keeps acting
+        through the new session: the zombie of KAFKA-6082."""
+        broker = s.brokers[b]
+        if broker.session:
+            return
+        renewed = broker._replace(session=True)
+        out.append((Action("ZkReconnect", broker=b), s._replace(brokers=put(s.brokers, b, renewed))))
+
+    def _register_and_reelect(self, s: ZkControllerState, b: int, out: list) -> None:
+        """KafkaController.RegisterBrokerAndReelect: resign if controller, register /brokers/ids/<b> again
+        with a new czxid; an election follows as Elect."""
+        broker = s.brokers[b]
+        if not broker.session or s.zk.brokerEpochs[b] != 0:
+            return
+        czxid = s.nextCzxid
+        renewed = broker._replace(brokerEpoch=czxid, isController=False)
+        out.append(
+            (
+                Action("RegisterBrokerAndReelect", broker=b),
+                s._replace(
+                    zk=s.zk._replace(brokerEpochs=put(s.zk.brokerEpochs, b, czxid)),
+                    brokers=put(s.brokers, b, renewed),
+                    nextCzxid=czxid + 1,
+                ),
+            )
+        )
+
+    def _restart(self, s: ZkControllerState, b: int, out: list) -> None:
+        """A bounce: the process dies and comes back before anyone acts on it. ZooKeeper drops the old
+        session's nodes, the new incarnation registers with a new czxid and remembers nothing."""
+        if s.restarts >= self.config.max_restarts:
+            return
+        zk, czxid = s.zk, s.nextCzxid
+        new_zk = zk._replace(
+            controller=NONE if zk.controller == b else zk.controller, brokerEpochs=put(zk.brokerEpochs, b, czxid)
+        )
+        unknown = PartitionState(NONE, NO_EPOCH, 0)
+        fresh = Broker(True, czxid, INITIAL_CONTROLLER_EPOCH, NONE, NO_EPOCH, False, 0, (0,) * len(s.brokers), unknown)
+        out.append(
+            (
+                Action("BrokerRestart", broker=b),
+                s._replace(zk=new_zk, brokers=put(s.brokers, b, fresh), nextCzxid=czxid + 1, restarts=s.restarts + 1),
+            )
+        )
+
+    # -- the controller ------------------------------------------------------------------------
+    def _broker_change(self, s: ZkControllerState, c: int, out: list) -> None:
+        """processBrokerChange: the /brokers/ids watch fires and the controller re-reads the live
+        brokers and their epochs. A new broker is started (``onBrokerStartup``: it is sent the
+        partition state), a dead one failed (what was queued for it is dropped). A broker that
+        bounced before the watch was processed has the same id and a larger czxid: with
+        ``bounced_broker_detection`` it is failed and started again; without, the id set looks
+        unchanged and nothing happens to it. A zombie gets no watches."""
+        broker = s.brokers[c]
+        if not broker.isController or not broker.session:
+            return
+        seen = list(broker.liveBrokerEpochs)
+        dropped, started = set(), []
+        for t, (known, current) in enumerate(zip(broker.liveBrokerEpochs, s.zk.brokerEpochs, strict=True)):
+            if known == current:
+                continue
+            if current == 0:  # dead
+                dropped.add(t)
+            elif known == 0:  # new
+                started.append((t, current))
+            elif not self.config.bounced_broker_detection:
+                continue  # bounced, and missed: the same id is still there
+            else:  # bounced
+                dropped.add(t)
+                started.append((t, current))
+            seen[t] = current
+        if tuple(seen) == broker.liveBrokerEpochs:
+            return
+        updated = broker._replace(liveBrokerEpochs=tuple(seen))
+        kept = frozenset(
+            r for r in s.requests if not (r.controllerEpoch == broker.controllerEpoch and r.broker in dropped)
+        )
+        nxt = s._replace(brokers=put(s.brokers, c, updated), requests=kept | _state_requests(updated, started))
+        out.append((Action("BrokerChange", controller=c), nxt))
+
+    def _elect_leader(self, s: ZkControllerState, c: int, out: list) -> None:
+        """The controller moves the partition's leadership -- a failed leader, a preferred-replica election
+        or a reassignment -- by writing the partition state, then sends LeaderAndIsr to every live broker.
+
+        The write is conditional on the partition znode's version (always) and, with KAFKA-6082, on the
+        /controller_epoch version: the first failure makes the controller re-read the partition, the
+        second makes it resign (``ControllerMovedException``)."""
+        broker, zk = s.brokers[c], s.zk
+        if not broker.isController or not broker.session:
+            return
+        cached = broker.cachedPartition
+        if cached.leaderEpoch >= self.config.max_leader_epoch:
+            return
+        for leader, epoch in enumerate(broker.liveBrokerEpochs):
+            if epoch == 0 or leader == cached.leader:
+                continue
+            action = Action("ElectLeader", controller=c, leader=leader)
+            if self.config.conditional_writes and broker.controllerEpoch != zk.controllerEpoch:
+                resigned = broker._replace(isController=False)
+                out.append((action, s._replace(brokers=put(s.brokers, c, resigned))))
+                continue
+            if cached.zkVersion != zk.partition.zkVersion:
+                refreshed = broker._replace(cachedPartition=zk.partition)
+                out.append((action, s._replace(brokers=put(s.brokers, c, refreshed))))
+                continue
+            written = PartitionState(leader, cached.leaderEpoch + 1, cached.zkVersion + 1)
+            sent = frozenset(
+                LeaderAndIsr(broker.controllerEpoch, target, target_epoch, leader, written.leaderEpoch)
+                for target, target_epoch in enumerate(broker.liveBrokerEpochs)
+                if target_epoch != 0
+            )
+            controller = broker._replace(cachedPartition=written)
+            out.append(
+                (
+                    action,
+                    s._replace(
+                        zk=zk._replace(partition=written),
+                        brokers=put(s.brokers, c, controller),
+                        requests=s.requests | sent,
+                    ),
+                )
+            )
+
+    # -- brokers -------------------------------------------------------------------------------
+    def handle_outcome(self, broker: Broker, request: LeaderAndIsr) -> str:
+        """What KafkaApis and ReplicaManager.becomeLeaderOrFollower do with the request: one of HANDLE_OUTCOMES."""
+        if self.config.broker_epochs and request.brokerEpoch < broker.brokerEpoch:
+            return "STALE_BROKER_EPOCH"
+        if self.config.controller_epoch_check and request.controllerEpoch < broker.lastSeenControllerEpoch:
+            return "STALE_CONTROLLER_EPOCH"
+        if request.leaderEpoch <= broker.leaderEpoch:
+            return "ignored"  # a lower epoch is rejected, an equal one ignored (ZooKeeper mode)
+        return "applied"
+
+    def _handle_requests(self, s: ZkControllerState, out: list) -> None:
+        for request in sorted(s.requests):
+            b = request.broker
+            broker = s.brokers[b]
+            outcome = self.handle_outcome(broker, request)
+            if outcome in ("applied", "ignored"):
+                broker = broker._replace(
+                    lastSeenControllerEpoch=max(broker.lastSeenControllerEpoch, request.controllerEpoch)
+                )
+            if outcome == "applied":
+                broker = broker._replace(leader=request.leader, leaderEpoch=request.leaderEpoch)
+            action = Action(
+                "HandleLeaderAndIsr",
+                broker=b,
+                controllerEpoch=request.controllerEpoch,
+                brokerEpoch=request.brokerEpoch,
+                leaderEpoch=request.leaderEpoch,
+            )
+            out.append((action, s._replace(brokers=put(s.brokers, b, broker), requests=s.requests - {request})))
+
+    def symbolic(self) -> Any:
+        from kmc.models.zk_controller.symbolic import ZkControllerEncoding
+
+        return ZkControllerEncoding(self)
+
+    def drawing(self) -> ZkControllerDrawing:
+        return ZkControllerDrawing(self.config.brokers)
+
+
+def _state_requests(controller: Broker, targets: list[tuple[int, int]]) -> frozenset[LeaderAndIsr]:
+    """The partition state the controller holds, sent to each (broker, broker epoch); nothing while
+    the partition has never been written."""
+    state = controller.cachedPartition
+    if state.leaderEpoch == NO_EPOCH:
+        return frozenset()
+    return frozenset(
+        LeaderAndIsr(controller.controllerEpoch, t, epoch, state.leader, state.leaderEpoch) for t, epoch in targets
+    )
+
+
+class ZkControllerDrawing(Drawing):
+    """Lanes: ZooKeeper and one per broker. Tables: the znodes, and every broker's view."""
+
+    def __init__(self, brokers: int) -> None:
+        self.brokers = [f"broker {b}" for b in range(brokers)]
+
+    def lanes(self) -> list[str]:
+        return ["ZooKeeper", *self.brokers]
+
+    def arrow(self, action: Action, before: ZkControllerState, after: ZkControllerState) -> Arrow:
+        args, name = action.args, action.name
+        if name in ("Elect", "ZkReconnect", "RegisterBrokerAndReelect", "BrokerChange"):
+            who = args.get("broker", args.get("controller"))
+            note = {
+                "Elect": "create /controller",
+                "ZkReconnect": "new session",
+                "RegisterBrokerAndReelect": "resign, register",
+                "BrokerChange": "read /brokers/ids",
+            }[name]
+            return Arrow(self.brokers[who], ("ZooKeeper",), note)
+        if name == "ZkSessionExpire":
+            return Arrow("ZooKeeper", (self.brokers[args["broker"]],), "session expired")
+        if name == "BrokerRestart":
+            return Arrow(self.brokers[args["broker"]], ("ZooKeeper",), "restart, register")
+        if name == "ElectLeader":
+            c = args["controller"]
+            sent = sorted({r.broker for r in after.requests - before.requests})
+            if after.zk.partition != before.zk.partition:
+                return Arrow(
+                    self.brokers[c],
+                    ("ZooKeeper", *(self.brokers[t] for t in sent if t != c)),
+                    f"leader {args['leader']}, epoch {after.zk.partition.leaderEpoch}",
+                )
+            return Arrow(self.brokers[c], ("ZooKeeper",), "write fails")
+        b = args["broker"]
+        return Arrow(self.brokers[b], (), f"LeaderAndIsr(c{args['controllerEpoch']}, e{args['leaderEpoch']})")
+
+    def tables(self, state: ZkControllerState) -> list[Table]:
+        zk = state.zk
+        part = zk.partition
+        written = f"leader {part.leader}, epoch {part.leaderEpoch}, v{part.zkVersion}"
+        znodes = Table(
+            "ZooKeeper",
+            ["/controller", "/controller_epoch", "/brokers/ids (czxid)", "partition state"],
+            [[
+                "-" if zk.controller == NONE else f"broker {zk.controller}",
+                str(zk.controllerEpoch),
+                " ".join(f"{b}:{e}" for b, e in enumerate(zk.brokerEpochs) if e) or "-",
+                "-" if part.leaderEpoch == NO_EPOCH else written,
+            ]],
+        )  # fmt: skip
+        rows = []
+        for b, broker in enumerate(state.brokers):
+            role = f"controller e{broker.controllerEpoch}" if broker.isController else "-"
+            applied = "-" if broker.leaderEpoch == NO_EPOCH else f"leader {broker.leader}, epoch {broker.leaderEpoch}"
+            inbox = sorted(r for r in state.requests if r.broker == b)
+            rows.append([
+                f"broker {b}",
+                "alive" if broker.session else "expired",
+                str(broker.brokerEpoch),
+                role,
+                str(broker.lastSeenControllerEpoch),
+                applied,
+                " ".join(f"c{r.controllerEpoch}/b{r.brokerEpoch}/e{r.leaderEpoch}" for r in inbox) or "-",
+            ])  # fmt: skip
+        brokers = Table(
+            "brokers (requests = controller epoch / broker epoch / leader epoch)",
+            ["", "session", "broker epoch", "role", "seen controller epoch", "partition", "requests"],
+            rows,
+        )
+        return [znodes, brokers]
