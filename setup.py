@@ -32,8 +32,8 @@ def twin(model: str) -> Extension:
 
 
 EXTENSIONS = [
-    Extension("kmc.checker._canonical", ["checker/_canonical.c"], optional=True),
-    Extension("kmc.checker._counts", ["checker/_counts.c"], optional=True),
+    Extension("kmc.checker.storage._canonical", ["checker/storage/_c/canonical.c"], optional=True),
+    Extension("kmc.checker.search._counts", ["checker/search/_c/counts.c"], optional=True),
     *(twin(model) for model in TWINS),
 ]
 

@@ -17,8 +17,8 @@ import json
 import time
 from pathlib import Path
 
-from kmc.checker.bfs import BfsOptions
-from kmc.checker.conformance import ConformJob, conform_table
+from kmc.checker.conformance.run import ConformJob, conform_table
+from kmc.checker.engines.bfs import BfsOptions
 
 ROWS: list[tuple[str, str | None, dict[str, str]]] = [
     ("assignors", None, {"table": "exhaustive"}),

@@ -61,30 +61,18 @@ print(json.dumps(sorted(p.name for p in model_properties(cls) if p.kind in ("inv
 
 
 def base_tree(commit: str) -> Path:
-    """A worktree of `commit` laid out as an importable `kmc` package, with its C extension."""
+    """`commit` installed (with its C extensions, built as its own setup.py says) into a folder of
+    its own, to be put on PYTHONPATH: the toolkit of any commit, whatever its layout."""
     sha = subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout.strip()  # fmt: skip
     work = Path(tempfile.gettempdir()) / f"kmc-bench-base-{sha}"
     if not (work / "checker").is_dir():
         subprocess.run(["git", "worktree", "add", "--detach", str(work), sha], cwd=ROOT, check=True,
                        capture_output=True)  # fmt: skip
-    root = work / "_importable"
-    pkg = root / "kmc"
-    if not pkg.is_dir():
-        pkg.mkdir(parents=True)
-        (pkg / "__init__.py").write_text("")
-        for name in ("checker", "models", "specs", "oracles"):
-            if (work / name).is_dir():
-                (pkg / name).symlink_to(work / name)
-        build = work / "_build"
-        build.mkdir(exist_ok=True)
-        source = work / "checker" / "_canonical.c"
-        script = ("from setuptools import setup, Extension; "
-                  f"setup(name='base', ext_modules=[Extension('_canonical', [{str(source)!r}])], "
-                  f"script_args=['-q', 'build_ext', '--build-lib', {str(build)!r}])")  # fmt: skip
-        subprocess.run([sys.executable, "-c", script], cwd=build, check=True, capture_output=True)
-        for so in build.glob("_canonical*.so"):
-            (work / "checker" / so.name).write_bytes(so.read_bytes())
+    root = work / "_installed"
+    if not (root / "kmc").is_dir():
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(root), str(work)],
+                       check=True, capture_output=True)  # fmt: skip
     return root
 
 

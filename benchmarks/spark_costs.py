@@ -21,11 +21,11 @@ import json
 import pickle
 import time
 
-from kmc.checker.bfs import expand
-from kmc.checker.checkpoint import interned as _interned
+from kmc.checker.engines.bfs import expand
 from kmc.checker.registry import load_model_class
+from kmc.checker.storage.checkpoint import interned as _interned
 
-fp_module = importlib.import_module("kmc.checker.fingerprint")
+fp_module = importlib.import_module("kmc.checker.storage.fingerprint")
 fingerprint = fp_module.fingerprint
 
 

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from kmc.checker.spark_cluster import LocalCluster
+from kmc.checker.engines.spark.cluster import LocalCluster
 
 HERE = Path(__file__).resolve().parent
 CASES = {

@@ -1,16 +1,16 @@
 """kmc.checker: the engine. It knows nothing about Kafka; models and specs import it."""
 
-from .bfs import BfsOptions, bfs
-from .engine import Engine, EngineTask, SearchBounds
-from .errors import UserError
-from .fingerprint import canonical_bytes, fingerprint
-from .liveness import SF, WF, Fairness
-from .model import Action, Model, Preset, param
-from .observe import Coverage, SearchObserver
-from .properties import Property, PropertySet, eventually, invariant, leads_to, step
-from .result import CheckResult, Stats, Status, Trace, Violation
-from .runner import Check
-from .simulation import SimulationOptions, simulate
+from kmc.checker.engines.api import Engine, EngineTask, SearchBounds
+from kmc.checker.engines.bfs import BfsOptions, bfs
+from kmc.checker.engines.simulate import SimulationOptions, simulate
+from kmc.checker.errors import UserError
+from kmc.checker.model import Action, Model, Preset, param
+from kmc.checker.properties import Property, PropertySet, eventually, invariant, leads_to, lemma, step
+from kmc.checker.result import CheckResult, Stats, Status, Trace, Violation
+from kmc.checker.runner import Check
+from kmc.checker.search.liveness import SF, WF, Fairness
+from kmc.checker.search.observers import Coverage, SearchObserver
+from kmc.checker.storage.fingerprint import canonical_bytes, fingerprint
 
 __all__ = [
     "SF",
@@ -41,6 +41,7 @@ __all__ = [
     "fingerprint",
     "invariant",
     "leads_to",
+    "lemma",
     "param",
     "simulate",
     "step",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Action, State
+from kmc.checker.model import Action, State
 
 
 @dataclass(frozen=True)

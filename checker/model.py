@@ -11,7 +11,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from .errors import UserError
+from kmc.checker.errors import UserError
 
 State = Hashable
 
@@ -207,7 +207,7 @@ class Model:
         return True
 
     def symbolic(self) -> Any:
-        """Optionally a kmc.checker.symbolic.SymbolicEncoding: the same transition system as z3
+        """Optionally a kmc.checker.engines.symbolic.encoding.SymbolicEncoding: the same transition system as z3
         formulas, for the bmc engine and `kmc prove`."""
         return None
 

@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import UserError
+from kmc.checker.errors import UserError
 
 
 def _nearest_existing(path: Path) -> Path:

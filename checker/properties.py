@@ -23,8 +23,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 import xxhash
-
-from .errors import PropertyError, PropertyTypeError, UserError
+from kmc.checker.errors import PropertyError, PropertyTypeError, UserError
 
 Kind = Literal["invariant", "step", "eventually", "leads_to"]
 _MARK = "__kmc_property__"
@@ -192,6 +191,25 @@ def leads_to(trigger: Callable[..., Any], /, *, name: str | None = None) -> Any:
     return lambda fn: _register("leads_to", fn, name, trigger)
 
 
+_LEMMA = "__kmc_lemma__"
+
+
+def lemma(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    """Mark ``fn(enc, frame) -> z3 formula`` as a lemma that `kmc prove --lemmas FILE` can use (a
+    strengthening of the invariant to prove, over the model's symbolic encoding)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(func, _LEMMA, name or func.__name__)
+        return func
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def lemmas_in(module: ModuleType) -> dict[str, Callable[..., Any]]:
+    """The lemmas a module defines, by name."""
+    return {getattr(v, _LEMMA): v for v in vars(module).values() if callable(v) and hasattr(v, _LEMMA)}
+
+
 def properties_of(module: ModuleType) -> list[Property]:
     """The properties a module defines, in definition order."""
     found: list[Property] = []
@@ -301,7 +319,7 @@ class PropertySet:
     steps: list[Property] = field(default_factory=list)
     liveness: list[Property] = field(default_factory=list)
     fairness: list[Any] = field(default_factory=list)
-    """Fairness constraints (kmc.checker.liveness.WF / SF) from the model and the spec files."""
+    """Fairness constraints (kmc.checker.search.liveness.WF / SF) from the model and the spec files."""
     notes: list[str] = field(default_factory=list)
     """What the user should know about the selection, e.g. a spec file redefining a built-in property."""
 

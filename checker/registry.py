@@ -11,9 +11,9 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
-from .errors import UserError
-from .model import Model
-from .properties import load_module
+from kmc.checker.errors import UserError
+from kmc.checker.model import Model
+from kmc.checker.properties import load_module
 
 
 @cache
@@ -78,7 +78,7 @@ def _import_model_module(target: str) -> Any:
 
 @cache
 def registered_oracles() -> dict[str, type]:
-    """Oracles (``kmc.checker.conformance.Oracle`` or ``InputOracle`` classes) by name, from the
+    """Oracles (``kmc.checker.conformance.run.Oracle`` or ``InputOracle`` classes) by name, from the
     ``kmc.oracles`` entry points. Loading one does not start anything (no JVM)."""
     found: dict[str, type] = {}
     for ep in entry_points(group="kmc.oracles"):

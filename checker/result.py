@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Action, State
+from kmc.checker.model import Action, State
 
 
 class Status(enum.Enum):
@@ -89,7 +89,7 @@ class CheckResult:
     interrupted: bool = False
     """Stopped by Ctrl-C: the statistics are those of the part explored."""
     coverage: dict[str, Any] | None = None
-    """Per action [enabled, taken], per property [evaluated, exercised] (kmc.checker.observe.Coverage)."""
+    """Per action [enabled, taken], per property [evaluated, exercised] (kmc.checker.search.observers.Coverage)."""
     vacuity: list[str] = field(default_factory=list)
     """Actions never taken and properties never exercised, one line each."""
 

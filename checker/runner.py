@@ -13,24 +13,23 @@ from pathlib import Path
 from typing import Any
 
 import xxhash
-
-from .engine import EngineTask, SearchBounds, settings_from, split_settings
-from .engines import ENGINES, engine_class  # noqa: F401 - the CLI lists them
-from .errors import NondeterministicModelError, UserError
-from .itf import trace_to_itf, write_trace
-from .liveness import check_liveness
-from .model import Model, check_states
-from .observe import Coverage, GraphRecorder, SearchObserver, declared_actions, vacuity
-from .progress import Progress
-from .properties import PropertySet, select_properties
-from .registry import load_model_class
-from .result import CheckResult, Status
+from kmc.checker.engines import ENGINES, engine_class  # noqa: F401 - the CLI lists them
+from kmc.checker.engines.api import EngineTask, SearchBounds, settings_from, split_settings
+from kmc.checker.errors import NondeterministicModelError, UserError
+from kmc.checker.model import Model, check_states
+from kmc.checker.properties import PropertySet, select_properties
+from kmc.checker.registry import load_model_class
+from kmc.checker.result import CheckResult, Status
+from kmc.checker.search.liveness import check_liveness
+from kmc.checker.search.observers import Coverage, GraphRecorder, SearchObserver, declared_actions, vacuity
+from kmc.checker.search.progress import Progress
+from kmc.checker.traces.itf import trace_to_itf, write_trace
 
 
 @dataclass
 class Check:
     """A check by names: model, preset, config overrides, properties, spec files, engine and its
-    settings (names of kmc.checker.engine.OPTIONS: bounds such as max_states, engine options such
+    settings (names of kmc.checker.engines.api.OPTIONS: bounds such as max_states, engine options such
     as walks). ``run`` validates everything before any work, then runs the engine."""
 
     model_name: str

@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis
-
-from .hypothesis_engine import HypothesisOptions, machine_for, machine_settings
-from .registry import load_model_class
-from .result import CheckResult
-from .runner import Check, vacuity_failures, write_traces
+from kmc.checker.engines.hypothesis import HypothesisOptions, machine_for, machine_settings
+from kmc.checker.registry import load_model_class
+from kmc.checker.result import CheckResult
+from kmc.checker.runner import Check, vacuity_failures, write_traces
 
 
 def hypothesis_test(
@@ -58,7 +57,7 @@ def _run(
     settings: Mapping[str, Any],
     out: str | Path | None,
 ) -> CheckResult:
-    """Settings are named as in kmc.checker.engine.OPTIONS (max_states, seed, walks, ...), as in a suite."""
+    """Settings are named as in kmc.checker.engines.api.OPTIONS (max_states, seed, walks, ...), as in a suite."""
     load_model_class(model)
     result = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
                    engine_name=engine, settings=settings).run()  # fmt: skip

@@ -13,7 +13,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
-from kmc.checker.cli import main  # noqa: E402
+from kmc.checker.cli.app import main  # noqa: E402
 
 
 def default_sigint() -> None:

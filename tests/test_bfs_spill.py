@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kmc.checker import fpset
 from kmc.checker.errors import UserError
-from kmc.checker.fpset import parse_size
-from kmc.checker.progress import NoProgress
 from kmc.checker.result import CheckResult, Status
 from kmc.checker.runner import Check, write_traces
+from kmc.checker.search.progress import NoProgress
+from kmc.checker.storage import fpset
+from kmc.checker.storage.fpset import parse_size
 
 TESTS = Path(__file__).parent
 GRID = f"{TESTS / 'toy_models.py'}:CounterGrid"

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from kmc.checker.cli import main
-from kmc.checker.conformance import conform, conform_table
-from kmc.checker.itf import read_trace
-from kmc.checker.replay import replay
+from kmc.checker.cli.app import main
+from kmc.checker.conformance.run import conform, conform_table
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from toy_models import CounterGrid, GridConfig
 from toy_oracles import BoundOracle, IncrementOracle, SkippingGrid, SquareOracle
 
@@ -113,7 +113,10 @@ def test_without_the_jars_every_oracle_command_says_how_to_get_them(tmp_path: Pa
     env = {**os.environ, "KMC_KAFKA_JARS": str(tmp_path / "none")}
     for args in (["conform", "kraft-replication"], ["conform", "assignors"]):
         done = subprocess.run(
-            [sys.executable, "-m", "kmc.checker.cli", *args, "--no-progress"], capture_output=True, text=True, env=env
+            [sys.executable, "-m", "kmc.checker.cli", *args, "--no-progress"],
+            capture_output=True,
+            text=True,
+            env=env,
         )
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and "make kafka-jars" in done.stderr, done.stderr

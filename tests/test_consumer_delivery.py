@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check, SimulationOptions, simulate
-from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
-from kmc.checker.replay import confirm_violation, replay
 from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import confirm_violation, replay
 from kmc.models.consumer_delivery.model import (
     COMPLETING_REBALANCE,
     EMPTY,

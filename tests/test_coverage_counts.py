@@ -1,13 +1,13 @@
-"""The coverage observer's C counting (checker/_counts.c) against its Python definition."""
+"""The coverage observer's C counting (checker/search/_c/counts.c) against its Python definition."""
 
 from __future__ import annotations
 
 import pytest
-from kmc.checker import observe
 from kmc.checker.extension import c_extension
 from kmc.checker.model import Action
-from kmc.checker.observe import Coverage
 from kmc.checker.runner import Check
+from kmc.checker.search import observers as observe
+from kmc.checker.search.observers import Coverage
 
 needs_c = pytest.mark.skipif(observe._count_actions is None, reason="the C extension was not built")
 
@@ -59,4 +59,4 @@ def test_labels_the_c_does_not_read_are_counted_by_the_python() -> None:
 
 def test_pure_python_leaves_the_counting_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert c_extension("kmc.checker._counts") is None
+    assert c_extension("kmc.checker.search._counts") is None

@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 from conftest import default_sigint
+from kmc.checker.cli.explore import explore
 from kmc.checker.errors import UserError
-from kmc.checker.explore import ExploreServer, make_server, serve_in_thread
-from kmc.checker.explore_cli import explore
-from kmc.checker.itf import format_action, read_trace
-from kmc.checker.replay import confirm_violation, replay
+from kmc.checker.explorer.server import ExploreServer, make_server, serve_in_thread
+from kmc.checker.traces.itf import format_action, read_trace
+from kmc.checker.traces.replay import confirm_violation, replay
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "counterexamples/replication/truncate-to-hw-StrongIsr.itf.json"
@@ -244,7 +244,7 @@ def _explore(*args: str) -> None:
 
 
 def _registered() -> bool:
-    from kmc.checker.cli import app
+    from kmc.checker.cli.app import app
 
     return any(
         c.name == "explore" or (c.name is None and c.callback is not None and c.callback.__name__ == "explore")
@@ -291,7 +291,7 @@ def test_cli_port_in_use(busy_port: int, kmc: Any) -> None:
 
 def test_cli_serves_until_ctrl_c() -> None:
     script = (
-        "import typer; from kmc.checker.explore_cli import explore; "
+        "import typer; from kmc.checker.cli.explore import explore; "
         "app = typer.Typer(add_completion=False); app.command()(explore); app()"
     )
     args = [sys.executable, "-c", script, "replication", "--preset", "truncate-to-hw", str(TRACE), "--port", "0"]

@@ -36,7 +36,7 @@ class Definition(Base):
 def test_c_extension_is_none_for_a_module_not_built_and_under_kmc_pure_python(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     assert c_extension("kmc.checker._no_such_extension") is None
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
-    assert c_extension("kmc.checker._canonical") is None
+    assert c_extension("kmc.checker.storage._canonical") is None
 
 
 def test_keeps_methods_sees_a_change_to_any_method_of_the_class_or_its_bases() -> None:

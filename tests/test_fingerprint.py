@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kmc.checker import fingerprint
-from kmc.checker.fingerprint import ACCELERATED, canonical_bytes
+from kmc.checker.storage.fingerprint import ACCELERATED, canonical_bytes
 
-fingerprint_module = importlib.import_module("kmc.checker.fingerprint")
+fingerprint_module = importlib.import_module("kmc.checker.storage.fingerprint")
 
 
 class Member(NamedTuple):

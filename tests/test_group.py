@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import walk_checking_kept_steps
 from kmc.checker import Check, bfs
-from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
-from kmc.checker.replay import replay
 from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.group.model import (
     ACTION_ARGS,
     ASSIGNOR_FAILED,
@@ -161,7 +161,7 @@ def test_slow_member_processes_a_partition_twice_but_cannot_commit_it() -> None:
 
 def test_every_transition_is_legal_and_every_state_is_reached() -> None:
     """The coordinator only makes ClassicGroupState's transitions, and reaches all five states."""
-    from kmc.checker.bfs import explore_graph
+    from kmc.checker.engines.bfs import explore_graph
 
     graph = explore_graph(GroupModel.build("eager-range"))
     seen = {s.group.state for s in graph}

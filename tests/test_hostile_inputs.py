@@ -1,6 +1,6 @@
 """The hostile-input battery: bad and edge inputs across every command, as a table.
 
-Each case runs the CLI in-process (``kmc.checker.cli.main``) and must end in exit 2 with exactly
+Each case runs the CLI in-process (``kmc.checker.cli.app.main``) and must end in exit 2 with exactly
 one ``kmc: error:`` line on stderr -- or, where the input is valid and the verdict a violation or a
 failed CI entry, exit 1 -- never a traceback and never a "holds". Cases are data: a command line
 with placeholders ({tmp}: the case's directory, {toy}: the toy models file, {trace}: a valid toy
@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 from conftest import default_sigint
-from kmc.checker.cli import main
-from kmc.checker.engine import OPTIONS
+from kmc.checker.cli.app import main
 from kmc.checker.engines import ENGINES
+from kmc.checker.engines.api import OPTIONS
 from kmc.checker.model import config_keys
 from kmc.checker.registry import registered_models
 

@@ -94,7 +94,7 @@ def test_guided_runs_find_the_kip_101_bug_that_random_walks_miss() -> None:
 
 
 def test_shortest_path_among_the_transitions_seen() -> None:
-    from kmc.checker.hypothesis_engine import Explored
+    from kmc.checker.engines.hypothesis import Explored
     from kmc.checker.model import Action
     from kmc.checker.result import Trace
 
@@ -110,7 +110,7 @@ def test_shortest_path_among_the_transitions_seen() -> None:
 def test_shortcut_shortens_a_trace_stretch_by_stretch() -> None:
     """Where a search from the initial states runs out of budget, searches from the trace's own
     states still find the shorter ways: here a jump of five from any multiple of five."""
-    from kmc.checker.hypothesis_engine import Explored
+    from kmc.checker.engines.hypothesis import Explored
     from kmc.checker.model import Action
     from kmc.checker.result import Trace
 

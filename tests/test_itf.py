@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kmc.checker import Action
-from kmc.checker.itf import read_trace, relative_reference, resolve_reference, to_itf, trace_to_itf, write_trace
 from kmc.checker.result import Trace
+from kmc.checker.traces.itf import read_trace, relative_reference, resolve_reference, to_itf, trace_to_itf, write_trace
 
 
 class Member(NamedTuple):

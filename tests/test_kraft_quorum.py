@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import BfsOptions, Check, bfs
-from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
-from kmc.checker.replay import replay
 from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.kraft_quorum.model import (
     CANDIDATE,
     DATA,

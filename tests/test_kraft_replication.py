@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Action, BfsOptions, Check, UserError, bfs
-from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
-from kmc.checker.replay import Replayed, confirm_violation, replay
 from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import Replayed, confirm_violation, replay
 from kmc.models.kraft_replication.model import KraftReplicationModel
 from kmc.models.kraft_replication.state import (
     AWAITING_METADATA,

@@ -11,10 +11,10 @@ import networkx as nx
 import pytest
 from conftest import TESTS
 from kmc.checker import Action, Check
-from kmc.checker.bfs import BfsOptions, ExploredGraph, bfs, explore_rows
-from kmc.checker.liveness import LivenessSearch
-from kmc.checker.observe import GraphRecorder, SearchObserver
+from kmc.checker.engines.bfs import BfsOptions, ExploredGraph, bfs, explore_rows
 from kmc.checker.result import Status
+from kmc.checker.search.liveness import LivenessSearch
+from kmc.checker.search.observers import GraphRecorder, SearchObserver
 
 MUTEX = f"{TESTS / 'toy_models.py'}:LockMutex"
 RING = f"{TESTS / 'toy_models.py'}:Ring"

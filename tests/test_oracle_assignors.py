@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Action
-from kmc.checker.bfs import BfsOptions
-from kmc.checker.conformance import conform, conform_table, write_mismatch_traces
-from kmc.checker.itf import read_trace
-from kmc.checker.replay import replay
+from kmc.checker.conformance.run import conform, conform_table, write_mismatch_traces
+from kmc.checker.engines.bfs import BfsOptions
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.group import assignors
 from kmc.models.group.assignors import Member
 from kmc.models.group.model import GroupModel, GroupState

@@ -6,7 +6,7 @@ import os
 
 import pytest
 from kmc.checker import BfsOptions
-from kmc.checker.conformance import conform
+from kmc.checker.conformance.run import conform
 from kmc.models.group.model import COMPLETING_REBALANCE, EMPTY, GroupModel, GroupState
 
 pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs Kafka's jars and a JDK")

@@ -7,7 +7,7 @@ import os
 
 import pytest
 from kmc.checker import BfsOptions
-from kmc.checker.conformance import conform
+from kmc.checker.conformance.run import conform
 from kmc.models.group_kip848.model import (
     FREE,
     JOIN_EPOCH,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Action
-from kmc.checker.bfs import BfsOptions
-from kmc.checker.conformance import ConformResult, conform
-from kmc.checker.itf import read_trace
-from kmc.checker.replay import replay
+from kmc.checker.conformance.run import ConformResult, conform
+from kmc.checker.engines.bfs import BfsOptions
 from kmc.checker.runner import write_traces
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.kraft_replication.model import KraftReplicationModel
 from kmc.models.kraft_replication.state import Controller, KraftReplicationState
 

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from kmc.checker.bfs import BfsOptions
-from kmc.checker.conformance import ConformResult, conform
-from kmc.checker.itf import read_trace
-from kmc.checker.replay import replay
+from kmc.checker.conformance.run import ConformResult, conform
+from kmc.checker.engines.bfs import BfsOptions
 from kmc.checker.runner import write_traces
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.producer.model import DUPLICATE, OUT_OF_ORDER_SEQUENCE_NUMBER, Batch, ProducerModel, Replica, entry_of
 
 needs_kafka = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="KMC_SKIP_KAFKA=1: no Kafka jars")

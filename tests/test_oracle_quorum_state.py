@@ -6,7 +6,7 @@ import os
 
 import pytest
 from kmc.checker import BfsOptions
-from kmc.checker.conformance import conform
+from kmc.checker.conformance.run import conform
 from kmc.checker.errors import UserError
 from kmc.models.kraft_quorum.model import LEADER, NONE, UNATTACHED, KraftQuorumModel, QuorumState, Record, Voter
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from kmc.checker.conformance import conform
+from kmc.checker.conformance.run import conform
 from kmc.models.transactions.coordinator import PREPARE_COMMIT
 from kmc.models.transactions.model import TransactionsModel, TransactionsState
 

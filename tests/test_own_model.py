@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from kmc.checker import Check
-from kmc.checker.suite import load_suite, run_suite
+from kmc.checker.cli.suite import load_suite, run_suite
 
 EXAMPLES = ROOT / "docs" / "examples"
 ELECTIONS = f"{EXAMPLES / 'elections.py'}:Elections"

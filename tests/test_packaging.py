@@ -17,7 +17,7 @@ from types import ModuleType
 
 import pytest
 from conftest import ROOT
-from kmc.checker.fingerprint import ACCELERATED
+from kmc.checker.storage.fingerprint import ACCELERATED
 
 CI_DOC = ROOT / "docs" / "ci.md"
 
@@ -26,7 +26,7 @@ def test_the_distribution_name_is_ours() -> None:
     """`kmc` on PyPI is another project: the distribution is named so that `pip install NAME` cannot fetch it."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == "kafka-model-checker"
-    assert project["scripts"] == {"kmc": "kmc.checker.cli:main"}
+    assert project["scripts"] == {"kmc": "kmc.checker.cli.app:main"}
 
 
 def test_wheel_holds_only_the_kmc_package(tmp_path: Path) -> None:
@@ -40,18 +40,29 @@ def test_wheel_holds_only_the_kmc_package(tmp_path: Path) -> None:
     tops = {name.split("/")[0] for name in names}
     assert tops == {"kmc", dist_info}
     for module in (
-        "kmc/checker/bfs.py",
-        "kmc/checker/spark.py",
+        "kmc/checker/engines/bfs.py",
+        "kmc/checker/engines/spark/engine.py",
         "kmc/models/replication/model.py",
         "kmc/specs/replication.py",
     ):
         assert module in names
     if ACCELERATED:  # built here, so built into the wheel too
-        assert any(name.startswith("kmc/checker/_canonical.") for name in names)
+        assert any(name.startswith("kmc/checker/storage/_canonical.") for name in names)
         assert any(name.startswith("kmc/models/replication/_successors.") for name in names)
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert "kmc = kmc.checker.cli:main" in entry_points
+    assert "kmc = kmc.checker.cli.app:main" in entry_points
     assert "replication = kmc.models.replication.model:ReplicationModel" in entry_points
+
+
+def test_every_package_is_installed() -> None:
+    """Every folder of the toolkit with an __init__.py is a package pyproject.toml lists, so none is left
+    out of a wheel (an editable install would find it anyway)."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = set()
+    for name, folder in setuptools["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            found.add(".".join([name, *init.parent.relative_to(ROOT / folder).parts]))
+    assert sorted(found) == sorted(setuptools["packages"])
 
 
 def fenced(text: str, tag: str) -> list[str]:
@@ -92,7 +103,7 @@ def test_the_ci_workflow_runs_on_an_installed_copy(tmp_path: Path) -> None:
         shutil.which("kmc", path=env["PATH"]),
     )
     assert where == (0, str(site / "bin" / "kmc"))
-    probe = "import kmc.checker.cli as cli, kmc.models.replication.model as m; print(cli.__file__, m.__file__)"
+    probe = "import kmc.checker.cli.app as cli, kmc.models.replication.model as m; print(cli.__file__, m.__file__)"
     imported = subprocess.run(
         [sys.executable, "-c", probe], cwd=repo, env=env, capture_output=True, text=True, check=True
     ).stdout.split()
@@ -133,6 +144,6 @@ def test_every_c_extension_is_built_where_a_compiler_is() -> None:
     if shutil.which(compiler.split()[0]) is None:
         pytest.skip("no C compiler here: every extension falls back to its Python")
     modules = [extension.name for extension in setup_py().EXTENSIONS]
-    assert "kmc.checker._canonical" in modules and "kmc.checker._counts" in modules
+    assert "kmc.checker.storage._canonical" in modules and "kmc.checker.search._counts" in modules
     for module in modules:
         importlib.import_module(module)  # ImportError: it did not build

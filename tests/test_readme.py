@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from kmc.checker.cli import main
+from kmc.checker.cli.app import main
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, TESTS
-from kmc.checker.itf import read_trace, trace_to_itf, write_trace
-from kmc.checker.render import chart_dot, msc_dot, run_dot
-from kmc.checker.replay import replay
 from kmc.checker.result import Trace
+from kmc.checker.traces.chart import chart_dot, msc_dot, run_dot
+from kmc.checker.traces.itf import read_trace, trace_to_itf, write_trace
+from kmc.checker.traces.replay import replay
 
 TRACES = sorted((ROOT / "counterexamples").glob("*/*.itf.json"))
 TRUNCATE = ROOT / "counterexamples" / "replication" / "truncate-to-hw-StrongIsr.itf.json"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import BfsOptions, bfs
-from kmc.checker.bfs import explore_graph
-from kmc.checker.itf import read_trace
+from kmc.checker.engines.bfs import explore_graph
 from kmc.checker.properties import PropertySet, select_properties
-from kmc.checker.replay import replay
 from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.replication.model import ReplicationModel, _permute
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 def test_checked_in_counterexamples_are_current_shortest_traces() -> None:
     """Regenerating each stored counterexample gives the same trace, state for state."""
-    from kmc.checker.itf import trace_to_itf
+    from kmc.checker.traces.itf import trace_to_itf
 
     for trace in TRACES:
         doc = read_trace(trace)

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from kmc.checker.cli import main
-from kmc.checker.itf import read_trace
+from kmc.checker.cli.app import main
 from kmc.checker.properties import select_properties
 from kmc.checker.registry import load_model_class
+from kmc.checker.traces.itf import read_trace
 
 OUT = ROOT / "kmc-out/report"
 DOCS = ROOT / "docs"

@@ -16,11 +16,11 @@ from conftest import ROOT, TESTS
 from hypothesis import given
 from hypothesis import strategies as st
 from kmc.checker import Check
+from kmc.checker.engines.spark.engine import spark_context
 from kmc.checker.errors import UserError
 from kmc.checker.properties import model_properties
 from kmc.checker.registry import load_model_class
 from kmc.checker.result import CheckResult, Status
-from kmc.checker.spark import spark_context
 
 LIVENESS = ("eventually", "leads_to")
 
@@ -284,7 +284,7 @@ def test_a_damaged_or_foreign_checkpoint_is_never_unpickled(sc, tmp_path: Path) 
 
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=8))
 def test_balancing_moves_even_out_the_frontiers(counts: list[int]) -> None:
-    from kmc.checker.spark import BALANCE_SLACK, _balancing_moves
+    from kmc.checker.engines.spark.engine import BALANCE_SLACK, _balancing_moves
 
     share = -(-sum(counts) // len(counts))
     keep = share + int(share * BALANCE_SLACK)
@@ -299,7 +299,7 @@ def test_balancing_moves_even_out_the_frontiers(counts: list[int]) -> None:
 
 
 def test_balancing_moves_examples() -> None:
-    from kmc.checker.spark import _balancing_moves
+    from kmc.checker.engines.spark.engine import _balancing_moves
 
     assert _balancing_moves([10, 0]) == [(0, 1, 5)]
     assert _balancing_moves([0, 0, 9]) == [(2, 0, 3), (2, 1, 3)]
@@ -314,7 +314,7 @@ class Fields(NamedTuple):
 
 
 def test_frontier_files_share_equal_fields_without_changing_them() -> None:
-    from kmc.checker.checkpoint import interned as _interned
+    from kmc.checker.storage.checkpoint import interned as _interned
 
     logs = [tuple([1, 2]) for _ in range(3)]  # equal, not identical
     states = [Fields(logs[0], 1, frozenset({0})), Fields(logs[1], True, frozenset({0})), Fields(logs[2], 0, {0})]

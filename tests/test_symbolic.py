@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check
-from kmc.checker.bfs import explore
-from kmc.checker.induction import prove_property
+from kmc.checker.engines.bfs import explore
+from kmc.checker.engines.symbolic.encoding import StepComparer, steps_from_anywhere
+from kmc.checker.engines.symbolic.induction import prove_property
 from kmc.checker.result import Status
-from kmc.checker.symbolic import StepComparer, steps_from_anywhere
 from kmc.models.replication.model import ReplicationModel
 from kmc.models.zk_controller.model import LeaderAndIsr, PartitionState, ZkControllerModel
 
@@ -146,9 +146,7 @@ def test_prove_cli(kmc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     code, _, err = kmc("prove", "zk-controller", "-i", "NoSuchThing")
     assert code == 2 and "no symbolic form of NoSuchThing" in err
     user = tmp_path / "lemmas.py"
-    user.write_text(
-        "from kmc.checker.induction import lemma\n@lemma\ndef Mine(enc, v):\n    return v.zkControllerEpoch >= 0\n"
-    )
+    user.write_text("from kmc.checker import lemma\n@lemma\ndef Mine(enc, v):\n    return v.zkControllerEpoch >= 0\n")
     code, out, _ = kmc("prove", "zk-controller", "-i", "Mine", "--lemmas", user, "--json")
     assert code == 0 and json.loads(out)["verdict"] == "proven"
     (tmp_path / "empty.py").write_text("x = 1\n")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check, bfs
-from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
-from kmc.checker.replay import replay
 from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.transactions import coordinator as tc
 from kmc.models.transactions.log import aborted_index, read_committed
 from kmc.models.transactions.model import TransactionsModel

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check, bfs
-from kmc.checker.itf import read_trace
 from kmc.checker.properties import select_properties
-from kmc.checker.replay import replay
 from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.models.zk_controller.model import NO_EPOCH, LeaderAndIsr, ZkControllerModel
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kmc.checker.bfs import bounds_check
+from kmc.checker.engines.bfs import bounds_check
 from kmc.checker.model import Model
 
 

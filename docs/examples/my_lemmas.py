@@ -1,5 +1,5 @@
 # my_lemmas.py
-from kmc.checker.induction import lemma
+from kmc.checker import lemma
 
 
 @lemma

@@ -35,7 +35,7 @@ from typing import Literal
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table
-from kmc.checker.liveness import WF
+from kmc.checker.search.liveness import WF
 from kmc.models.consumer_delivery.group import (
     COMPLETING_REBALANCE,
     EMPTY,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from kmc.checker import Action, Model
 from kmc.checker.extension import SuccessorsInC
-from kmc.checker.liveness import WF
+from kmc.checker.search.liveness import WF
 from kmc.models.group.client import ClientSide
 from kmc.models.group.config import ACTION_ARGS, PRESETS, GroupConfig
 from kmc.models.group.coordinator import CoordinatorSide

@@ -28,7 +28,7 @@ from typing import Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
-from kmc.checker.liveness import WF
+from kmc.checker.search.liveness import WF
 from kmc.models.group.assignors import Member, assign
 from kmc.models.group.model import fresh_member_id
 

@@ -57,7 +57,7 @@ from typing import Any
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.checker.extension import SuccessorsInC
-from kmc.checker.liveness import WF
+from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import least_renaming, put
 from kmc.models.kraft_quorum.state import (
     CANDIDATE,

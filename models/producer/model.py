@@ -43,7 +43,7 @@ from typing import Literal, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
-from kmc.checker.liveness import WF
+from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import put
 from kmc.models.producer.broker import (
     DUPLICATE,

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import z3
 from kmc.checker import Action
-from kmc.checker.symbolic import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
+from kmc.checker.engines.symbolic.encoding import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
 from kmc.models.replication.model import (
     ACTION_ARGS,
     NO_LEADER,

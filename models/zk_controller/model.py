@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 from kmc.checker import Action, Model, Preset, param
 from kmc.checker.drawing import Arrow, Drawing, Table
-from kmc.checker.liveness import WF
+from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import put
 
 NONE = -1

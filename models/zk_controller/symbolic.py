@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import z3
 from kmc.checker import Action
-from kmc.checker.symbolic import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
+from kmc.checker.engines.symbolic.encoding import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
 from kmc.models.zk_controller.model import (
     ACTION_ARGS,
     INITIAL_CONTROLLER_EPOCH,

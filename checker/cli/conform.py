@@ -1,0 +1,198 @@
+"""What `kmc conform` prints and writes: per-oracle counts, mismatches with both answers, JUnit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kmc.checker.cli.junit import Case, write_junit
+from kmc.checker.conformance.run import (
+    ConformJob,
+    ConformResult,
+    InputOracle,
+    Oracle,
+    Tally,
+    conform_table,
+    jsonable,
+    mismatch_json,
+    tally_for,
+    write_mismatch_traces,
+    write_table_mismatches,
+)
+from kmc.checker.errors import UserError
+from kmc.checker.registry import registered_oracles
+from kmc.checker.search.progress import make_progress
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.text import render_text
+
+
+def print_oracles(as_json: bool) -> None:
+    rows = []
+    for name, cls in registered_oracles().items():
+        kind = "table" if issubclass(cls, InputOracle) else "steps"
+        model = getattr(cls, "model_name", "") if issubclass(cls, Oracle) else "(inputs)"
+        rows.append(
+            {"oracle": name, "kind": kind, "model": model, "reference": list(cls.reference), "doc": cls.description}
+        )
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        print(f"{row['oracle']:<20} {row['model']:<18} {', '.join(row['reference'])}")
+        if row["doc"]:
+            print(f"{'':<20} {row['doc']}")
+
+
+def _tally_line(t: Tally, table: bool) -> str:
+    where = f"{t.states:,} cases" if table else f"{t.steps:,} steps" + (f", {t.states:,} states" if t.states else "")
+    return (
+        f"  {t.oracle} ({', '.join(c.rsplit('.', 1)[-1] for c in t.reference)}): {where} compared, "
+        f"{t.comparisons:,} decisions, {t.agreements:,} agree, {t.mismatches:,} mismatch"
+        f"{'' if t.mismatches == 1 else 'es'}, {t.per_second:,.0f} decisions/s"
+    )
+
+
+def _mismatch_lines(t: Tally) -> list[str]:
+    m = t.first_mismatch
+    if m is None:
+        return []
+    lines = [f"  MISMATCH {t.oracle}: {m.question}"]
+    lines.append(f"    ours:  {json.dumps(jsonable(m.ours))}")
+    lines.append(f"    Kafka: {json.dumps(jsonable(m.theirs))}")
+    if m.inputs:
+        lines.append(f"    asked: {json.dumps(jsonable(m.inputs))}")
+    return lines
+
+
+def _cases(tallies: list[Tally], title: str, seconds: float) -> list[Case]:
+    return [
+        Case(
+            name=t.oracle,
+            classname=title,
+            seconds=seconds,
+            failure=(
+                None
+                if not t.mismatches
+                else f"{t.oracle}: {t.mismatches} mismatch(es); first: {json.dumps(mismatch_json(t.first_mismatch))}"
+                if t.first_mismatch
+                else f"{t.oracle}: mismatch"
+            ),
+        )
+        for t in tallies
+    ]
+
+
+def run_conform(
+    job: ConformJob,
+    *,
+    out: Path,
+    junit: Path | None,
+    as_json: bool,
+    progress: bool,
+    show_trace: bool,
+    limit: int | None = None,
+) -> bool:
+    """Run the job, print and write its report; True when any oracle disagreed. A run that compared
+    nothing is an error, never a pass."""
+    table = job.input_oracle()
+    if table is not None:
+        return _run_table(table, out=out, junit=junit, as_json=as_json, progress=progress, limit=limit)
+    if limit is not None:
+        raise UserError("--limit applies to input oracles (tables of inputs) only")
+    result = job.run(make_progress(f"kmc conform {job.target}", enabled=progress and not as_json))
+    release, model = result.release, result.check
+    preset = model.preset
+    write_mismatch_traces(result, out)
+    title = f"kmc.conform.{model.model}.{preset or 'default'}"
+    if junit is not None:
+        write_junit(junit, f"kmc conform {model.model}", _cases(result.tallies, title, result.check.stats.elapsed_s))
+    if as_json:
+        doc = result.to_json()
+        print(json.dumps(doc, indent=2))
+    else:
+        print(conform_text(result, release, show_trace))
+    _require_comparisons(result.tallies, f"model {model.model}")
+    return result.mismatched
+
+
+def _require_comparisons(tallies: list[Tally], what: str) -> None:
+    idle = [t.oracle for t in tallies if t.comparisons == 0]
+    if idle:
+        raise UserError(
+            f"oracle {', '.join(idle)} compared nothing on {what}: no step of this run is one it decides "
+            "(check the preset and bounds)"
+        )
+
+
+def conform_text(result: ConformResult, release: str | None, show_trace: bool = True) -> str:
+    check = result.check
+    s = check.stats
+    head = f"kmc conform {check.model}" + (f" --preset {check.preset}" if check.preset else "")
+    lines = [head + (f" (Kafka {release})" if release else "")]
+    lines.append(f"  config: {' '.join(f'{k}={v}' for k, v in check.config.items())}")
+    lines.append(
+        f"  {s.distinct_states:,} distinct states, {s.generated_states:,} steps, depth {s.depth}, "
+        f"{s.elapsed_s:.2f} s ({s.extra.get('oracle_seconds', 0.0):.2f} s in the oracles)"
+    )
+    for t in result.tallies:
+        lines.append(_tally_line(t, table=False))
+    for violation in check.violations:
+        t = tally_for(result, violation.property)
+        if t is None:
+            continue
+        lines.extend(_mismatch_lines(t))
+        lines.append(f"    shortest trace of {violation.trace_length} states -> {violation.trace_file}")
+    compared = sum(t.comparisons for t in result.tallies)
+    if result.mismatched:
+        verdict = "mismatch: the model and Kafka's code disagree (the trace ends at the step)"
+    elif compared == 0:
+        verdict = "nothing compared: no step of this run is one the oracles decide"
+    elif check.complete:
+        verdict = "conforms: Kafka's code agrees with every step compared, in every reachable state"
+    else:
+        verdict = f"conforms within bounds only ({check.bound_reason})"
+    lines.append(f"  verdict: {verdict}")
+    if show_trace and check.violations and check.violations[0].trace_file:
+        lines.append("")
+        lines.append(render_text(read_trace(check.violations[0].trace_file)))
+    return "\n".join(lines)
+
+
+def _run_table(
+    oracle: InputOracle, *, out: Path, junit: Path | None, as_json: bool, progress: bool, limit: int | None
+) -> bool:
+    tally = conform_table(oracle, make_progress(f"kmc conform {oracle.name}", enabled=progress and not as_json), limit)
+    release = getattr(oracle, "release", None)
+    path = out / f"{oracle.name}-mismatch.json"
+    if tally.mismatches:
+        write_table_mismatches(tally, path, release)
+    if junit is not None:
+        write_junit(junit, f"kmc conform {oracle.name}", _cases([tally], f"kmc.conform.{oracle.name}", tally.seconds))
+    if as_json:
+        doc = tally.to_json()
+        doc["verdict"] = "mismatch" if tally.mismatches else "conforms"
+        doc["release"] = release
+        doc["settings"] = oracle.settings
+        if tally.mismatches:
+            doc["mismatch_file"] = str(path)
+        print(json.dumps(doc, indent=2))
+        _require_comparisons([tally], "its table")
+        return bool(tally.mismatches)
+    settings = " ".join(f"{k}={v}" for k, v in oracle.settings.items())
+    lines = [f"kmc conform {oracle.name}" + (f" (Kafka {release})" if release else "")]
+    if settings:
+        lines.append(f"  settings: {settings}")
+    lines.append(_tally_line(tally, table=True))
+    for label, count in sorted(tally.by_action.items()):
+        lines.append(f"    {label}: {count:,} cases")
+    lines.extend(_mismatch_lines(tally))
+    if tally.mismatches:
+        lines.append(f"    first mismatch -> {path}")
+        lines.append("  verdict: mismatch: the model and Kafka's code disagree")
+    elif tally.comparisons == 0:
+        lines.append("  verdict: nothing compared")
+    else:
+        lines.append("  verdict: conforms: Kafka's code agrees on every case")
+    print("\n".join(lines))
+    _require_comparisons([tally], "its table")
+    return bool(tally.mismatches)

@@ -1,0 +1,453 @@
+"""`kmc ci`: a TOML list of checks with their expected verdicts, as a CI gate.
+
+    [[check]]
+    name = "KIP-101: truncating to the HW loses committed data"
+    model = "replication"
+    preset = "truncate-to-hw"
+    properties = ["StrongIsr"]
+    expect = "violated"              # holds | holds-complete | violated
+    expect_property = "StrongIsr"    # optional: which property must be violated
+    expect_trace_length = 9          # optional: states in the shortest trace
+    expect_distinct_states = 10131   # optional: exact count (complete runs)
+    replay = "replication/truncate-to-hw-StrongIsr.itf.json"  # optional: a stored trace that must replay
+
+A conformance run (``kmc conform``) is an entry with ``conform = true``; it expects ``conforms`` or
+``mismatch``, optionally names its ``oracles`` and the exact ``expect_distinct_states`` and
+``expect_comparisons`` (decisions compared, over all its oracles)::
+
+    [[check]]
+    name = "kraft-replication agrees with Kafka's PartitionChangeBuilder"
+    model = "kraft-replication"
+    conform = true
+    expect = "conforms"
+
+Every path in a suite is relative to the suite's own folder: ``model = "file.py:Class"``, ``spec``,
+``replay`` and the engines' directories; ``model = "module:Class"`` is imported from sys.path.
+
+An expected violation that is no longer found fails just like an unexpected one. A counterexample
+too deep to search for in CI (found once by a long search, as its docs say) is kept as an entry with
+``search = false``: the stored trace is replayed on the entry's model and config and must still
+violate its property exactly at its last state, with ``expect_trace_length`` states.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import threading
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kmc.checker.cli.junit import Case
+from kmc.checker.conformance.run import ConformJob, conform_table, write_mismatch_traces
+from kmc.checker.engines.api import BY_TOML, settings_from
+from kmc.checker.engines.bfs import BfsOptions
+from kmc.checker.errors import UserError
+from kmc.checker.result import CheckResult
+from kmc.checker.runner import ENGINES, Check, vacuity_failures, write_traces
+from kmc.checker.traces.itf import file_reference, read_trace
+from kmc.checker.traces.replay import confirm_violation, replay
+
+EXPECTATIONS = ("holds", "holds-complete", "violated")
+CONFORM_EXPECTATIONS = ("conforms", "mismatch")
+_ENTRY_KEYS = {
+    *("name", "model", "preset", "set", "properties", "spec", "engine", "expect", "expect_property"),
+    *("expect_trace_length", "expect_distinct_states", "replay", "search", "conform", "oracles"),
+    *("expect_comparisons", "fail_on_vacuity", "expect_vacuous"),
+}
+_KEYS = _ENTRY_KEYS | set(BY_TOML)
+"""Every key an entry may have: its own, and every engine setting (kmc.checker.engines.api.OPTIONS)."""
+_CONFORM_SETTINGS = {"max_depth", "max_states", "store"}
+_CHECK_ONLY_KEYS = {
+    *("properties", "spec", "engine", "replay", "fail_on_vacuity", "expect_vacuous"),
+    *(set(BY_TOML) - _CONFORM_SETTINGS),
+}
+_SUITE_KEYS = {"check", "fail_on_vacuity"}
+
+
+@dataclass
+class Entry:
+    name: str
+    check: Check
+    expect: str
+    expect_property: list[str] = field(default_factory=list)
+    expect_trace_length: int | None = None
+    expect_distinct_states: int | None = None
+    replay: Path | None = None
+    search: bool = True
+    conform: ConformJob | None = None
+    expect_comparisons: int | None = None
+    fail_on_vacuity: bool = False
+    expect_vacuous: list[str] = field(default_factory=list)
+    """Actions and properties this entry's config leaves vacuous on purpose (a variant turns them off)."""
+
+
+@dataclass
+class Outcome:
+    entry: Entry
+    ok: bool
+    message: str
+    seconds: float
+    result: CheckResult | None = None
+
+    def as_case(self) -> Case:
+        classname = f"kmc.{self.entry.check.model_name}"
+        return Case(
+            name=self.entry.name,
+            classname=classname,
+            seconds=self.seconds,
+            failure=None if self.ok else self.message,
+            output=self.message if self.ok else "",
+        )
+
+
+def _typed(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise UserError(f"{where}: '{key}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+def load_suite(path: str | Path) -> list[Entry]:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"suite file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"malformed suite {path}: {exc}") from None
+    unknown_top = set(data) - _SUITE_KEYS
+    if unknown_top:
+        raise UserError(f"malformed suite {path}: unknown top-level key(s) {', '.join(sorted(unknown_top))}")
+    vacuity_default = _typed(data, "fail_on_vacuity", bool, str(path)) or False
+    raw_entries = data.get("check")
+    if not isinstance(raw_entries, list) or not raw_entries:
+        raise UserError(f"malformed suite {path}: it needs at least one [[check]] table")
+    base = path.parent
+    entries = []
+    names: set[str] = set()
+    for index, raw in enumerate(raw_entries):
+        where = f"{path} check #{index + 1}"
+        if not isinstance(raw, dict):
+            raise UserError(f"{where}: an entry must be a table")
+        entry = _entry(raw, base, where, vacuity_default)
+        if entry.name in names:
+            raise UserError(f"{where}: another entry is already named {entry.name!r}")
+        names.add(entry.name)
+        entries.append(entry)
+    return entries
+
+
+def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -> Entry:
+    """One [[check]] table as an Entry, every key checked."""
+    unknown = set(raw) - _KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    model = _typed(raw, "model", str, where)
+    expect = _typed(raw, "expect", str, where)
+    if not model:
+        raise UserError(f"{where}: 'model' is required")
+    given, model = model, _model_beside(model, base)
+    if _typed(raw, "conform", bool, where):
+        return _conform_entry(raw, model, expect, where, given)
+    for key in ("oracles", "expect_comparisons"):
+        if key in raw:
+            raise UserError(f"{where}: '{key}' goes with 'conform = true'")
+    if expect not in EXPECTATIONS:
+        raise UserError(f"{where}: 'expect' must be one of {', '.join(EXPECTATIONS)}")
+    engine = _typed(raw, "engine", str, where) or "bfs"
+    if engine not in ENGINES:
+        raise UserError(f"{where}: unknown engine {engine!r}; engines: {', '.join(ENGINES)}")
+    props = _strings(raw, "properties", where)
+    specs = [str(base / s) for s in _strings(raw, "spec", where)]
+    expect_property = _typed(raw, "expect_property", (str, list), where) or []
+    if isinstance(expect_property, str):
+        expect_property = [expect_property]
+    elif not all(isinstance(p, str) for p in expect_property):
+        raise UserError(f"{where}: 'expect_property' must be a string or a list of strings")
+    settings = settings_from({k: v for k, v in raw.items() if k in BY_TOML}, where, toml=True)
+    for key in ("database", "checkpoint", "resume"):
+        if key in settings:
+            settings[key] = str(base / settings[key])
+    overrides = _typed(raw, "set", dict, where) or {}
+    check = Check(model_name=model, preset=_typed(raw, "preset", str, where), overrides=overrides,
+                  property_names=props, spec_files=specs, engine_name=engine, settings=settings)  # fmt: skip
+    engine_cls, _bounds, _options = _planned(check, where)
+    explicit_vacuity = _typed(raw, "fail_on_vacuity", bool, where)
+    if explicit_vacuity and not engine_cls.observes:
+        raise UserError(f"{where}: the {engine} engine observes no states: it does not take fail_on_vacuity")
+    fail_on_vacuity = explicit_vacuity if explicit_vacuity is not None else vacuity_default and engine_cls.observes
+    replay_path = _typed(raw, "replay", str, where)
+    search = _typed(raw, "search", bool, where)
+    if replay_path and expect != "violated":
+        raise UserError(f"{where}: a 'replay' trace is a counterexample: it needs expect = \"violated\"")
+    if search is False and not replay_path:
+        raise UserError(f"{where}: 'search = false' needs a 'replay' trace and expect = \"violated\"")
+    if replay_path and not (base / replay_path).is_file():
+        raise UserError(f"{where}: replay trace not found: {base / replay_path}")
+    for key in ("expect_trace_length", "expect_distinct_states"):
+        value = _typed(raw, key, int, where)
+        if value is not None and value < 1:
+            raise UserError(f"{where}: '{key}' must be a positive integer")
+    return Entry(
+        name=_typed(raw, "name", str, where) or " ".join(filter(None, (given, check.preset, expect))),
+        check=check,
+        expect=expect,
+        expect_property=list(expect_property),
+        expect_trace_length=_typed(raw, "expect_trace_length", int, where),
+        expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
+        replay=base / replay_path if replay_path else None,
+        search=search is not False,
+        fail_on_vacuity=bool(fail_on_vacuity),
+        expect_vacuous=_strings(raw, "expect_vacuous", where),
+    )
+
+
+def _strings(raw: dict[str, Any], key: str, where: str) -> list[str]:
+    value = _typed(raw, key, list, where) or []
+    if not all(isinstance(v, str) and v for v in value):
+        raise UserError(f"{where}: '{key}' must be a list of non-empty strings")
+    return list(value)
+
+
+def _planned(check: Check, where: str) -> Any:
+    """The entry's engine plan, with its model, preset, config and properties checked: a typo in a
+    suite is bad input (exit 2) before anything runs, not a failed entry after the others ran."""
+    try:
+        plan = check.plan()
+        check.build(require_properties=True)
+    except UserError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    return plan
+
+
+def _model_beside(model: str, base: Path) -> str:
+    """A suite's ``file.py:Class`` is relative to the suite's folder, as its spec files and traces
+    are; a registered name and ``module:Class`` (found on sys.path) are kept as they are."""
+    parts = file_reference(model)
+    if parts is None or Path(parts[0]).is_absolute():
+        return model
+    return f"{(base / parts[0]).as_posix()}:{parts[1]}"
+
+
+def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: str, given: str) -> Entry:
+    if expect not in CONFORM_EXPECTATIONS:
+        raise UserError(f"{where}: a conformance entry expects one of {', '.join(CONFORM_EXPECTATIONS)}")
+    misplaced = sorted(set(raw) & _CHECK_ONLY_KEYS)
+    if misplaced:
+        raise UserError(f"{where}: {', '.join(misplaced)} do(es) not apply to a conformance entry")
+    oracles = _typed(raw, "oracles", list, where) or []
+    job = ConformJob(
+        target=model,
+        preset=_typed(raw, "preset", str, where),
+        overrides=_typed(raw, "set", dict, where) or {},
+        oracle_names=tuple(str(o) for o in oracles),
+        bfs_options=BfsOptions(**_conform_settings(raw, where)),
+    )
+    return Entry(
+        name=_typed(raw, "name", str, where) or " ".join(filter(None, (given, job.preset, expect))),
+        check=Check(model_name=model, preset=job.preset, overrides=job.overrides),
+        expect=expect,
+        expect_distinct_states=_typed(raw, "expect_distinct_states", int, where),
+        conform=job,
+        expect_comparisons=_typed(raw, "expect_comparisons", int, where),
+    )
+
+
+def _conform_settings(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """The BFS bounds a conformance entry takes, checked like every other entry's settings."""
+    settings = settings_from({k: v for k, v in raw.items() if k in _CONFORM_SETTINGS}, where, toml=True)
+    return {"store": "states", **settings}
+
+
+def _judge_conform(entry: Entry, out_dir: str | Path | None) -> tuple[bool, str, CheckResult | None]:
+    assert entry.conform is not None
+    table = entry.conform.input_oracle()
+    if table is not None:
+        tally = conform_table(table)
+        distinct, complete, result = tally.states, True, None
+        tallies = [tally]
+    else:
+        outcome = entry.conform.run()
+        if out_dir is not None:
+            write_mismatch_traces(outcome, Path(out_dir) / outcome.check.model)
+        distinct, complete, result = outcome.check.stats.distinct_states, outcome.check.complete, outcome.check
+        tallies = outcome.tallies
+    mismatches = sum(t.mismatches for t in tallies)
+    comparisons = sum(t.comparisons for t in tallies)
+    problems = []
+    idle = [t.oracle for t in tallies if t.comparisons == 0]
+    if idle:
+        problems.append(f"oracle {', '.join(idle)} compared nothing")
+    if entry.expect == "conforms" and mismatches:
+        first = next(t for t in tallies if t.mismatches)
+        problems.append(f"expected to conform, but {first.oracle} disagrees ({first.first_mismatch})")
+    if entry.expect == "mismatch" and not mismatches:
+        problems.append(f"expected a mismatch, every one of {comparisons} decisions agrees")
+    if entry.expect_distinct_states is not None and distinct != entry.expect_distinct_states:
+        problems.append(f"expected {entry.expect_distinct_states} distinct states, got {distinct}")
+    if entry.expect_comparisons is not None and comparisons != entry.expect_comparisons:
+        problems.append(f"expected {entry.expect_comparisons} decisions compared, got {comparisons}")
+    summary = (
+        f"{'mismatch' if mismatches else 'conforms'}: {distinct} {'cases' if table else 'distinct states'}, "
+        f"{comparisons} decisions compared, {mismatches} mismatches" + ("" if complete else " (bounded)")
+    )
+    return not problems, "; ".join(problems) or summary, result
+
+
+def _judge(entry: Entry, result: CheckResult) -> list[str]:
+    problems = []
+    violated = [v.property for v in result.violations]
+    if entry.expect == "violated":
+        if not violated:
+            problems.append(
+                "expected a violation, none found "
+                f"({'complete' if result.complete else 'bounded'} run, {result.stats.distinct_states} states)"
+            )
+        for prop in entry.expect_property:
+            if violated and prop not in violated:
+                problems.append(f"expected {prop} to be violated, got {', '.join(violated)}")
+        if entry.expect_trace_length is not None and result.violations:
+            got = result.violations[0].trace_length
+            if got != entry.expect_trace_length:
+                problems.append(f"expected a shortest trace of {entry.expect_trace_length} states, got {got}")
+    else:
+        if violated:
+            problems.append(f"expected to hold, but violated: {', '.join(violated)}")
+        if entry.expect == "holds-complete" and not result.complete:
+            problems.append(f"expected a complete run, it was bounded ({result.bound_reason})")
+    if entry.expect_distinct_states is not None and result.stats.distinct_states != entry.expect_distinct_states:
+        problems.append(f"expected {entry.expect_distinct_states} distinct states, got {result.stats.distinct_states}")
+    return problems
+
+
+def _judge_replay(entry: Entry) -> tuple[list[str], str]:
+    """The entry's stored trace replays on the entry's own model, preset and config, was recorded for
+    one of the entry's properties, has the expected length, and violates its property exactly at its
+    last state. Checked for every entry with a ``replay``, whether or not it also searches."""
+    assert entry.replay is not None
+    model, props = entry.check.build()
+    doc = read_trace(entry.replay)
+    meta = doc["#meta"]
+    name = entry.replay.name
+    problems = []
+    if meta.get("model") != model.name:
+        return [f"{name} was recorded on model {meta.get('model')}, the entry checks {model.name}"], ""
+    preset = entry.check.preset if entry.check.preset is not None else type(model).default_preset
+    if meta.get("preset") != preset:
+        problems.append(f"{name} was recorded on preset {meta.get('preset')}, the entry checks {preset}")
+    done = replay(doc)
+    recorded = json.loads(json.dumps(done.model.config_dict(), default=str))
+    if recorded != json.loads(json.dumps(model.config_dict(), default=str)):
+        differ = sorted(k for k in model.config_dict() if recorded.get(k) != model.config_dict()[k])
+        problems.append(
+            f"{name} was recorded on another config than the entry's ({', '.join(differ) or 'keys'} differ)"
+        )
+        return problems, ""
+    recorded_prop = meta.get("property")
+    if recorded_prop not in props.names():
+        problems.append(f"{name} is a trace of {recorded_prop}, which the entry does not check")
+        return problems, ""
+    prop = confirm_violation(done, tuple(str(s) for s in entry.check.spec_files))
+    if entry.expect_property and prop not in entry.expect_property:
+        problems.append(f"expected {' or '.join(entry.expect_property)} to be violated, the trace violates {prop}")
+    if entry.expect_trace_length is not None and len(done.trace) != entry.expect_trace_length:
+        problems.append(f"expected a trace of {entry.expect_trace_length} states, the stored one has {len(done.trace)}")
+    return problems, f"{prop} at state {len(done.trace)} of the stored trace"
+
+
+def _vacuity_summary(entry: Entry) -> str:
+    if entry.expect_vacuous:
+        return f", every action taken and property exercised but the {len(entry.expect_vacuous)} declared vacuous"
+    return ", every action taken and property exercised"
+
+
+def _judge_vacuity(entry: Entry, result: CheckResult) -> list[str]:
+    """With fail_on_vacuity: every action taken and every property exercised, except those the
+    entry declares vacuous -- and those must really be (a stale declaration hides nothing)."""
+    if not entry.fail_on_vacuity or result.violations:
+        return []
+    problems = [f"vacuous: {line}" for line in vacuity_failures(result, entry.expect_vacuous)]
+    vacuous_names = {line.split(" ")[1] for line in result.vacuity}
+    vacuous_names |= set((result.coverage or {}).get("inactive", ()))  # the model now declares it off itself
+    known = {*(result.coverage or {}).get("actions", {}), *(result.coverage or {}).get("properties", {})}
+    for name in entry.expect_vacuous:
+        if name not in known:
+            problems.append(f"expect_vacuous names {name}, which is no action or property of this check")
+        elif name not in vacuous_names:
+            problems.append(f"expect_vacuous names {name}, but it was taken or exercised")
+    return problems
+
+
+def run_suite(
+    entries: list[Entry],
+    out_dir: str | Path | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+    jobs: int = 1,
+) -> list[Outcome]:
+    """Every entry's outcome, in the suite's order. With ``jobs`` > 1 the entries run in that many forked
+    processes: ``on_outcome`` sees them in the order they finish, and an outcome carries no result.
+    A process that already runs other threads (a JVM's, a Spark context's) runs them one at a time."""
+    if jobs <= 1 or len(entries) <= 1 or threading.active_count() > 1:  # forking a threaded process can deadlock
+        outcomes = []
+        for entry in entries:
+            outcomes.append(_run_entry(entry, out_dir))
+            if on_outcome:
+                on_outcome(outcomes[-1])
+        return outcomes
+    global _FORKED
+    _FORKED = (entries, out_dir)
+    by_index: dict[int, Outcome] = {}
+    try:
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(entries)), maxtasksperchild=1) as pool:
+            for index, ok, message, seconds in pool.imap_unordered(_run_forked, range(len(entries))):
+                by_index[index] = Outcome(entries[index], ok, message, seconds)
+                if on_outcome:
+                    on_outcome(by_index[index])
+    finally:
+        _FORKED = None
+    return [by_index[i] for i in range(len(entries))]
+
+
+_FORKED: tuple[list[Entry], str | Path | None] | None = None
+"""The suite a forked worker runs entries of: inherited through fork, so models of one's own need not pickle."""
+
+
+def _run_forked(index: int) -> tuple[int, bool, str, float]:
+    assert _FORKED is not None
+    entries, out_dir = _FORKED
+    outcome = _run_entry(entries[index], out_dir)
+    return index, outcome.ok, outcome.message, outcome.seconds
+
+
+def _run_entry(entry: Entry, out_dir: str | Path | None) -> Outcome:
+    start = time.perf_counter()
+    result = None
+    try:
+        if entry.conform is not None:
+            ok, message, result = _judge_conform(entry, out_dir)
+        elif entry.search:
+            result = entry.check.run()
+            if out_dir is not None:
+                write_traces(result, Path(out_dir) / result.model)
+            problems = _judge(entry, result) + _judge_vacuity(entry, result)
+            if entry.replay is not None:
+                problems += _judge_replay(entry)[0]
+            summary = (
+                f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
+                + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
+                + (_vacuity_summary(entry) if entry.fail_on_vacuity and not problems and not result.violations
+                   else "")
+            )  # fmt: skip
+            ok, message = not problems, "; ".join(problems) or summary
+        else:
+            problems, where = _judge_replay(entry)
+            ok = not problems
+            message = "; ".join(problems) or f"violated: {where} (replayed, not searched)"
+        return Outcome(entry, ok, message, time.perf_counter() - start, result)
+    except UserError as exc:
+        return Outcome(entry, False, f"error: {exc}", time.perf_counter() - start, result)

@@ -1,0 +1,422 @@
+"""Conformance: a model held, at every reachable step, to a reference implementation of the protocol.
+
+An :class:`Oracle` answers, for a step of the model, the question the step decides (who is elected,
+what the ISR becomes, which partitions a member keeps) the way the reference implementation decides
+it, and says what the model answered. :func:`conform` runs the exhaustive BFS with one step
+property per oracle, "the reference agrees with this step", so a disagreement is found at its
+shortest depth and written, replayed and rendered like any counterexample. The engine knows
+nothing about where the reference answers come from (for kmc, Kafka's own Java classes, in
+``kmc.oracles``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from kmc.checker.engines.bfs import BfsOptions, bfs
+from kmc.checker.errors import UserError
+from kmc.checker.model import Action, Model, State
+from kmc.checker.properties import Property, PropertySet
+from kmc.checker.result import CheckResult, Status
+from kmc.checker.search.progress import Progress
+
+ORACLE_PREFIX = "Conforms-"
+"""Property names of conformance checks: ``Conforms-<oracle name>``."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One question both sides answered: the model's answer and the reference's."""
+
+    question: str
+    ours: Any
+    theirs: Any
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    """What the reference was asked, for the mismatch report."""
+
+    @property
+    def agree(self) -> bool:
+        return self.ours == self.theirs
+
+
+class Oracle:
+    """Answers the questions a model's steps decide, as a reference implementation decides them.
+
+    Subclasses set ``name``, ``model_name`` and ``reference`` (what is called, e.g. Kafka classes),
+    and implement :meth:`compare_step` (and, for questions a state alone decides,
+    :meth:`compare_state`). A step the reference does not decide yields nothing.
+    """
+
+    name: ClassVar[str] = ""
+    model_name: ClassVar[str] = ""
+    reference: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+
+    def __init__(self, model: Model, release: str | None = None) -> None:
+        self.model = model
+        self.release = release
+        """Which release of the reference to call (None: the pinned one)."""
+
+    def unsupported(self) -> str | None:
+        """Why this model config cannot be compared (one line), or None when it can."""
+        return None
+
+    def compare_step(self, state: State, action: Action, next_state: State) -> Iterable[Comparison]:
+        return ()
+
+    def compare_state(self, state: State) -> Iterable[Comparison]:
+        return ()
+
+    @classmethod
+    def compares_states(cls) -> bool:
+        return cls.compare_state is not Oracle.compare_state
+
+
+class InputOracle:
+    """Compares a pure function of the model (an assignor, say) on a table of inputs rather than
+    along the model's steps: every case the oracle enumerates is asked of both sides."""
+
+    name: ClassVar[str] = ""
+    reference: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+
+    def __init__(self, release: str | None = None, settings: Mapping[str, str] | None = None) -> None:
+        self.release = release
+        self.settings = dict(settings or {})
+        """Options of the table (``--set key=value``), validated by the oracle."""
+
+    def cases(self) -> Iterable[tuple[str, Any]]:
+        """(label, input) pairs; the label is how a case is named in reports (e.g. its strategy)."""
+        raise NotImplementedError
+
+    def compare(self, case: Any) -> Iterable[Comparison]:
+        raise NotImplementedError
+
+
+@dataclass
+class Tally:
+    """What one oracle compared during a run."""
+
+    oracle: str
+    reference: tuple[str, ...]
+    states: int = 0
+    """States at which the oracle answered at least one question."""
+    steps: int = 0
+    """Steps at which the oracle answered at least one question."""
+    comparisons: int = 0
+    agreements: int = 0
+    mismatches: int = 0
+    by_question: Counter[str] = field(default_factory=Counter)
+    by_action: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    """Time spent inside the oracle (asking the reference and reading our answer)."""
+    first_mismatch: Comparison | None = None
+
+    @property
+    def per_second(self) -> float:
+        return self.comparisons / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "oracle": self.oracle,
+            "reference": list(self.reference),
+            "states_compared": self.states,
+            "steps_compared": self.steps,
+            "comparisons": self.comparisons,
+            "agreements": self.agreements,
+            "mismatches": self.mismatches,
+            "by_question": dict(sorted(self.by_question.items())),
+            "by_action": dict(sorted(self.by_action.items())),
+            "comparisons_per_s": round(self.per_second, 1),
+            "first_mismatch": None if self.first_mismatch is None else mismatch_json(self.first_mismatch),
+        }
+
+
+def mismatch_json(c: Comparison) -> dict[str, Any]:
+    return {
+        "question": c.question,
+        "ours": jsonable(c.ours),
+        "theirs": jsonable(c.theirs),
+        "inputs": jsonable(c.inputs),
+    }
+
+
+def jsonable(value: Any) -> Any:
+    """A comparison value as plain JSON (sets sorted, tuples as lists)."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, set | frozenset):
+        return [jsonable(v) for v in sorted(value, key=repr)]
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+@dataclass
+class ConformResult:
+    check: CheckResult
+    tallies: list[Tally]
+    release: str | None = None
+    """The release of the reference the oracles called."""
+
+    @property
+    def mismatched(self) -> bool:
+        return any(t.mismatches for t in self.tallies)
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.check.to_json()
+        out["verdict"] = "mismatch" if self.mismatched else "conforms"
+        out["release"] = self.release
+        out["oracles"] = [t.to_json() for t in self.tallies]
+        return out
+
+
+def _step_property(oracle: Oracle, tally: Tally) -> Property:
+    """ "The reference agrees with this step", counting what it compares."""
+
+    def agrees(state: State, action: Action, next_state: State) -> bool:
+        started = time.perf_counter()
+        try:
+            answers = list(oracle.compare_step(state, action, next_state))
+        finally:
+            tally.seconds += time.perf_counter() - started
+        return _count(tally, answers, action.name if isinstance(action, Action) else str(action), step=True)
+
+    return Property(name=f"{ORACLE_PREFIX}{oracle.name}", kind="step", fn=agrees, doc=oracle.description)
+
+
+def _state_property(oracle: Oracle, tally: Tally) -> Property:
+    seen: set[int] = set()  # the BFS asks again at a state where a property fails: count once
+
+    def agrees(state: State) -> bool:
+        started = time.perf_counter()
+        try:
+            answers = list(oracle.compare_state(state))
+        finally:
+            tally.seconds += time.perf_counter() - started
+        if answers and id(state) in seen:
+            return all(a.agree for a in answers)
+        if answers and not all(a.agree for a in answers):
+            seen.add(id(state))
+        return _count(tally, answers, "(state)", step=False)
+
+    return Property(name=f"{ORACLE_PREFIX}{oracle.name}.state", kind="invariant", fn=agrees, doc=oracle.description)
+
+
+def _count(tally: Tally, answers: list[Comparison], action_name: str, *, step: bool) -> bool:
+    if not answers:
+        return True
+    if step:
+        tally.steps += 1
+        tally.by_action[action_name] += 1
+    else:
+        tally.states += 1
+    return _tally_answers(tally, answers)
+
+
+def _tally_answers(tally: Tally, answers: list[Comparison]) -> bool:
+    """Count each answer as an agreement or a mismatch; True when all agree."""
+    ok = True
+    for answer in answers:
+        tally.comparisons += 1
+        tally.by_question[answer.question] += 1
+        if answer.agree:
+            tally.agreements += 1
+        else:
+            tally.mismatches += 1
+            ok = False
+            if tally.first_mismatch is None:
+                tally.first_mismatch = answer
+    return ok
+
+
+def conform(
+    model: Model,
+    oracles: Iterable[Oracle],
+    options: BfsOptions | None = None,
+    progress: Progress | None = None,
+    preset: str | None = None,
+) -> ConformResult:
+    """Explore every reachable state within the model's bounds and compare each step with the oracles.
+
+    An oracle stops being asked after its first mismatch (as a property stops being checked after
+    its first violation): that mismatch comes with the shortest trace to it."""
+    oracles = list(oracles)
+    options = options or BfsOptions()
+    if not oracles:
+        raise UserError(f"no oracle compares model {model.name}")
+    tallies: list[Tally] = []
+    props: list[Property] = []
+    for oracle in oracles:
+        reason = oracle.unsupported()
+        if reason is not None:
+            raise UserError(f"oracle {oracle.name} cannot compare this config of {model.name}: {reason}")
+        tally = Tally(oracle=oracle.name, reference=tuple(oracle.reference))
+        tallies.append(tally)
+        props.append(_step_property(oracle, tally))
+        if oracle.compares_states():
+            props.append(_state_property(oracle, tally))
+    if options.symmetry:
+        raise UserError("conformance compares every state as the model reaches it: run it without --symmetry")
+    opts = dataclasses.replace(options, keep_going=True)
+    result = bfs(model, PropertySet.of(props), opts, progress, preset=preset)
+    result.engine = "conform"
+    for tally in tallies:
+        result.stats.extra.setdefault("oracle_seconds", 0.0)
+        result.stats.extra["oracle_seconds"] += round(tally.seconds, 3)
+    if result.violations:
+        result.status = Status.VIOLATED
+    release = next((o.release for o in oracles if o.release), None)
+    return ConformResult(check=result, tallies=tallies, release=release)
+
+
+def conform_table(oracle: InputOracle, progress: Progress | None = None, limit: int | None = None) -> Tally:
+    """Ask both sides every case of an input oracle; count every mismatch (the table has no
+    depth, so unlike a search it is not cut at the first)."""
+    tally = Tally(oracle=oracle.name, reference=tuple(oracle.reference))
+    for index, (label, case) in enumerate(oracle.cases()):
+        if limit is not None and index >= limit:
+            break
+        started = time.perf_counter()
+        answers = list(oracle.compare(case))
+        tally.seconds += time.perf_counter() - started
+        tally.states += 1
+        tally.by_action[label] += 1
+        _tally_answers(tally, answers)
+        if progress is not None and index % 1000 == 0:
+            progress.update(distinct=index, generated=tally.comparisons, depth=0, queue=0)
+    if progress is not None:
+        progress.close()
+    return tally
+
+
+def tally_for(result: ConformResult, property_name: str) -> Tally | None:
+    """The tally of the oracle behind a conformance property name."""
+    name = property_name.removeprefix(ORACLE_PREFIX).removesuffix(".state")
+    return next((t for t in result.tallies if t.oracle == name), None)
+
+
+@dataclass
+class ConformJob:
+    """One conformance run from names: a model (or an input oracle) and the oracles to ask.
+
+    ``target`` is a model name (every registered oracle of that model is asked, or those named
+    in ``oracle_names``) or the name of an input oracle such as ``assignors``."""
+
+    target: str
+    preset: str | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    oracle_names: tuple[str, ...] = ()
+    release: str | None = None
+    bfs_options: BfsOptions = field(default_factory=BfsOptions)
+
+    def input_oracle(self) -> InputOracle | None:
+        """The input oracle named by ``target``, built with the settings, or None for a model."""
+        from kmc.checker.registry import load_model_class, registered_models, registered_oracles
+
+        oracles = registered_oracles()
+        cls = oracles.get(self.target)
+        if cls is None or not issubclass(cls, InputOracle):
+            if self.target not in registered_models() and ":" not in self.target:
+                load_model_class(self.target)  # the usual one-line error for an unknown model
+            return None
+        if self.preset is not None:
+            raise UserError(f"{self.target} compares a table of inputs: it has no presets (use --set)")
+        if self.oracle_names:
+            raise UserError(f"{self.target} is itself an oracle: --oracle does not apply")
+        return cls(release=self.release, settings={k: str(v) for k, v in self.overrides.items()})
+
+    def model_oracles(self) -> tuple[Model, list[Oracle]]:
+        from kmc.checker.registry import load_model_class, registered_oracles
+
+        cls = load_model_class(self.target)
+        model = cls.build(self.preset, self.overrides)
+        available = {
+            name: o for name, o in registered_oracles().items() if issubclass(o, Oracle) and o.model_name == model.name
+        }
+        chosen: list[type[Oracle]] = []
+        for name in self.oracle_names:
+            if name in available:
+                chosen.append(available[name])
+            elif ":" in name:
+                chosen.append(_load_oracle_class(name))
+            else:
+                known = ", ".join(available) or "(none)"
+                raise UserError(f"no oracle {name!r} for model {model.name}; its oracles: {known}")
+        if not self.oracle_names:
+            chosen = list(available.values())
+        if not chosen:
+            every = ", ".join(sorted({o.model_name for o in registered_oracles().values() if issubclass(o, Oracle)}))
+            raise UserError(
+                f"no oracle compares model {model.name}: models with oracles: {every or '(none)'} "
+                "(or give --oracle module:Class)"
+            )
+        return model, [o(model, release=self.release) for o in chosen]
+
+    def run(self, progress: Progress | None = None) -> ConformResult:
+        from kmc.checker.runner import model_reference
+
+        model, oracles = self.model_oracles()
+        preset = self.preset if self.preset is not None else type(model).default_preset
+        result = conform(model, oracles, self.bfs_options, progress, preset=preset)
+        if self.target != model.name:  # a model of one's own: its traces must find it again
+            result.check.model_ref = model_reference(self.target)
+        return result
+
+
+def _load_oracle_class(name: str) -> type[Oracle]:
+    import importlib
+
+    from kmc.checker.properties import load_module
+
+    target, _, attr = name.rpartition(":")
+    try:
+        module = load_module(target) if target.endswith(".py") else importlib.import_module(target)
+    except ImportError as exc:
+        raise UserError(f"cannot import oracle module {target!r}: {exc}") from None
+    cls = getattr(module, attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, Oracle)):
+        raise UserError(f"{name}: {attr!r} is not a kmc Oracle class in {target}")
+    return cls
+
+
+def write_mismatch_traces(result: ConformResult, out_dir: str | Path) -> None:
+    """Each mismatch's shortest trace as ITF, with both answers in its ``#meta``."""
+    from kmc.checker.runner import write_traces
+    from kmc.checker.traces.itf import read_trace, write_trace
+
+    write_traces(result.check, out_dir)
+    for violation in result.check.violations:
+        tally = tally_for(result, violation.property)
+        if tally is None or tally.first_mismatch is None or violation.trace_file is None:
+            continue
+        doc = read_trace(violation.trace_file)
+        doc["#meta"]["mismatch"] = {
+            "oracle": tally.oracle,
+            "reference": list(tally.reference),
+            "release": result.release,
+            **mismatch_json(tally.first_mismatch),
+        }
+        write_trace(Path(violation.trace_file), doc)
+
+
+def write_table_mismatches(tally: Tally, path: str | Path, release: str | None) -> None:
+    """An input oracle's first mismatch as JSON: the input, both answers, and the oracle."""
+    import json
+
+    assert tally.first_mismatch is not None
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"oracle": tally.oracle, "reference": list(tally.reference), "release": release}
+    doc.update(mismatch_json(tally.first_mismatch))
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp.replace(out)

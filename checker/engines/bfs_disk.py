@@ -1,0 +1,443 @@
+"""The BFS with fingerprints, for runs larger than memory and runs that must survive a stop.
+
+The same search as :func:`kmc.checker.engines.bfs.bfs` with ``store="fingerprints"`` -- the same states in
+the same order, the same counts, the same shortest traces -- but its visited set is a
+:class:`DiskFPSet` and each level a :class:`DiskLevel`, both spilled to disk past ``--memory``.
+A level is expanded in batches of states: their successors' fingerprints are looked up on disk in
+one sorted batch, then the batch is replayed in order exactly as the in-memory loop does it.
+
+With ``--checkpoint DIR`` the spill files live in DIR and, before each level is expanded, the
+visited set and the level are flushed and ``meta.json`` records them (with each file's SHA-256,
+under the user's HMAC): ``--resume DIR`` continues from there and ends with the counts of a run
+that was never stopped, as TLC's checkpoints do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kmc.checker.engines.bfs import (
+    DEADLOCK,
+    MODEL_BOUND,
+    BfsOptions,
+    _check_determinism,
+    bounds_check,
+    current_rss,
+    expand,
+    make_keyfn,
+    peak_rss,
+    search_result,
+)
+from kmc.checker.errors import UserError
+from kmc.checker.model import Action, Model, State
+from kmc.checker.properties import PropertySet, all_true, holds
+from kmc.checker.result import CheckResult, Stats, Trace, Violation
+from kmc.checker.search.observers import Coverage, SearchObserver
+from kmc.checker.search.path import trace_from_keys
+from kmc.checker.search.progress import NoProgress, Progress
+from kmc.checker.storage.checkpoint import check_resumable, checkpoint_key, load_meta, save_meta
+from kmc.checker.storage.fingerprint import collision_probability
+from kmc.checker.storage.fpset import ENTRY_BYTES, DiskFPSet, DiskLevel, check_digest, combined_digest, remove_files
+
+CHECKPOINT_FORMAT = 1
+"""Bumped whenever the files of a BFS checkpoint change shape; a checkpoint of another format is refused."""
+BATCH = 2048
+"""States expanded before their successors are looked up on disk together."""
+UNLIMITED = 1 << 62
+_NOTHING: frozenset[int] = frozenset()
+
+
+def check_disk_options(options: BfsOptions) -> None:
+    """The settings that need the fingerprint store, and a --resume that names a checkpoint of this user's."""
+    if options.store != "fingerprints":
+        flag = "--memory" if options.memory is not None else "--resume" if options.resume else "--checkpoint"
+        raise UserError(f"bfs: {flag} needs --store fingerprints (the states themselves are not spilled)")
+    if options.resume:
+        check_resumable(options.checkpoint, CHECKPOINT_FORMAT, checkpoint_key("bfs"))
+
+
+def _state_bytes(states: Sequence[tuple[State, int]]) -> int:
+    """What one more state of this level holds in memory, measured on a run of them: the parts
+    neighbouring states share (a sibling's log, an unchanged field) are counted once."""
+    seen: set[int] = set()
+
+    def size(value: Any) -> int:
+        if id(value) in seen:
+            return 0
+        seen.add(id(value))
+        total = sys.getsizeof(value)
+        if isinstance(value, (tuple, list, frozenset, set)):
+            total += sum(size(v) for v in value)
+        elif isinstance(value, dict):
+            total += sum(size(k) + size(v) for k, v in value.items())
+        elif hasattr(value, "__dict__"):
+            total += size(vars(value))
+        return total
+
+    sample = states[len(states) // 2 : len(states) // 2 + 64]
+    return max(64, sum(size(pair) for pair in sample) // len(sample)) if sample else 512
+
+
+def disk_bfs(
+    model: Model,
+    props: PropertySet,
+    options: BfsOptions,
+    progress: Progress | None,
+    preset: str | None,
+    observers: Sequence[SearchObserver],
+    job: dict[str, Any],
+) -> CheckResult:
+    check_disk_options(options)
+    durable = options.checkpoint is not None
+    if durable:
+        directory = Path(options.checkpoint)  # type: ignore[arg-type]
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--checkpoint {directory}: cannot create it ({exc.strerror})") from None
+    else:
+        directory = Path(tempfile.mkdtemp(prefix="kmc-bfs-"))
+    try:
+        return _Search(model, props, options, progress or NoProgress(), preset, observers, job, directory).run()
+    finally:
+        if not durable:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+class _Search:
+    def __init__(self, model: Model, props: PropertySet, options: BfsOptions, progress: Progress,
+                 preset: str | None, observers: Sequence[SearchObserver], job: dict[str, Any],
+                 directory: Path) -> None:  # fmt: skip
+        self.model, self.props, self.options, self.progress, self.preset = model, props, options, progress, preset
+        self.observers = observers
+        self.job = job
+        self.directory = directory
+        self.durable = options.checkpoint is not None
+        self.key = checkpoint_key("bfs") if self.durable else b""
+        self.budget = options.memory if options.memory is not None else UNLIMITED
+        self.keyfn = make_keyfn(model, options.symmetry, "fingerprints")
+        self.visited = DiskFPSet(directory, self.durable)
+        self.violations: dict[str, Violation] = {}
+        self.stop = False
+        self.generated = 0
+        self.expanded = 0
+        self.depth = 0
+        self.bounded_by: str | None = None
+        self.level_spills = 0
+        self.level_bytes = 0
+        self.level_peak = 0
+        self.state_bytes = 512
+        self.level_garbage: list[Path] = []
+
+    # -- traces and violations ------------------------------------------------------------------
+    def trace_to(self, k: int) -> Trace:
+        return trace_from_keys(self.model, self.visited.chain(k), self.keyfn)
+
+    def step_trace(self, ks: int, s: State, a: Action, t: State, pred: Callable[..., Any]) -> Trace:
+        trace = self.trace_to(ks)
+        last = trace.states[-1]
+        if last != s:  # rebuilt as a symmetric variant: take its own violating transition
+            a, t = next(((b, u) for b, u in self.model.successors(last) if not pred(last, b, u)), (a, t))
+        trace.states.append(t)
+        trace.actions.append(a)
+        return trace
+
+    def record(self, name: str, kind: str, trace: Trace) -> None:
+        if name not in self.violations:
+            self.violations[name] = Violation(property=name, kind=kind, trace=trace)
+            if not self.options.keep_going:
+                self.stop = True
+
+    def check_invariants(self, state: State, k: int) -> None:
+        for name, pred in self.invariants:
+            if name in self.violations:
+                continue
+            if not holds(name, pred, state):
+                self.record(name, "invariant", self.trace_to(k))
+                if self.stop:
+                    return
+
+    # -- the search -----------------------------------------------------------------------------
+    def run(self) -> CheckResult:
+        start = time.perf_counter()
+        rss_start = current_rss()
+        model, options = self.model, self.options
+        self.invariants = [(p.name, p.bind(model)) for p in self.props.invariants]
+        self.steps = [(p.name, p.bind(model)) for p in self.props.steps]
+        self.seen_hooks = [o.state for o in self.observers]
+        self.expand_hooks = [o.expanded for o in self.observers]
+        self.coverage = next((o for o in self.observers if isinstance(o, Coverage)), None)
+        if options.resume:
+            frontier = self.resume()
+        else:
+            remove_files([*self._own_files(), self.directory / "meta.json"])  # an earlier run's checkpoint
+            frontier = self.initial_level()
+        interrupted = False
+        try:
+            while frontier and not self.stop:
+                if self.durable:
+                    self.save(frontier)
+                frontier = self.expand_level(frontier)
+                if frontier and not self.stop:
+                    self.depth += 1
+        except KeyboardInterrupt:  # Ctrl-C: report what was explored, never as complete
+            interrupted = True
+            self.bounded_by = "interrupted (Ctrl-C)"
+        finally:
+            self.progress.close()
+        if not self.durable:
+            self.visited.collect()
+        distinct = len(self.visited)
+        stats = Stats(
+            distinct_states=distinct,
+            generated_states=self.generated,
+            depth=self.depth,
+            elapsed_s=time.perf_counter() - start,
+            peak_memory_bytes=peak_rss(),
+            bytes_per_state=(max(current_rss() - rss_start, 0) / distinct) if distinct else None,
+            collision_probability=collision_probability(distinct, self.generated),
+            storage="fingerprints",
+        )
+        stats.extra["spill"] = {
+            "memory_budget_bytes": options.memory,
+            "visited_on_disk": self.visited.on_disk,
+            "visited_bytes_on_disk": self.visited.disk_bytes,
+            "peak_bytes_on_disk": self.visited.peak_disk_bytes + self.level_peak,
+            "bytes_written": self.visited.bytes_written + self.level_bytes,
+            "flushes": self.visited.flushes,
+            "merges": self.visited.merges,
+            "level_spills": self.level_spills,
+        }
+        if self.durable:
+            stats.extra["checkpoint"] = str(self.directory)
+        result = search_result(
+            "bfs", model, self.props, options.deadlock, options.symmetry, list(self.violations.values()),
+            complete=self.bounded_by is None and not self.stop, stats=stats, bound_reason=self.bounded_by,
+            preset=self.preset,
+        )  # fmt: skip
+        result.interrupted = interrupted
+        return result
+
+    def initial_level(self) -> DiskLevel:
+        model, keyfn, recent = self.model, self.keyfn, self.visited.recent
+        cap = self.options.max_states if self.options.max_states is not None else -1
+        level = DiskLevel(self.directory, self.durable)
+        try:
+            inits = list(model.init_states())
+        except Exception as exc:
+            raise UserError(f"model {model.name} raised {type(exc).__name__} in init_states(): {exc}") from exc
+        for s in inits:
+            self.generated += 1
+            k = keyfn(s)
+            if k in recent:
+                continue
+            if len(recent) == cap:
+                self.bounded_by, self.stop = f"max states {self.options.max_states}", True
+                break
+            recent[k] = k  # an initial state is its own parent
+            level.buffer.append((s, k))
+            for hook in self.seen_hooks:
+                hook(s)
+            self.check_invariants(s, k)
+            if self.stop:
+                break
+        self.depth = 1 if level else 0
+        return level
+
+    def expand_level(self, frontier: DiskLevel) -> DiskLevel:
+        """Expand one level in batches; the next level, its states in the order they were found."""
+        model, keyfn, options, visited = self.model, self.keyfn, self.options, self.visited
+        recent = visited.recent
+        setdefault = recent.setdefault
+        within = bounds_check(model)
+        max_depth, max_states = options.max_depth, options.max_states
+        at_depth_bound = max_depth is not None and self.depth >= max_depth
+        nxt = DiskLevel(self.directory, self.durable)
+        measured = False
+        unviolated = [pred for name, pred in self.invariants if name not in self.violations]
+        all_hold = all_true(unviolated) if unviolated else None  # the quiet check, as in bfs.py
+        invariants, steps = self.invariants, self.steps
+        seen_hooks, expand_hooks = self.seen_hooks, self.expand_hooks
+        for chunk in frontier.chunks():
+            if chunk and not measured:
+                self.state_bytes, measured = _state_bytes(chunk), True
+            for first in range(0, len(chunk), BATCH):
+                batch = chunk[first : first + BATCH]
+                expansions: list[Any] = []
+                candidates: set[int] = set()
+                for s, _ks in batch:
+                    if within is not None and not within(s):
+                        expansions.append(None)
+                        continue
+                    try:  # a model that raises is reported where the in-memory search would meet it
+                        succs = expand(model, s)
+                        keys = [keyfn(t) for _a, t in succs]
+                    except Exception as exc:
+                        expansions.append(exc)
+                        continue
+                    expansions.append((succs, keys))
+                    if visited.runs:
+                        candidates.update(k for k in keys if k not in recent)
+                on_disk = visited.found_on_disk(candidates) if candidates else _NOTHING
+                del candidates
+                cap = (max_states - visited.on_disk) if max_states is not None else -1
+                for (s, ks), expansion in zip(batch, expansions, strict=True):
+                    if expansion is None:
+                        self.bounded_by = self.bounded_by or MODEL_BOUND
+                        continue
+                    if isinstance(expansion, Exception):
+                        raise expansion
+                    succs, keys = expansion
+                    for hook in expand_hooks:
+                        hook(s, succs, True)
+                    self.expanded += 1
+                    if self.expanded <= options.determinism_checks or self.expanded % 4096 == 0:
+                        _check_determinism(model, s, succs)
+                    self.generated += len(succs)
+                    if options.deadlock and not succs and DEADLOCK not in self.violations:
+                        self.record(DEADLOCK, "deadlock", self.trace_to(ks))
+                        if self.stop:
+                            break
+                    if steps:
+                        for a, t in succs:
+                            for name, pred in steps:
+                                if name in self.violations:
+                                    continue
+                                if not holds(name, pred, s, a, t):
+                                    self.record(name, "step", self.step_trace(ks, s, a, t, pred))
+                        if self.stop:
+                            break
+                    if at_depth_bound:
+                        if self.bounded_by is None and any(k not in recent and k not in on_disk for k in keys):
+                            self.bounded_by = f"max depth {max_depth}"
+                        continue
+                    append = nxt.buffer.append
+                    for (_a, t), k in zip(succs, keys, strict=True):
+                        if k in on_disk:
+                            continue
+                        size = len(recent)
+                        setdefault(k, ks)
+                        if len(recent) == size:
+                            continue
+                        if size == cap:  # the state one beyond --max-states: not explored, not counted
+                            del recent[k]
+                            self.bounded_by, self.stop = f"max states {max_states}", True
+                            break
+                        append((t, k))
+                        for hook in seen_hooks:
+                            hook(t)
+                        if all_hold is not None and all_hold(t):
+                            continue
+                        if invariants:  # the careful path: names the property, reports one that raises
+                            self.check_invariants(t, k)
+                            if self.stop:
+                                break
+                    if self.stop:
+                        break
+                    if self.expanded & 1023 == 0:
+                        self.progress.update(
+                            distinct=len(visited), generated=self.generated, depth=self.depth, queue=len(nxt)
+                        )
+                if self.stop:
+                    break
+                self.within_budget(nxt)
+            if self.stop:
+                break
+        self.level_garbage.extend(frontier.paths())
+        if not self.durable:
+            remove_files(self.level_garbage)
+            self.level_garbage.clear()
+        self.level_peak = max(self.level_peak, frontier.bytes_written + nxt.bytes_written)
+        if self.state_bytes * len(nxt.buffer) > self.budget // 4:
+            self._spill_level(nxt)  # expanded from disk a chunk at a time, not held whole beside the next
+        return nxt
+
+    def within_budget(self, nxt: DiskLevel) -> None:
+        """The budget in three shares: half for the visited dict (past it, a sorted run on disk), a
+        quarter for the next level's states (past it, pickled chunks) and a quarter for the chunk
+        of the level being expanded (the size of the chunks a level is spilled in)."""
+        if ENTRY_BYTES * len(self.visited.recent) > self.budget // 2:
+            self.visited.flush()
+        if self.state_bytes * len(nxt.buffer) > self.budget // 4:
+            self._spill_level(nxt)
+
+    def _spill_level(self, level: DiskLevel) -> None:
+        chunk = max(256, self.budget // 4 // self.state_bytes) if self.budget < UNLIMITED else 1 << 16
+        before = level.bytes_written
+        self.visited.next_name = level.spill(self.visited.next_name, chunk)
+        self.level_bytes += level.bytes_written - before
+        self.level_spills += 1
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _own_files(self) -> list[Path]:
+        return [p for pattern in ("fps-*.u64", "parents-*.u64", "level-*.pkl", "violations-*.pkl")
+                for p in self.directory.glob(pattern)]  # fmt: skip
+
+    def save(self, frontier: DiskLevel) -> None:
+        """Before a level is expanded: everything on disk, and meta.json naming it (each file's SHA-256)."""
+        self.visited.flush()
+        if frontier.buffer:
+            self._spill_level(frontier)
+        violations_file = None
+        if self.violations:
+            payload = pickle.dumps(list(self.violations.values()), protocol=pickle.HIGHEST_PROTOCOL)
+            self.visited.next_name += 1
+            name = self.visited.next_name
+            (self.directory / f"violations-{name}.pkl").write_bytes(payload)
+            violations_file = [name, combined_digest([hashlib.sha256(payload).digest()])]
+        progress = {
+            "depth": self.depth, "distinct": len(self.visited), "generated": self.generated,
+            "expanded": self.expanded, "runs": self.visited.describe(), "level": frontier.files,
+            "violations": violations_file, "next_name": self.visited.next_name,
+            "coverage": self.coverage.counts() if self.coverage is not None else None,
+            "flushes": self.visited.flushes, "merges": self.visited.merges,
+            "bytes_written": self.visited.bytes_written + self.level_bytes, "level_spills": self.level_spills,
+        }  # fmt: skip
+        save_meta(self.directory, self.key, CHECKPOINT_FORMAT, self.job, progress)
+        named = {p.name for p in self._named(progress)}
+        self.visited.collect()
+        remove_files(p for p in self.level_garbage + self._own_files() if p.name not in named)
+        self.level_garbage.clear()
+
+    def _named(self, progress: dict[str, Any]) -> list[Path]:
+        paths = [p for name, _c, _d in progress["runs"] for p in (self.directory / f"fps-{name}.u64",
+                 self.directory / f"parents-{name}.u64")]  # fmt: skip
+        paths += [self.directory / f"level-{name}.pkl" for name, _c, _d in progress["level"]]
+        if progress["violations"]:
+            paths.append(self.directory / f"violations-{progress['violations'][0]}.pkl")
+        return paths
+
+    def resume(self) -> DiskLevel:
+        same = "model, config, properties, symmetry and deadlock"
+        progress = load_meta(self.directory, self.key, CHECKPOINT_FORMAT, self.job, same)
+        try:
+            self.visited.restore(progress["runs"])
+            frontier = DiskLevel(self.directory, self.durable)
+            frontier.restore(progress["level"])
+            if progress["violations"]:
+                name, digest = progress["violations"]
+                path = self.directory / f"violations-{int(name)}.pkl"
+                check_digest([path], str(digest))
+                found = pickle.loads(path.read_bytes())  # authenticated: meta.json names its SHA-256
+                self.violations = {v.property: v for v in found}
+            self.depth, self.generated, self.expanded = progress["depth"], progress["generated"], progress["expanded"]
+            self.visited.next_name = int(progress["next_name"])
+            self.visited.flushes, self.visited.merges = progress["flushes"], progress["merges"]
+            self.visited.bytes_written, self.level_spills = progress["bytes_written"], progress["level_spills"]
+            if self.coverage is not None and progress["coverage"]:
+                self.coverage.carried.merge(progress["coverage"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"--resume {self.directory}: meta.json is malformed ({exc})") from None
+        named = {p.name for p in self._named(progress)}
+        remove_files(p for p in self._own_files() if p.name not in named)  # left by a run stopped mid-level
+        if self.violations and not self.options.keep_going:
+            self.stop = True
+        return frontier

@@ -1,0 +1,331 @@
+"""A visited set of 64-bit fingerprints that spills to disk, and a BFS level that does too.
+
+The design is TLC's disk-based fingerprint set: the newest fingerprints sit in a dict (each with
+its parent's fingerprint, for traces); past the memory budget they are sorted and written to disk
+as a *run* -- two flat uint64 files, fingerprints sorted and the parents beside them. Runs are
+merged as they pile up, as a binary counter carries: the newest run is merged into the one before
+it while that one is no larger, so there are O(log n) runs and each fingerprint is rewritten
+O(log n) times (TLC rewrites its one file at every flush instead).
+Lookups go in batches: a sorted array of candidates is searched in each memory-mapped run with
+``np.searchsorted``, never one seek per state. A level's states (:class:`DiskLevel`) are a list in
+memory, written out as pickled chunks under the same budget and read back in discovery order.
+
+With ``durable`` (a checkpoint) every file's SHA-256 is kept, for ``meta.json`` to name, and a file
+is deleted only once the next ``meta.json`` no longer needs it (:meth:`collect`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from kmc.checker.errors import UserError
+from kmc.checker.storage.checkpoint import interned
+
+ENTRY_BYTES = 100
+"""What one fingerprint costs in the dict: its int, its slot and the dict's spare room (measured)."""
+MERGE_BLOCK = 1 << 20
+"""Fingerprints merged at a time: what a merge holds in memory is a few times this (16 B each)."""
+MAX_RUNS = 12
+
+
+@dataclass
+class Run:
+    """A sorted run on disk: ``fps-N.u64`` and ``parents-N.u64``."""
+
+    name: int
+    count: int
+    fps: Any = None
+    """The fingerprints, memory-mapped (None while the run is empty)."""
+    digest: str = ""
+    parent_map: Any = None
+
+    def files(self, directory: Path) -> list[Path]:
+        return [directory / f"fps-{self.name}.u64", directory / f"parents-{self.name}.u64"]
+
+    def open(self, directory: Path) -> None:
+        self.fps = np.memmap(self.files(directory)[0], dtype=np.uint64, mode="r") if self.count else None
+
+    def parents(self, directory: Path) -> Any:
+        return np.memmap(self.files(directory)[1], dtype=np.uint64, mode="r")
+
+    def parent_at(self, directory: Path, at: int) -> int:
+        """The parent of the run's ``at``-th fingerprint (its file mapped once, on first use)."""
+        if self.parent_map is None:
+            self.parent_map = self.parents(directory)
+        return int(self.parent_map[at])
+
+
+class _RunWriter:
+    """Appends sorted blocks to a run's two files, hashing as it goes."""
+
+    def __init__(self, directory: Path, name: int) -> None:
+        self.run = Run(name, 0)
+        self.paths = self.run.files(directory)
+        self.handles = [open(p, "wb") for p in self.paths]  # noqa: SIM115 -- closed by close()
+        self.hashes = [hashlib.sha256(), hashlib.sha256()]
+
+    def write(self, fps: Any, parents: Any) -> None:
+        for handle, hashed, block in zip(self.handles, self.hashes, (fps, parents), strict=True):
+            data = np.ascontiguousarray(block, dtype=np.uint64).tobytes()
+            handle.write(data)
+            hashed.update(data)
+        self.run.count += len(fps)
+
+    def close(self, directory: Path) -> Run:
+        for handle in self.handles:
+            handle.close()
+        self.run.digest = combined_digest([h.digest() for h in self.hashes])
+        self.run.open(directory)
+        return self.run
+
+
+class DiskFPSet:
+    """Fingerprint -> parent fingerprint; an initial state is its own parent."""
+
+    def __init__(self, directory: Path, durable: bool = False, first_name: int = 0) -> None:
+        self.directory = directory
+        self.durable = durable
+        self.recent: dict[int, int] = {}
+        self.runs: list[Run] = []
+        """Oldest (largest) first."""
+        self.on_disk = 0
+        self.next_name = first_name
+        self.flushes = 0
+        self.merges = 0
+        self.bytes_written = 0
+        self.peak_disk_bytes = 0
+        self.garbage: list[Path] = []
+
+    def __len__(self) -> int:
+        return len(self.recent) + self.on_disk
+
+    @property
+    def disk_bytes(self) -> int:
+        return 16 * self.on_disk
+
+    def found_on_disk(self, candidates: Iterable[int]) -> set[int]:
+        """The candidates already in a run: one sorted batch searched in every run."""
+        wanted = np.fromiter(candidates, dtype=np.uint64)
+        if not self.runs or not len(wanted):
+            return set()
+        wanted.sort()
+        hits = []
+        for run in reversed(self.runs):  # the newest is the smallest
+            if run.fps is None or not len(wanted):
+                continue
+            at = np.searchsorted(run.fps, wanted)
+            found = run.fps[np.minimum(at, run.count - 1)] == wanted
+            if found.any():
+                hits.append(wanted[found])
+                wanted = wanted[~found]
+        return set(np.concatenate(hits).tolist()) if hits else set()
+
+    def parent(self, fp: int) -> int:
+        """The fingerprint of the state whose expansion first found ``fp`` (itself for an initial state)."""
+        up = self.recent.get(fp)
+        if up is not None:
+            return up
+        key = np.uint64(fp)
+        for run in self.runs:
+            if run.fps is None:
+                continue
+            at = int(np.searchsorted(run.fps, key))
+            if at < run.count and run.fps[at] == key:
+                return run.parent_at(self.directory, at)
+        raise UserError(f"bfs: fingerprint {fp:#x} is missing from the visited set on disk (damaged spill directory)")
+
+    def chain(self, fp: int) -> list[int]:
+        """The fingerprints from an initial state to ``fp``."""
+        keys = [fp]
+        while (up := self.parent(keys[-1])) != keys[-1]:
+            keys.append(up)
+        keys.reverse()
+        return keys
+
+    def flush(self) -> None:
+        """Write the dict out as a sorted run and empty it; merge runs that have piled up."""
+        if not self.recent:
+            return
+        count = len(self.recent)
+        fps = np.fromiter(self.recent.keys(), dtype=np.uint64, count=count)
+        parents = np.fromiter(self.recent.values(), dtype=np.uint64, count=count)
+        order = np.argsort(fps)
+        writer = _RunWriter(self.directory, self._name())
+        writer.write(fps[order], parents[order])
+        del fps, parents, order
+        self.runs.append(writer.close(self.directory))
+        self.recent.clear()  # only now: a Ctrl-C above leaves the set whole
+        self.on_disk += count
+        self.flushes += 1
+        self.bytes_written += 16 * count
+        while len(self.runs) >= 2 and (self.runs[-2].count <= self.runs[-1].count or len(self.runs) > MAX_RUNS):
+            self._merge()
+        self.peak_disk_bytes = max(self.peak_disk_bytes, self.disk_bytes)
+
+    def _name(self) -> int:
+        self.next_name += 1
+        return self.next_name
+
+    def _merge(self) -> None:
+        """Merge the two newest runs into one, a block at a time (runs never share a fingerprint)."""
+        a, b = self.runs[-2], self.runs[-1]
+        writer = _RunWriter(self.directory, self._name())
+        pa, pb = a.parents(self.directory), b.parents(self.directory)
+        ia = ib = 0
+        top = np.uint64(2**64 - 1)
+        while ia < a.count or ib < b.count:
+            limit = min(
+                a.fps[min(ia + MERGE_BLOCK, a.count) - 1] if ia < a.count else top,
+                b.fps[min(ib + MERGE_BLOCK, b.count) - 1] if ib < b.count else top,
+            )
+            ja = int(np.searchsorted(a.fps, limit, side="right")) if ia < a.count else ia
+            jb = int(np.searchsorted(b.fps, limit, side="right")) if ib < b.count else ib
+            fps = np.concatenate([a.fps[ia:ja], b.fps[ib:jb]])
+            parents = np.concatenate([pa[ia:ja], pb[ib:jb]])
+            order = np.argsort(fps, kind="stable")
+            writer.write(fps[order], parents[order])
+            ia, ib = ja, jb
+        del pa, pb
+        self.runs[-2:] = [writer.close(self.directory)]
+        self.merges += 1
+        self.bytes_written += 16 * (a.count + b.count)
+        self.peak_disk_bytes = max(self.peak_disk_bytes, self.disk_bytes + 16 * (a.count + b.count))
+        for run in (a, b):
+            run.fps = run.parent_map = None
+            self._discard(run.files(self.directory))
+
+    def _discard(self, paths: list[Path]) -> None:
+        if self.durable:
+            self.garbage.extend(paths)  # the last meta.json may still name them
+        else:
+            for path in paths:
+                path.unlink(missing_ok=True)
+
+    def collect(self) -> None:
+        """Delete the files the newest meta.json no longer names."""
+        for path in self.garbage:
+            path.unlink(missing_ok=True)
+        self.garbage.clear()
+
+    def describe(self) -> list[list[Any]]:
+        return [[run.name, run.count, run.digest] for run in self.runs]
+
+    def restore(self, runs: list[list[Any]]) -> None:
+        """The runs a checkpoint names, each checked against its digest before it is used."""
+        for name, count, digest in runs:
+            run = Run(int(name), int(count), digest=str(digest))
+            paths = run.files(self.directory)
+            check_digest(paths, digest, [8 * run.count, 8 * run.count])
+            run.open(self.directory)
+            self.runs.append(run)
+            self.on_disk += run.count
+        self.peak_disk_bytes = self.disk_bytes
+
+
+def combined_digest(parts: list[bytes]) -> str:
+    """One digest of several files: the SHA-256 of their SHA-256s, in order."""
+    return hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+def check_digest(paths: list[Path], digest: str, sizes: list[int] | None = None) -> None:
+    """The files hash to what meta.json (itself authenticated) says; a UserError otherwise."""
+    parts = []
+    for i, path in enumerate(paths):
+        hashed = hashlib.sha256()
+        try:
+            if sizes is not None and path.stat().st_size != sizes[i]:
+                raise UserError(f"--resume: {path} is damaged (not the size the checkpoint recorded)")
+            with open(path, "rb") as fh:
+                while block := fh.read(1 << 22):
+                    hashed.update(block)
+        except OSError as exc:
+            raise UserError(f"--resume: {path} is missing or unreadable ({exc.strerror})") from None
+        parts.append(hashed.digest())
+    if combined_digest(parts) != digest:
+        raise UserError(
+            f"--resume: {paths[0]} is damaged or was not written by your kmc (it does not match the "
+            "authenticated meta.json): refusing to load it; start the check again without --resume"
+        )
+
+
+class DiskLevel:
+    """One BFS level's ``(state, fingerprint)`` pairs in discovery order: ``buffer`` in memory, and
+    before it chunks pickled to ``level-N.pkl`` files when it is spilled."""
+
+    def __init__(self, directory: Path, durable: bool = False) -> None:
+        self.directory = directory
+        self.durable = durable
+        self.buffer: list[tuple[Any, int]] = []
+        self.files: list[list[Any]] = []
+        """[name, count, sha256] of each chunk written, in order."""
+        self.on_disk = 0
+        self.bytes_written = 0
+
+    def __len__(self) -> int:
+        return self.on_disk + len(self.buffer)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def spill(self, name: int, chunk: int) -> int:
+        """Write the buffer out in chunks of at most ``chunk`` states; a fresh buffer replaces it.
+        Returns the next free file name."""
+        for start in range(0, len(self.buffer), chunk):
+            part = self.buffer[start : start + chunk]
+            states = interned([state for state, _fp in part])  # equal parts written once: about half the size
+            payload = pickle.dumps((states, [fp for _state, fp in part]), protocol=pickle.HIGHEST_PROTOCOL)
+            name += 1
+            path = self.directory / f"level-{name}.pkl"
+            with open(path, "wb") as fh:
+                fh.write(payload)
+            digest = combined_digest([hashlib.sha256(payload).digest()]) if self.durable else ""
+            self.files.append([name, len(part), digest])
+            self.on_disk += len(part)
+            self.bytes_written += len(payload)
+        self.buffer = []
+        return name
+
+    def chunks(self) -> Iterator[list[tuple[Any, int]]]:
+        """The states in discovery order, a chunk at a time."""
+        for name, _count, _digest in self.files:
+            with open(self.directory / f"level-{name}.pkl", "rb") as fh:
+                states, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
+            yield list(zip(states, fps, strict=True))
+        yield self.buffer
+
+    def paths(self) -> list[Path]:
+        return [self.directory / f"level-{name}.pkl" for name, _count, _digest in self.files]
+
+    def restore(self, files: list[list[Any]]) -> None:
+        for name, count, digest in files:
+            check_digest([self.directory / f"level-{int(name)}.pkl"], str(digest))
+            self.files.append([int(name), int(count), str(digest)])
+            self.on_disk += int(count)
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size such as 512m or 4g (binary units); a UserError for anything else."""
+    units = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    value = text.strip().lower().removesuffix("b").removesuffix("i")
+    digits = value.rstrip("kmgt")
+    unit = value[len(digits) :]
+    if not digits.isdigit() or unit not in units or int(digits) == 0:
+        raise UserError(f"bad --memory {text!r}: use a size such as 512m or 4g")
+    size = int(digits) * units[unit]
+    if size < MIN_MEMORY:
+        raise UserError(f"bad --memory {text!r}: at least 1m")
+    return size
+
+
+MIN_MEMORY = 1 << 20
+
+
+def remove_files(paths: Iterable[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)

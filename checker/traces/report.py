@@ -1,0 +1,284 @@
+"""One self-contained HTML page per check: configuration, statistics, and each trace with
+step-by-step navigation, the changed fields highlighted, and its message-sequence chart."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from kmc.checker.drawing import Drawing, Table, mark_changes
+from kmc.checker.errors import UserError
+from kmc.checker.properties import select_properties
+from kmc.checker.traces.chart import chart_dot, drawing_of, run_dot, violation_step
+from kmc.checker.traces.itf import format_action, format_value, state_vars
+from kmc.checker.traces.replay import Replayed
+from kmc.checker.traces.text import changes, leaves, touches
+
+CSS = """
+tr.vacuous td { background: #fde8e8; }
+ul.vacuity { color: #a11; }
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1d2733;max-width:1400px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px} h3{font-size:15px;margin:16px 0 6px}
+table{border-collapse:collapse;font-size:13px;margin:4px 0 10px}
+td,th{border:1px solid #cfd6de;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#e8eef7;font-weight:600} .hl{background:#ffe08a} .muted{color:#66717d}
+.verdict-violated{color:#b03030;font-weight:700} .verdict-holds{color:#1d7a3a;font-weight:700}
+.trace{display:flex;gap:18px;align-items:flex-start}
+.steps{list-style:none;padding:0;margin:0;min-width:260px;max-height:70vh;overflow:auto;border:1px solid #cfd6de}
+.steps li{padding:4px 8px;cursor:pointer;font-size:13px;border-bottom:1px solid #eef1f4}
+.steps li.current{background:#1f5fa8;color:#fff} .steps li.in-loop{border-left:4px solid #e0a0a0}
+.steps li.loop-start{border-left:4px solid #b03030;border-top:2px solid #b03030}
+.steps li.loop-back{color:#b03030;font-style:italic} .steps li.violating:not(.current){background:#fdeaea}
+.badge{font-size:11px;font-weight:700;padding:0 4px;border-radius:3px;white-space:nowrap}
+.badge.bad{color:#fff;background:#b03030} .badge.loop{color:#b03030;background:#fff;border:1px solid #b03030}
+.violation{border:2px solid #b03030;background:#fdeaea;border-radius:6px;padding:6px 12px;margin:8px 0 12px}
+.violation .what{font-size:15px;margin:4px 0} .violation .doc p{margin:4px 0;font-style:italic}
+.note{font-weight:600;margin:4px 0} .note.bad,.note.loop{color:#b03030}
+table.state th{font-weight:500;font-family:monospace} table.state tr.hl td,table.state tr.hl th{background:#ffe08a}
+.panel{display:none;flex:1} .panel.current{display:block}
+.nav button{font-size:13px;margin-right:6px} .chart{overflow:auto;border:1px solid #cfd6de;padding:8px;margin-top:8px}
+code{background:#f3f5f7;padding:1px 4px;border-radius:3px}
+"""
+
+JS = """
+document.querySelectorAll('.trace').forEach(function(tr){
+  var items=tr.querySelectorAll('.steps li[data-step]'), panels=tr.querySelectorAll('.panel'), cur=0;
+  function show(k){ if(k<0||k>=panels.length) return; cur=k;
+    items.forEach(function(li,i){li.classList.toggle('current',i===k)});
+    panels.forEach(function(p,i){p.classList.toggle('current',i===k)});
+    items[k].scrollIntoView({block:'nearest'}); }
+  items.forEach(function(li,i){li.addEventListener('click',function(){show(i)})});
+  tr.querySelector('.prev').addEventListener('click',function(){show(cur-1)});
+  tr.querySelector('.next').addEventListener('click',function(){show(cur+1)});
+  tr.addEventListener('keydown',function(e){ if(e.key==='ArrowDown'||e.key==='ArrowRight'){show(cur+1);e.preventDefault()}
+    if(e.key==='ArrowUp'||e.key==='ArrowLeft'){show(cur-1);e.preventDefault()} });
+  tr.querySelectorAll('.steps li[data-goto]').forEach(function(li){
+    li.addEventListener('click',function(){show(Number(li.dataset.goto))}) });
+  show(Number(tr.dataset.start||0));
+  tr.dataset.ready='yes';
+});
+"""
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _table_html(table: Table) -> str:
+    head = "".join(f"<th>{_esc(c)}</th>" for c in table.columns)
+    rows = []
+    for r, row in enumerate(table.rows):
+        cells = "".join(
+            f'<td class="hl">{_esc(cell)}</td>' if (r, c) in table.highlight else f"<td>{_esc(cell)}</td>"
+            for c, cell in enumerate(row)
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    return f"<h3>{_esc(table.title)}</h3><table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _kv_table(pairs: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in pairs.items())
+    return f"<table>{rows}</table>"
+
+
+def _svg(source: str) -> str:
+    svg = run_dot(source, "svg").decode()
+    return svg[svg.index("<svg") :] if "<svg" in svg else svg
+
+
+KIND_NAMES = {"invariant": "invariant", "step": "step property", "liveness": "liveness property",
+              "deadlock": "deadlock check"}  # fmt: skip
+
+
+def property_doc(done: Replayed) -> str:
+    """The violated property's docstring: from the trace's metadata if it carries one, else from the
+    model's properties (a property of a spec file the trace does not name has none to show)."""
+    meta = done.meta
+    if isinstance(meta.get("property_doc"), str):
+        return meta["property_doc"]
+    name = meta.get("property")
+    if not isinstance(name, str):
+        return ""
+    spec_files = meta.get("spec_files") if isinstance(meta.get("spec_files"), list) else []
+    try:
+        found = select_properties(type(done.model), [str(s) for s in spec_files], [name]).all()
+    except UserError:
+        return ""
+    return found[0].doc if found else ""
+
+
+def _violation_html(done: Replayed, labels: list[str]) -> str:
+    """What the trace shows: the property, where it fails (or where the run starts to loop), its docstring."""
+    meta, trace = done.meta, done.trace
+    name = meta.get("property")
+    if not name and meta.get("not_violated"):
+        gone = meta["not_violated"]
+        return (
+            f"<div class='violation'><p class='what'>This trace was recorded as a violation of "
+            f"<b>{_esc(gone['property'])}</b>, but on the model as it is now: {_esc(gone['reason'])}.</p></div>"
+        )
+    if not name:
+        return ""
+    last, loop = len(trace) - 1, trace.loop
+    kind = KIND_NAMES.get(str(meta.get("kind", "")), str(meta.get("kind") or "property"))
+    head = f"<b>{_esc(name)}</b> ({_esc(kind)}) is violated"
+    if loop is None:
+        where = f" at step {last} of {last}: <code>{_esc(labels[last])}</code>"
+    elif loop == last:
+        where = f": from step {loop} (<code>{_esc(labels[loop])}</code>) the run stays in that state forever"
+    else:
+        where = (
+            f": from step {loop} (<code>{_esc(labels[loop])}</code>) the run repeats steps {loop} to {last} "
+            "forever, so its goal is never reached"
+        )
+    doc = property_doc(done)
+    paragraphs = [" ".join(part.split()) for part in doc.split("\n\n") if part.strip()]
+    body = "".join(f"<p>{_esc(p)}</p>" for p in paragraphs) or "<p class='muted'>(the property has no docstring)</p>"
+    return f"<div class='violation'><p class='what'>{head}{where}</p><div class='doc'>{body}</div></div>"
+
+
+def _full_state(variables: dict[str, Any], changed: list[str]) -> str:
+    """Every field of the state, the ones the step changed highlighted."""
+    rows = "".join(
+        f"<tr{' class=hl' if touches(path, changed) else ''}><th>{_esc(path)}</th><td>{_esc(format_value(value))}</td></tr>"
+        for path, value in leaves(variables)
+    )
+    return f"<h3>full state</h3><table class='state'>{rows}</table>"
+
+
+def _trace_section(index: int, done: Replayed) -> str:
+    meta = done.meta
+    trace = done.trace
+    drawing = drawing_of(done.model)
+    has_tables = type(drawing).tables is not Drawing.tables
+    last, loop = len(trace) - 1, trace.loop
+    start = violation_step(trace) if meta.get("property") else 0
+    items, panels = [], []
+    previous_tables = None
+    vars_list = [state_vars(s) for s in trace.states]
+    labels = [
+        "Init" if action is None else format_action({"name": action.name, "args": dict(action[1])})
+        for action, _ in trace.steps()
+    ]
+    for k, (_action, state) in enumerate(trace.steps()):
+        label = labels[k]
+        classes = [c for c, on in (("loop-start", loop == k), ("in-loop", loop is not None and k >= loop),
+                                   ("violating", k == start and meta.get("property"))) if on]  # fmt: skip
+        badges = ""
+        if loop == k:
+            badges += " <span class='badge loop'>&#8635; loop starts</span>"
+        if k == start and meta.get("property") and loop is None:
+            badges += " <span class='badge bad'>&#10007; violated</span>"
+        cls = f' class="{" ".join(classes)}"' if classes else ""
+        items.append(f'<li data-step="{k}"{cls}>{k}. {_esc(label)}{badges}</li>')
+        diff = [] if k == 0 else changes(vars_list[k - 1], vars_list[k])
+        if k == 0:
+            changed = ""
+        elif diff:
+            rows = "".join(
+                f"<tr><th>{_esc(p)}</th><td>{_esc(format_value(a))}</td><td class='hl'>{_esc(format_value(b))}</td></tr>"
+                for p, a, b in diff
+            )
+            changed = f"<h3>changed</h3><table><tr><th>field</th><th>before</th><th>after</th></tr>{rows}</table>"
+        else:
+            changed = "<h3>changed</h3><p class='muted'>nothing (a stuttering step)</p>"
+        tables_html = ""
+        if has_tables:
+            tables = drawing.tables(state)
+            if previous_tables is not None:
+                tables = mark_changes(previous_tables, tables)
+            previous_tables = drawing.tables(state)
+            tables_html = "".join(_table_html(t) for t in tables)
+        notes = []
+        if k == start and meta.get("property") and loop is None:
+            notes.append(f"<p class='note bad'>{_esc(meta['property'])} is violated in this state.</p>")
+        if loop == k:
+            repeat = (
+                "this state repeats forever"
+                if loop == last
+                else f"steps {loop} to {last} form a loop the run repeats forever"
+            )
+            notes.append(f"<p class='note loop'>&#8635; The loop starts here: {repeat}.</p>")
+        if loop is not None and k == last and loop != last:
+            notes.append(f"<p class='note loop'>&#8635; Next: back to step {loop}, and round the loop again.</p>")
+        full = _full_state(vars_list[k], [p for p, _a, _b in diff])
+        panels.append(
+            f'<div class="panel" data-step="{k}"><h3>Step {k} of {last}: <code>{_esc(label)}</code></h3>'
+            f"{''.join(notes)}{changed}{tables_html}{full}</div>"
+        )
+    if loop is not None:
+        back = "stays in this state forever" if loop == last else f"back to step {loop}: the loop repeats forever"
+        items.append(f'<li class="loop-back" data-goto="{loop}">&#8635; {_esc(back)}</li>')
+    chart = _svg(chart_dot(done))
+    heading = f"{_esc(meta.get('property', 'trace'))} ({_esc(meta.get('kind', 'violation'))}): {len(trace)} states"
+    return (
+        f'<section><h2 id="trace-{index}">{heading}</h2>{_violation_html(done, labels)}'
+        f"<p class='muted'>engine {_esc(meta.get('engine', '?'))}; model {_esc(meta.get('model'))}"
+        f"{' --preset ' + _esc(meta['preset']) if meta.get('preset') else ''}. The page opens at step {start}; "
+        "use the arrow keys or click a step.</p>"
+        f'<div class="trace" tabindex="0" data-start="{start}"><div><div class="nav"><button class="prev">&larr; previous</button>'
+        f'<button class="next">next &rarr;</button></div><ol class="steps">{"".join(items)}</ol></div>'
+        f"{''.join(panels)}</div>"
+        f'<details open><summary>message-sequence chart</summary><div class="chart">{chart}</div></details></section>'
+    )
+
+
+def _coverage_html(coverage: dict[str, Any], vacuity: list[str]) -> str:
+    """The coverage tables; a row whose action was never taken or property never exercised is marked."""
+
+    def rows(section: dict[str, list[int]], bad: int) -> str:
+        return "".join(
+            f"<tr{' class=vacuous' if counts[bad] == 0 else ''}><td>{_esc(name)}</td>"
+            f"<td>{counts[0]:,}</td><td>{counts[1]:,}</td></tr>"
+            for name, counts in section.items()
+        )
+
+    out = ["<h2>coverage</h2>"]
+    if vacuity:
+        out.append("<ul class='vacuity'>" + "".join(f"<li>{_esc(v)}</li>" for v in vacuity) + "</ul>")
+    out.append("<table class='coverage'><tr><th>action</th><th>enabled in</th><th>taken</th></tr>"
+               f"{rows(coverage.get('actions', {}), 1)}</table>")  # fmt: skip
+    out.append("<table class='coverage'><tr><th>property</th><th>evaluated</th><th>exercised</th></tr>"
+               f"{rows(coverage.get('properties', {}), 1)}</table>")  # fmt: skip
+    return "".join(out)
+
+
+def html_report(
+    title: str,
+    traces: list[Replayed],
+    stats: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    extra_svg: dict[str, str] | None = None,
+) -> str:
+    """The whole page as a string: no external scripts, styles or images."""
+    if config is None and traces:
+        config = traces[0].meta.get("config")
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_esc(title)}</title><style>{CSS}</style>"
+        "<noscript><style>.panel{display:block;border-top:1px solid #ccc;margin-top:8px}</style></noscript></head><body>"
+    ]
+    parts.append(f"<h1>{_esc(title)}</h1>")
+    if stats:
+        verdict = stats.get("verdict", "")
+        parts.append(f"<p>verdict: <span class='verdict-{_esc(verdict)}'>{_esc(verdict)}</span>"
+                     f"{'' if stats.get('complete') else ' (not a complete search)'}</p>")  # fmt: skip
+        shown = {k: stats[k] for k in (
+            "engine", "distinct_states", "generated_states", "depth", "elapsed_s", "states_per_s",
+            "peak_memory_bytes", "collision_probability", "bound_reason", "seed") if stats.get(k) is not None}  # fmt: skip
+        parts.append("<h2>statistics</h2>" + _kv_table(shown))
+    if config:
+        parts.append("<h2>configuration</h2>" + _kv_table(config))
+    if stats and stats.get("coverage"):
+        parts.append(_coverage_html(stats["coverage"], stats.get("vacuity", [])))
+    if traces:
+        parts.append("<h2>traces</h2><ul>" + "".join(
+            f'<li><a href="#trace-{i}">{_esc(t.meta.get("property", "trace"))}: {len(t.trace)} states</a></li>'
+            for i, t in enumerate(traces)) + "</ul>")  # fmt: skip
+    for i, done in enumerate(traces):
+        parts.append(_trace_section(i, done))
+    for name, svg in (extra_svg or {}).items():
+        parts.append(f"<section><h2>{_esc(name)}</h2><div class='chart'>{svg}</div></section>")
+    parts.append(f"<script type='application/json' id='kmc-data'>{_esc(json.dumps({'title': title}))}</script>")
+    parts.append(f"<script>{JS}</script></body></html>")
+    return "".join(parts)
