@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from kmc.checker.conformance.run import ConformJob, conform_table
-from kmc.checker.engines.bfs import BfsOptions
+from kmc.checker.engines.bfs.options import BfsOptions
 
 ROWS: list[tuple[str, str | None, dict[str, str]]] = [
     ("assignors", None, {"table": "exhaustive"}),

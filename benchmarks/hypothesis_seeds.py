@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from kmc.checker import BfsOptions, Check
-from kmc.checker.engines.hypothesis import HypothesisOptions
+from kmc.checker.engines.hypothesis.engine import HypothesisOptions
 
 HERE = Path(__file__).resolve().parent
 DEFAULTS = HypothesisOptions()

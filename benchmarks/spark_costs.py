@@ -21,8 +21,8 @@ import json
 import pickle
 import time
 
-from kmc.checker.engines.bfs import expand
 from kmc.checker.registry import load_model_class
+from kmc.checker.search.kernel import expand
 from kmc.checker.storage.checkpoint import interned as _interned
 
 fp_module = importlib.import_module("kmc.checker.storage.fingerprint")

@@ -1,7 +1,8 @@
 """kmc.checker: the engine. It knows nothing about Kafka; models and specs import it."""
 
 from kmc.checker.engines.api import Engine, EngineTask, SearchBounds
-from kmc.checker.engines.bfs import BfsOptions, bfs
+from kmc.checker.engines.bfs.engine import bfs
+from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.engines.simulate import SimulationOptions, simulate
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, Preset, param

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from functools import cache
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from kmc.checker.errors import UserError
@@ -74,6 +75,14 @@ def _import_model_module(target: str) -> Any:
         raise UserError(f"model module {target}: {exc}") from None
     except Exception as exc:  # the user's code: report, never a traceback
         raise UserError(f"model module {target} failed to import: {type(exc).__name__}: {exc}") from None
+
+
+def model_reference(name: str) -> str:
+    """A model of one's own as replay will find it again: file paths made absolute."""
+    target, sep, attr = name.rpartition(":")
+    if sep and target.endswith(".py"):
+        return f"{Path(target).resolve()}:{attr}"
+    return name
 
 
 @cache

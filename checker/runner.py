@@ -6,30 +6,28 @@ result = Check("replication", preset="kip-320").engine("bfs").run()
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import xxhash
-from kmc.checker.engines import ENGINES, engine_class  # noqa: F401 - the CLI lists them
-from kmc.checker.engines.api import EngineTask, SearchBounds, settings_from, split_settings
+from kmc.checker.engines import ENGINES, engine_class
+from kmc.checker.engines.api import Engine, EngineTask, SearchBounds
+from kmc.checker.engines.options import settings_from, split_settings
 from kmc.checker.errors import NondeterministicModelError, UserError
 from kmc.checker.model import Model, check_states
 from kmc.checker.properties import PropertySet, select_properties
-from kmc.checker.registry import load_model_class
+from kmc.checker.registry import load_model_class, model_reference
 from kmc.checker.result import CheckResult, Status
 from kmc.checker.search.liveness import check_liveness
 from kmc.checker.search.observers import Coverage, GraphRecorder, SearchObserver, declared_actions, vacuity
 from kmc.checker.search.progress import Progress
-from kmc.checker.traces.itf import trace_to_itf, write_trace
 
 
 @dataclass
 class Check:
     """A check by names: model, preset, config overrides, properties, spec files, engine and its
-    settings (names of kmc.checker.engines.api.OPTIONS: bounds such as max_states, engine options such
+    settings (names of kmc.checker.engines.options.all_options(): bounds such as max_states, engine options such
     as walks). ``run`` validates everything before any work, then runs the engine."""
 
     model_name: str
@@ -52,7 +50,7 @@ class Check:
         self.settings = {**self.settings, **settings}
         return self
 
-    def plan(self) -> tuple[Any, SearchBounds, dict[str, Any]]:
+    def plan(self) -> tuple[type[Engine], SearchBounds, dict[str, Any]]:
         """The engine class, the bounds and the engine's options; an error for a setting it does not take."""
         engine = engine_class(self.engine_name)
         return (engine, *split_settings(engine, settings_from(self.settings, "")))
@@ -78,8 +76,7 @@ class Check:
         preset = self.preset if self.preset is not None else type(model).default_preset
         coverage = Coverage(model, props) if engine.observes else None
         recorder = None
-        if (props.liveness and engine.name == "bfs" and options.get("store") == "states" and not bounds.symmetry
-                and bounds.max_depth is None):  # fmt: skip
+        if props.liveness and engine.liveness and engine.keeps_graph(bounds, options):
             recorder = GraphRecorder()  # the liveness check reuses the explored graph
         watching = [o for o in (coverage, recorder, *observers) if o is not None]
         task = EngineTask(
@@ -108,12 +105,12 @@ class Check:
         result.property_docs = {prop.name: prop.doc for prop in props.all() if prop.doc}
         result.spec_files = [str(Path(spec).resolve()) for spec in self.spec_files]
         if props.liveness:
-            self._check_liveness(model, props, result, bounds, recorder, coverage)
+            self._check_liveness(engine, model, props, result, bounds, recorder, coverage)
         if coverage is not None:
             report = coverage.report()
             inactive = declared_actions(model)[1]
             result.coverage = {**report.to_json(), "inactive": list(inactive)}
-            result.vacuity = vacuity(report, inactive, judge_liveness=engine.name == "bfs")
+            result.vacuity = vacuity(report, inactive, judge_liveness=engine.liveness)
             if not declared_actions(model)[0]:
                 result.warnings.append(
                     f"model {model.name} declares no action names: an action never enabled cannot be reported"
@@ -125,6 +122,7 @@ class Check:
 
     def _check_liveness(
         self,
+        engine: type[Engine],
         model: Model,
         props: PropertySet,
         result: CheckResult,
@@ -133,10 +131,11 @@ class Check:
         coverage: Coverage | None,
     ) -> None:
         """Liveness is checked on the explored state graph, after the safety search."""
-        if self.engine_name != "bfs":
+        if not engine.liveness:
+            checkers = ", ".join(name for name, cls in ENGINES.items() if cls.liveness)
             result.warnings.append(
-                f"liveness properties ({', '.join(p.name for p in props.liveness)}) are checked by the bfs engine "
-                f"only; the {self.engine_name} engine ignored them"
+                f"liveness properties ({', '.join(p.name for p in props.liveness)}) are checked by the {checkers} "
+                f"engine only; the {engine.name} engine ignored them"
             )
             return
         if result.violations and not bounds.keep_going:
@@ -192,71 +191,3 @@ def _find_mutable_state(model: Model, limit: int = 50_000) -> None:
         raise
     except Exception:
         return
-
-
-def vacuity_failures(result: CheckResult, allowed: Sequence[str] = ()) -> list[str]:
-    """What --fail-on-vacuity fails on: a run that found a violation stopped early (and exits 1
-    anyway), so only a run without one is judged. ``allowed``: names declared vacuous on purpose."""
-    if result.violations:
-        return []
-    return [line for line in result.vacuity if line.split(" ")[1] not in allowed]
-
-
-def model_reference(name: str) -> str:
-    """A model of one's own as replay will find it again: file paths made absolute."""
-    target, sep, attr = name.rpartition(":")
-    if sep and target.endswith(".py"):
-        return f"{Path(target).resolve()}:{attr}"
-    return name
-
-
-def config_hash(model_name: str, config: Mapping[str, Any]) -> str:
-    """A short, stable hash of a model's config: two configs never share a trace file name."""
-    text = json.dumps([model_name, config], sort_keys=True, default=str)
-    return xxhash.xxh3_64_hexdigest(text.encode())[:8]
-
-
-def trace_stem(result: CheckResult) -> str:
-    """The preset's name when the config is exactly the preset's, else the preset plus a config hash."""
-    stem = result.preset or result.model
-    try:
-        cls = load_model_class(result.model_ref or result.model)
-        own = json.loads(json.dumps(cls.build(result.preset).config_dict(), default=str))
-    except UserError:
-        own = None
-    if own != json.loads(json.dumps(result.config, default=str)):
-        stem += "-" + config_hash(result.model, result.config)
-    return stem
-
-
-def trace_filename(result: CheckResult, prop: str) -> str:
-    return f"{trace_stem(result)}-{prop}.itf.json"
-
-
-def write_traces(result: CheckResult, out_dir: str | Path) -> list[Path]:
-    """Write each violation's trace as ITF under out_dir and remember the path on the violation."""
-    written = []
-    for violation in result.violations:
-        path = Path(out_dir) / trace_filename(result, violation.property)
-        extra: dict[str, Any] = {"kind": violation.kind}
-        if result.model_ref:
-            extra["model_ref"] = result.model_ref
-        if result.seed is not None:
-            extra["seed"] = result.seed
-        if result.property_docs.get(violation.property):
-            extra["property_doc"] = result.property_docs[violation.property]
-        if result.spec_files:
-            extra["spec_files"] = result.spec_files
-        doc = trace_to_itf(
-            violation.trace,
-            model=result.model,
-            config=result.config,
-            preset=result.preset,
-            property=violation.property,
-            engine=result.engine,
-            extra_meta=extra,
-        )
-        write_trace(path, doc)
-        violation.trace_file = str(path)
-        written.append(path)
-    return written

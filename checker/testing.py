@@ -19,10 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis
-from kmc.checker.engines.hypothesis import HypothesisOptions, machine_for, machine_settings
+from kmc.checker.engines.hypothesis.check import machine_settings
+from kmc.checker.engines.hypothesis.engine import HypothesisOptions
+from kmc.checker.engines.hypothesis.machine import machine_for
 from kmc.checker.registry import load_model_class
 from kmc.checker.result import CheckResult
-from kmc.checker.runner import Check, vacuity_failures, write_traces
+from kmc.checker.runner import Check
+from kmc.checker.search.observers import vacuity_failures
+from kmc.checker.traces.files import write_traces
 
 
 def hypothesis_test(
@@ -57,7 +61,8 @@ def _run(
     settings: Mapping[str, Any],
     out: str | Path | None,
 ) -> CheckResult:
-    """Settings are named as in kmc.checker.engines.api.OPTIONS (max_states, seed, walks, ...), as in a suite."""
+    """Settings are named as in kmc.checker.engines.options.all_options() (max_states, seed, walks, ...), as in a
+    suite."""
     load_model_class(model)
     result = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
                    engine_name=engine, settings=settings).run()  # fmt: skip

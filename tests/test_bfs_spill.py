@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from kmc.checker.errors import UserError
 from kmc.checker.result import CheckResult, Status
-from kmc.checker.runner import Check, write_traces
+from kmc.checker.runner import Check
 from kmc.checker.search.progress import NoProgress
 from kmc.checker.storage import fpset
 from kmc.checker.storage.fpset import parse_size
+from kmc.checker.traces.files import write_traces
 
 TESTS = Path(__file__).parent
 GRID = f"{TESTS / 'toy_models.py'}:CounterGrid"

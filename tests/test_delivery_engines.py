@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check
-from kmc.checker.engines.spark.engine import spark_context
+from kmc.checker.engines.spark.context import spark_context
 from kmc.checker.result import Status
-from kmc.checker.runner import write_traces
+from kmc.checker.traces.files import write_traces
 
 CHECKED_IN = [
     # model, preset, property, length of the checked-in shortest trace, a Hypothesis seed that finds it quickly

@@ -244,11 +244,11 @@ def _explore(*args: str) -> None:
 
 
 def _registered() -> bool:
-    from kmc.checker.cli.app import app
+    from kmc.checker.cli.app import make_app
 
     return any(
         c.name == "explore" or (c.name is None and c.callback is not None and c.callback.__name__ == "explore")
-        for c in app.registered_commands
+        for c in make_app().registered_commands
     )
 
 

@@ -161,7 +161,7 @@ def test_slow_member_processes_a_partition_twice_but_cannot_commit_it() -> None:
 
 def test_every_transition_is_legal_and_every_state_is_reached() -> None:
     """The coordinator only makes ClassicGroupState's transitions, and reaches all five states."""
-    from kmc.checker.engines.bfs import explore_graph
+    from kmc.checker.search.explored import explore_graph
 
     graph = explore_graph(GroupModel.build("eager-range"))
     seen = {s.group.state for s in graph}

@@ -23,7 +23,7 @@ import pytest
 from conftest import default_sigint
 from kmc.checker.cli.app import main
 from kmc.checker.engines import ENGINES
-from kmc.checker.engines.api import OPTIONS
+from kmc.checker.engines.options import all_options, takes
 from kmc.checker.model import config_keys
 from kmc.checker.registry import registered_models
 
@@ -103,9 +103,8 @@ _FLAGS = {"guide": "--no-guide"}
 def _engine_cases() -> list[Case]:
     out = []
     for engine_name, engine in ENGINES.items():
-        for name, spec in OPTIONS.items():
-            taken = name in engine.bounds if spec.bound else name in engine.defaults
-            if taken:
+        for name, spec in all_options().items():
+            if takes(engine, spec):
                 continue
             flag = _FLAGS.get(name, spec.cli_flag)
             argv = ["check", TPC, "--engine", engine_name, flag]

@@ -22,7 +22,7 @@ def test_finds_and_shrinks_the_truncate_to_hw_bug(kmc, tmp_path: Path) -> None:
     [violation] = result.violations
     assert violation.property == "StrongIsr"
     assert violation.trace_length <= 10 + 2  # shrunk to within two steps of the BFS shortest trace
-    from kmc.checker.runner import write_traces
+    from kmc.checker.traces.files import write_traces
 
     [path] = write_traces(result, tmp_path)
     meta = json.loads(path.read_text())["#meta"]
@@ -94,7 +94,7 @@ def test_guided_runs_find_the_kip_101_bug_that_random_walks_miss() -> None:
 
 
 def test_shortest_path_among_the_transitions_seen() -> None:
-    from kmc.checker.engines.hypothesis import Explored
+    from kmc.checker.engines.hypothesis.explored import Explored
     from kmc.checker.model import Action
     from kmc.checker.result import Trace
 
@@ -110,7 +110,7 @@ def test_shortest_path_among_the_transitions_seen() -> None:
 def test_shortcut_shortens_a_trace_stretch_by_stretch() -> None:
     """Where a search from the initial states runs out of budget, searches from the trace's own
     states still find the shorter ways: here a jump of five from any multiple of five."""
-    from kmc.checker.engines.hypothesis import Explored
+    from kmc.checker.engines.hypothesis.explored import Explored
     from kmc.checker.model import Action
     from kmc.checker.result import Trace
 

@@ -11,8 +11,10 @@ import networkx as nx
 import pytest
 from conftest import TESTS
 from kmc.checker import Action, Check
-from kmc.checker.engines.bfs import BfsOptions, ExploredGraph, bfs, explore_rows
+from kmc.checker.engines.bfs.engine import bfs
+from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.result import Status
+from kmc.checker.search.explored import ExploredGraph, explore_rows
 from kmc.checker.search.liveness import LivenessSearch
 from kmc.checker.search.observers import GraphRecorder, SearchObserver
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kmc.checker import Action
 from kmc.checker.conformance.run import conform, conform_table, write_mismatch_traces
-from kmc.checker.engines.bfs import BfsOptions
+from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.group import assignors

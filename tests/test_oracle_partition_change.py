@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from kmc.checker import Action
 from kmc.checker.conformance.run import ConformResult, conform
-from kmc.checker.engines.bfs import BfsOptions
-from kmc.checker.runner import write_traces
+from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.traces.files import write_traces
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.kraft_replication.model import KraftReplicationModel

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from kmc.checker.conformance.run import ConformResult, conform
-from kmc.checker.engines.bfs import BfsOptions
-from kmc.checker.runner import write_traces
+from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.traces.files import write_traces
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.producer.model import DUPLICATE, OUT_OF_ORDER_SEQUENCE_NUMBER, Batch, ProducerModel, Replica, entry_of

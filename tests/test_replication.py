@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import BfsOptions, bfs
-from kmc.checker.engines.bfs import explore_graph
 from kmc.checker.properties import PropertySet, select_properties
 from kmc.checker.result import Status
+from kmc.checker.search.explored import explore_graph
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.replication.model import ReplicationModel, _permute

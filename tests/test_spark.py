@@ -16,7 +16,7 @@ from conftest import ROOT, TESTS
 from hypothesis import given
 from hypothesis import strategies as st
 from kmc.checker import Check
-from kmc.checker.engines.spark.engine import spark_context
+from kmc.checker.engines.spark.context import spark_context
 from kmc.checker.errors import UserError
 from kmc.checker.properties import model_properties
 from kmc.checker.registry import load_model_class
@@ -154,7 +154,7 @@ def test_replication_symmetry_matches_bfs(sc) -> None:
 
 
 def test_spark_trace_replays(sc, tmp_path: Path, kmc) -> None:
-    from kmc.checker.runner import write_traces
+    from kmc.checker.traces.files import write_traces
 
     result = Check(
         "replication", preset="truncate-to-hw", property_names=["StrongIsr"], engine_name="spark", spark_context=sc
@@ -284,7 +284,8 @@ def test_a_damaged_or_foreign_checkpoint_is_never_unpickled(sc, tmp_path: Path) 
 
 @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=8))
 def test_balancing_moves_even_out_the_frontiers(counts: list[int]) -> None:
-    from kmc.checker.engines.spark.engine import BALANCE_SLACK, _balancing_moves
+    from kmc.checker.engines.spark.task import BALANCE_SLACK
+    from kmc.checker.engines.spark.task import balancing_moves as _balancing_moves
 
     share = -(-sum(counts) // len(counts))
     keep = share + int(share * BALANCE_SLACK)
@@ -299,7 +300,7 @@ def test_balancing_moves_even_out_the_frontiers(counts: list[int]) -> None:
 
 
 def test_balancing_moves_examples() -> None:
-    from kmc.checker.engines.spark.engine import _balancing_moves
+    from kmc.checker.engines.spark.task import balancing_moves as _balancing_moves
 
     assert _balancing_moves([10, 0]) == [(0, 1, 5)]
     assert _balancing_moves([0, 0, 9]) == [(2, 0, 3), (2, 1, 3)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kmc.checker import Check
 from kmc.checker.engines.spark.cluster import LocalCluster
-from kmc.checker.engines.spark.engine import spark_context
+from kmc.checker.engines.spark.context import spark_context
 from kmc.checker.result import Status
 
 pytestmark = pytest.mark.spark
@@ -93,7 +93,7 @@ def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: LocalClus
 
 
 def test_a_worker_joining_mid_run_gets_work(sc, cluster: LocalCluster, tmp_path: Path) -> None:
-    from kmc.checker.engines.spark.engine import _slots
+    from kmc.checker.engines.spark.context import slots_available as _slots
 
     cluster.kill_worker(1)  # if the test above has not already
     deadline = time.time() + 60

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check
-from kmc.checker.engines.bfs import explore
 from kmc.checker.engines.symbolic.encoding import StepComparer, steps_from_anywhere
 from kmc.checker.engines.symbolic.induction import prove_property
 from kmc.checker.result import Status
+from kmc.checker.search.explored import explore
 from kmc.models.replication.model import ReplicationModel
 from kmc.models.zk_controller.model import LeaderAndIsr, PartitionState, ZkControllerModel
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kmc.checker.engines.bfs import bounds_check
 from kmc.checker.model import Model
+from kmc.checker.search.kernel import bounds_check
 
 
 def shape(value: Any) -> Any:

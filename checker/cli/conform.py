@@ -1,10 +1,15 @@
-"""What `kmc conform` prints and writes: per-oracle counts, mismatches with both answers, JUnit."""
+"""`kmc conform`: a model held to Kafka's own classes at every reachable step, or an input oracle
+to every input of a table; what it prints and writes: per-oracle counts, mismatches with both
+answers, JUnit."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
+import typer
+from kmc.checker.cli.exit_codes import EXIT_VIOLATED
 from kmc.checker.cli.junit import Case, write_junit
 from kmc.checker.conformance.run import (
     ConformJob,
@@ -19,7 +24,9 @@ from kmc.checker.conformance.run import (
     write_mismatch_traces,
     write_table_mismatches,
 )
+from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.errors import UserError
+from kmc.checker.model import parse_sets
 from kmc.checker.registry import registered_oracles
 from kmc.checker.search.progress import make_progress
 from kmc.checker.traces.itf import read_trace
@@ -196,3 +203,49 @@ def _run_table(
     print("\n".join(lines))
     _require_comparisons([tally], "its table")
     return bool(tally.mismatches)
+
+
+def conform(
+    target: Annotated[
+        str | None,
+        typer.Argument(help="A model with oracles (see --list), or an input oracle such as assignors."),
+    ] = None,
+    preset: Annotated[str | None, typer.Option("--preset", "-p", help="A named variant.")] = None,
+    sets: Annotated[list[str], typer.Option("--set", "-s", help="Config key=value (repeatable).")] = [],  # noqa: B006
+    oracles: Annotated[
+        list[str], typer.Option("--oracle", "-O", help="Ask only these oracles (name or module:Class; repeatable).")
+    ] = [],  # noqa: B006
+    kafka_version: Annotated[
+        str | None, typer.Option(help="The Kafka release whose classes to call (default: the pinned one).")
+    ] = None,
+    max_depth: Annotated[int | None, typer.Option(help="Bound: depth in states (init = 1).", min=1)] = None,
+    max_states: Annotated[int | None, typer.Option(help="Bound: distinct states.", min=1)] = None,
+    store: Annotated[str, typer.Option(help="states (exact) or fingerprints (64-bit, less memory).")] = "states",
+    limit: Annotated[int | None, typer.Option(help="Input oracles: compare at most N cases.", min=1)] = None,
+    out: Annotated[Path, typer.Option(help="Directory for mismatch traces.")] = Path("kmc-out"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report (one case per oracle).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
+    quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the mismatch trace.")] = False,
+    list_oracles: Annotated[bool, typer.Option("--list", help="List the oracles and what they call.")] = False,
+) -> None:
+    """Compare a model, at every reachable step, with Kafka's own classes: exit 0 when they agree
+    on every step compared, 1 on a mismatch (its shortest trace is written as ITF)."""
+    if list_oracles:
+        print_oracles(as_json)
+        return
+    if target is None:
+        raise UserError("kmc conform needs a model (or an input oracle); `kmc conform --list` shows them")
+    job = ConformJob(
+        target=target,
+        preset=preset,
+        overrides=parse_sets(sets),
+        oracle_names=tuple(oracles),
+        release=kafka_version,
+        bfs_options=BfsOptions(max_depth=max_depth, max_states=max_states, store=store),
+    )
+    mismatched = run_conform(
+        job, out=out, junit=junit, as_json=as_json, progress=progress, show_trace=not quiet_trace, limit=limit
+    )
+    if mismatched:
+        raise typer.Exit(EXIT_VIOLATED)

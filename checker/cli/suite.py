@@ -44,11 +44,14 @@ from typing import Any
 
 from kmc.checker.cli.junit import Case
 from kmc.checker.conformance.run import ConformJob, conform_table, write_mismatch_traces
-from kmc.checker.engines.api import BY_TOML, settings_from
-from kmc.checker.engines.bfs import BfsOptions
+from kmc.checker.engines import ENGINES
+from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.engines.options import options_by_toml, settings_from
 from kmc.checker.errors import UserError
 from kmc.checker.result import CheckResult
-from kmc.checker.runner import ENGINES, Check, vacuity_failures, write_traces
+from kmc.checker.runner import Check
+from kmc.checker.search.observers import vacuity_failures
+from kmc.checker.traces.files import write_traces
 from kmc.checker.traces.itf import file_reference, read_trace
 from kmc.checker.traces.replay import confirm_violation, replay
 
@@ -59,13 +62,9 @@ _ENTRY_KEYS = {
     *("expect_trace_length", "expect_distinct_states", "replay", "search", "conform", "oracles"),
     *("expect_comparisons", "fail_on_vacuity", "expect_vacuous"),
 }
-_KEYS = _ENTRY_KEYS | set(BY_TOML)
-"""Every key an entry may have: its own, and every engine setting (kmc.checker.engines.api.OPTIONS)."""
 _CONFORM_SETTINGS = {"max_depth", "max_states", "store"}
-_CHECK_ONLY_KEYS = {
-    *("properties", "spec", "engine", "replay", "fail_on_vacuity", "expect_vacuous"),
-    *(set(BY_TOML) - _CONFORM_SETTINGS),
-}
+"""The settings of a conformance entry (its BFS's); every other engine setting is a check's only."""
+_CHECK_ONLY_KEYS = {"properties", "spec", "engine", "replay", "fail_on_vacuity", "expect_vacuous"}
 _SUITE_KEYS = {"check", "fail_on_vacuity"}
 
 
@@ -144,7 +143,8 @@ def load_suite(path: str | Path) -> list[Entry]:
 
 def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -> Entry:
     """One [[check]] table as an Entry, every key checked."""
-    unknown = set(raw) - _KEYS
+    settings_keys = options_by_toml()  # every engine setting, by its TOML key
+    unknown = set(raw) - _ENTRY_KEYS - set(settings_keys)
     if unknown:
         raise UserError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     model = _typed(raw, "model", str, where)
@@ -169,10 +169,10 @@ def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -
         expect_property = [expect_property]
     elif not all(isinstance(p, str) for p in expect_property):
         raise UserError(f"{where}: 'expect_property' must be a string or a list of strings")
-    settings = settings_from({k: v for k, v in raw.items() if k in BY_TOML}, where, toml=True)
-    for key in ("database", "checkpoint", "resume"):
-        if key in settings:
-            settings[key] = str(base / settings[key])
+    settings = settings_from({k: v for k, v in raw.items() if k in settings_keys}, where, toml=True)
+    for spec in settings_keys.values():  # a path is relative to the suite's folder
+        if spec.path and spec.name in settings:
+            settings[spec.name] = str(base / settings[spec.name])
     overrides = _typed(raw, "set", dict, where) or {}
     check = Check(model_name=model, preset=_typed(raw, "preset", str, where), overrides=overrides,
                   property_names=props, spec_files=specs, engine_name=engine, settings=settings)  # fmt: skip
@@ -237,7 +237,8 @@ def _model_beside(model: str, base: Path) -> str:
 def _conform_entry(raw: dict[str, Any], model: str, expect: str | None, where: str, given: str) -> Entry:
     if expect not in CONFORM_EXPECTATIONS:
         raise UserError(f"{where}: a conformance entry expects one of {', '.join(CONFORM_EXPECTATIONS)}")
-    misplaced = sorted(set(raw) & _CHECK_ONLY_KEYS)
+    check_only = _CHECK_ONLY_KEYS | (set(options_by_toml()) - _CONFORM_SETTINGS)
+    misplaced = sorted(set(raw) & check_only)
     if misplaced:
         raise UserError(f"{where}: {', '.join(misplaced)} do(es) not apply to a conformance entry")
     oracles = _typed(raw, "oracles", list, where) or []

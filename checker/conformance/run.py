@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kmc.checker.engines.bfs import BfsOptions, bfs
+from kmc.checker.engines.bfs.engine import bfs
+from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import Property, PropertySet
@@ -362,7 +363,7 @@ class ConformJob:
         return model, [o(model, release=self.release) for o in chosen]
 
     def run(self, progress: Progress | None = None) -> ConformResult:
-        from kmc.checker.runner import model_reference
+        from kmc.checker.registry import model_reference
 
         model, oracles = self.model_oracles()
         preset = self.preset if self.preset is not None else type(model).default_preset
@@ -390,7 +391,7 @@ def _load_oracle_class(name: str) -> type[Oracle]:
 
 def write_mismatch_traces(result: ConformResult, out_dir: str | Path) -> None:
     """Each mismatch's shortest trace as ITF, with both answers in its ``#meta``."""
-    from kmc.checker.runner import write_traces
+    from kmc.checker.traces.files import write_traces
     from kmc.checker.traces.itf import read_trace, write_trace
 
     write_traces(result.check, out_dir)

@@ -1,17 +1,18 @@
-"""One engine interface, one set of search bounds, one table of user-facing options.
+"""One engine interface and one set of search bounds.
 
-Every engine (bfs, simulate, hypothesis, spark, bmc) is a class with a ``name``, the bounds and
-options it takes, and ``run(task) -> CheckResult``; it is registered in :data:`ENGINES`
-(checker/engines/__init__.py). The CLI, the suite TOML and the pytest helpers all go through
-:func:`settings_from` and :data:`OPTIONS`: a setting an engine does not take is an error naming
-the engine, never silently ignored.
+An engine is a subclass of :class:`Engine`: a ``name``, the bounds it honours, the options it takes
+(each an :class:`OptionSpec` with its default), what it can promise (exhaustive, shortest traces,
+liveness on what it explored) and ``run(task) -> CheckResult``. It is registered by one line in
+``kmc.checker.engines`` (or under the ``kmc.engines`` entry point group); the CLI's flags, the suite's
+TOML keys and the pytest helpers' keyword arguments are all derived from the options the registered
+engines declare (``kmc.checker.engines.options``), so adding an engine touches nothing else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from kmc.checker.errors import UserError
 from kmc.checker.model import Model
@@ -19,10 +20,6 @@ from kmc.checker.properties import PropertySet
 from kmc.checker.result import CheckResult
 from kmc.checker.search.observers import SearchObserver
 from kmc.checker.search.progress import Progress
-
-MAX_PARTITIONS = 4096
-"""Spark shards of the visited set: each is a file per level and a task's share of memory; more
-than this only costs (a partition per core is the default)."""
 
 
 @dataclass(frozen=True)
@@ -45,11 +42,13 @@ class SearchBounds:
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One user-facing setting: its name in Python (pytest helpers), in TOML and on the command line."""
+    """One user-facing setting: its name in Python (pytest helpers), in TOML and on the command line,
+    its type, its range and an engine's default for it."""
 
     name: str
     kind: type
     help: str
+    default: Any = None
     toml: str = ""
     flag: str = ""
     minimum: int | None = None
@@ -57,6 +56,8 @@ class OptionSpec:
     choices: tuple[str, ...] = ()
     bound: bool = False
     """A field of SearchBounds rather than an engine's own option."""
+    path: bool = False
+    """A file or directory: on the command line a path, in a suite relative to the suite's folder."""
 
     @property
     def toml_key(self) -> str:
@@ -90,50 +91,25 @@ class OptionSpec:
         return value
 
 
-OPTIONS: dict[str, OptionSpec] = {
-    spec.name: spec
-    for spec in (
-        OptionSpec("max_depth", int, "Bound: depth in states (init = 1).", minimum=1, bound=True),
-        OptionSpec("max_states", int, "Bound: at most this many distinct states.", minimum=1, bound=True),
-        OptionSpec("symmetry", bool, "Deduplicate symmetric states.", bound=True),
-        OptionSpec("deadlock", bool, "Report states without successors.", bound=True),
-        OptionSpec(
-            "keep_going",
-            bool,
-            "Keep exploring after a violation; report all.",
-            toml="continue",
-            flag="--continue",
-            bound=True,
-        ),
-        OptionSpec(
-            "store", str, "states (exact) or fingerprints (64-bit, less memory).", choices=("states", "fingerprints")
-        ),
-        OptionSpec("seed", int, "Random seed.", minimum=0, maximum=2**64 - 1),
-        OptionSpec("depth", int, "simulate: steps per walk (100); bmc: steps to unroll (10).", minimum=1),
-        OptionSpec("walks", int, "Number of random walks.", minimum=1),
-        OptionSpec("examples", int, "Hypothesis runs to try.", minimum=1),
-        OptionSpec("steps", int, "Most steps per Hypothesis run.", minimum=1),
-        OptionSpec("database", str, "Keep Hypothesis's failing examples in this directory."),
-        OptionSpec("guide", bool, "Prefer states no run has reached (--no-guide: plain random runs)."),
-        OptionSpec("master", str, "Spark master: local[N], local[*] or spark://HOST:PORT.", flag="--spark-master"),
-        OptionSpec(
-            "partitions",
-            int,
-            f"Shards of the visited set (at most {MAX_PARTITIONS}).",
-            minimum=1,
-            maximum=MAX_PARTITIONS,
-        ),
-        OptionSpec("memory", str, "bfs: spill to disk past this much memory, e.g. 4g (with --store fingerprints)."),
-        OptionSpec("checkpoint", str, "Keep each completed level in this directory."),
-        OptionSpec("resume", str, "Continue the run checkpointed in this directory."),
-        OptionSpec("driver_memory", str, "The Spark driver JVM's memory, e.g. 2g."),
-        OptionSpec("spark_verbose", bool, "Spark's logs and UI on."),
-    )
-}
-"""Every setting a check takes beyond model, config and properties: the one mapping from the CLI,
-suite TOML keys and pytest keyword arguments to the engines."""
+BOUND_OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("max_depth", int, "Bound: depth in states (init = 1).", minimum=1, bound=True),
+    OptionSpec("max_states", int, "Bound: at most this many distinct states.", minimum=1, bound=True),
+    OptionSpec("symmetry", bool, "Deduplicate symmetric states.", default=False, bound=True),
+    OptionSpec("deadlock", bool, "Report states without successors.", default=False, bound=True),
+    OptionSpec(
+        "keep_going",
+        bool,
+        "Keep exploring after a violation; report all.",
+        default=False,
+        toml="continue",
+        flag="--continue",
+        bound=True,
+    ),
+)
+"""The options that set SearchBounds: shared by the engines that honour them."""
 
-BY_TOML = {spec.toml_key: spec for spec in OPTIONS.values()}
+SEED = OptionSpec("seed", int, "Random seed.", minimum=0, maximum=2**64 - 1)
+"""The seed of an engine that samples (simulate, hypothesis): one declaration, so one flag."""
 
 
 @dataclass
@@ -155,48 +131,45 @@ class EngineTask:
     """Resources of this process that are not options (an existing SparkContext for tests)."""
 
 
-class Engine(Protocol):
-    """A search strategy. Adding one: a class with these members, registered in engines.py."""
+class Engine:
+    """A search strategy: subclass it, declare what it takes and promises, implement ``run``.
 
-    name: ClassVar[str]
-    bounds: ClassVar[frozenset[str]]
+    Its module should import quickly (what ``kmc --help`` lists is read from every registered
+    engine): heavy libraries are imported inside ``run``."""
+
+    name: ClassVar[str] = ""
+    bounds: ClassVar[frozenset[str]] = frozenset()
     """The SearchBounds fields it honours."""
-    defaults: ClassVar[Mapping[str, Any]]
-    """Its own options (names of OPTIONS) and their defaults."""
-    observes: ClassVar[bool]
+    options: ClassVar[tuple[OptionSpec, ...]] = ()
+    """Its own options, each with its default."""
+    observes: ClassVar[bool] = True
     """Whether it calls the observers (reports coverage)."""
-    exhaustive: ClassVar[bool]
+    exhaustive: ClassVar[bool] = False
+    """Whether a run that hits no bound explores every reachable state."""
+    shortest: ClassVar[bool] = False
+    """Whether its counterexamples are shortest (breadth-first)."""
+    liveness: ClassVar[bool] = False
+    """Whether liveness properties are checked on the state graph after its search."""
 
-    def run(self, task: EngineTask) -> CheckResult: ...
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Its options and their defaults."""
+        return {spec.name: spec.default for spec in cls.options}
 
+    def run(self, task: EngineTask) -> CheckResult:
+        raise NotImplementedError
 
-def settings_from(raw: Mapping[str, Any], where: str, *, toml: bool = False) -> dict[str, Any]:
-    """Check user-facing settings by name (TOML keys when ``toml``): known names, right types."""
-    table = BY_TOML if toml else OPTIONS
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        spec = table.get(key)
-        if spec is None:
-            known = ", ".join(sorted(table))
-            raise UserError(f"{where + ': ' if where else ''}unknown setting {key!r}; settings: {known}")
-        out[spec.name] = spec.check(value, where)
-    return out
+    @classmethod
+    def keeps_graph(cls, bounds: SearchBounds, options: Mapping[str, Any]) -> bool:
+        """Whether, with these settings, its search hands the graph it explored to a GraphRecorder
+        among the observers (as arrays), so that the liveness check need not explore it again."""
+        return False
 
+    def summary(self, result: CheckResult) -> list[str] | None:
+        """Lines that say what its run covered, in place of the usual state counts and memory; None
+        for those (an engine that counts no states, such as a symbolic one, says what it did)."""
+        return None
 
-def split_settings(engine: type[Engine], settings: Mapping[str, Any]) -> tuple[SearchBounds, dict[str, Any]]:
-    """The bounds and the engine's options; a setting the engine does not take is an error naming it."""
-    refused = [
-        OPTIONS[name].cli_flag
-        for name in settings
-        if (name not in engine.bounds if OPTIONS[name].bound else name not in engine.defaults)
-        and not (OPTIONS[name].bound and settings[name] is False)
-    ]
-    if refused:
-        takes = sorted(OPTIONS[n].cli_flag for n in (*engine.bounds, *engine.defaults))
-        raise UserError(
-            f"the {engine.name} engine does not take {', '.join(refused)}; it takes: {', '.join(takes) or 'no options'}"
-        )
-    bounds = SearchBounds(**{k: v for k, v in settings.items() if OPTIONS[k].bound})
-    options = dict(engine.defaults)
-    options.update({k: v for k, v in settings.items() if not OPTIONS[k].bound})
-    return bounds, options
+    def verdict(self, result: CheckResult) -> str | None:
+        """Its own words for the verdict, or None for the usual ones."""
+        return None

@@ -6,12 +6,14 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from functools import partial
+from typing import ClassVar
 
-from kmc.checker.engines.bfs import DEADLOCK, bounds_check, expand, peak_rss
+from kmc.checker.engines.api import SEED, Engine, EngineTask, OptionSpec
 from kmc.checker.model import Action, Model, State
-from kmc.checker.properties import PropertySet, holds
-from kmc.checker.result import CheckResult, Stats, Status, Trace, Violation
+from kmc.checker.properties import PropertySet
+from kmc.checker.result import CheckResult, Stats, Trace
+from kmc.checker.search.kernel import DEADLOCK, PropertyChecks, bounds_check, expand, peak_rss, sampling_result
 from kmc.checker.search.observers import SearchObserver
 from kmc.checker.search.progress import NoProgress, Progress
 from kmc.checker.storage.fingerprint import fingerprint
@@ -27,6 +29,11 @@ class SimulationOptions:
     keep_going: bool = False
 
 
+def _path(states: list[State], actions: list[Action | None], *_violated: object) -> Trace:
+    """A copy of the walk so far: the trace of a violation found on it."""
+    return Trace(list(states), list(actions))
+
+
 def simulate(
     model: Model,
     props: PropertySet,
@@ -39,12 +46,10 @@ def simulate(
     seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**32)
     rng = random.Random(seed)
     start = time.perf_counter()
-    invariants = [(p.name, p.bind(model)) for p in props.invariants]
-    steps = [(p.name, p.bind(model)) for p in props.steps]
+    checks = PropertyChecks(model, props, options.keep_going)
     within = bounds_check(model)
     inits = list(model.init_states())
     seen: set[int] = set()
-    violations: dict[str, Violation] = {}
     generated = 0
     max_len = 0
     walks_done = 0
@@ -52,17 +57,12 @@ def simulate(
     def check_state(state: State, states: list[State], actions: list[Action | None]) -> None:
         for observer in observers:
             observer.state(state)
-        for name, pred in invariants:
-            if name in violations:
-                continue
-            ok = holds(name, pred, state)
-            if not ok:
-                violations[name] = Violation(name, "invariant", Trace(list(states), list(actions)))
+        checks.check_state(state, partial(_path, states, actions))
 
     interrupted = False
     try:
         for _walk in range(options.walks):
-            if violations and not options.keep_going:
+            if checks.stop:
                 break
             walks_done += 1
             state = rng.choice(inits)
@@ -72,7 +72,7 @@ def simulate(
             seen.add(fingerprint(state))
             check_state(state, states, actions)
             for _step in range(options.depth):
-                if violations and not options.keep_going:
+                if checks.stop:
                     break
                 if within is not None and not within(state):
                     break  # beyond the model's bounds: the walk ends here
@@ -81,20 +81,15 @@ def simulate(
                     observer.expanded(state, succs, False)
                 generated += len(succs)
                 if not succs:
-                    if options.deadlock and DEADLOCK not in violations:
-                        violations[DEADLOCK] = Violation(DEADLOCK, "deadlock", Trace(list(states), list(actions)))
+                    if options.deadlock:
+                        checks.record(DEADLOCK, "deadlock", partial(_path, states, actions))
                     break
                 action, nxt = rng.choice(succs)
                 for observer in observers:
                     observer.taken(state, action, nxt)
                 states.append(nxt)
                 actions.append(action)
-                for name, pred in steps:
-                    if name in violations:
-                        continue
-                    ok = holds(name, pred, state, action, nxt)
-                    if not ok:
-                        violations[name] = Violation(name, "step", Trace(list(states), list(actions)))
+                checks.check_step(state, action, nxt, partial(_path, states, actions))
                 state = nxt
                 seen.add(fingerprint(state))
                 check_state(state, states, actions)
@@ -104,7 +99,7 @@ def simulate(
         interrupted = True
     finally:
         progress.close()
-    found = list(violations.values())
+    found = checks.found()
     stats = Stats(
         distinct_states=len(seen),
         generated_states=generated,
@@ -123,44 +118,18 @@ def simulate(
     return result
 
 
-def sampling_result(
-    engine: str,
-    model: Model,
-    props: PropertySet,
-    deadlock: bool,
-    found: list[Violation],
-    stats: Stats,
-    *,
-    bound_reason: str,
-    seed: int,
-    preset: str | None,
-) -> CheckResult:
-    """The result of a sampling engine: violated, or holding within its bounds -- never complete."""
-    return CheckResult(
-        engine=engine,
-        model=model.name,
-        config=model.config_dict(),
-        preset=preset,
-        properties=props.names() + ([DEADLOCK] if deadlock else []),
-        status=Status.VIOLATED if found else Status.HOLDS_BOUNDED,
-        complete=False,
-        stats=stats,
-        violations=found,
-        bound_reason=bound_reason,
-        seed=seed,
-    )
-
-
-class SimulateEngine:
+class SimulateEngine(Engine):
     """Seeded random walks: never complete, reproducible from the seed."""
 
     name: ClassVar[str] = "simulate"
     bounds: ClassVar[frozenset[str]] = frozenset({"deadlock", "keep_going"})
-    defaults: ClassVar[dict[str, Any]] = {"seed": None, "depth": 100, "walks": 1000}
-    observes: ClassVar[bool] = True
-    exhaustive: ClassVar[bool] = False
+    options: ClassVar[tuple[OptionSpec, ...]] = (
+        SEED,
+        OptionSpec("depth", int, "steps per walk.", default=SimulationOptions.depth, minimum=1),
+        OptionSpec("walks", int, "Number of random walks.", default=SimulationOptions.walks, minimum=1),
+    )
 
-    def run(self, task: Any) -> CheckResult:
+    def run(self, task: EngineTask) -> CheckResult:
         o = task.options
         options = SimulationOptions(seed=o["seed"], depth=o["depth"], walks=o["walks"],
                                     deadlock=task.bounds.deadlock, keep_going=task.bounds.keep_going)  # fmt: skip

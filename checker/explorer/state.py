@@ -30,9 +30,8 @@ from kmc.checker.drawing import Drawing, Table, mark_changes
 from kmc.checker.errors import PropertyError, UserError
 from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import Property, holds, select_properties
-from kmc.checker.registry import load_model_class
+from kmc.checker.registry import load_model_class, model_reference
 from kmc.checker.result import Trace
-from kmc.checker.runner import model_reference
 from kmc.checker.traces.chart import drawing_of, msc_dot, run_dot
 from kmc.checker.traces.itf import action_to_json, format_action, format_value, read_trace, state_vars, trace_to_itf
 from kmc.checker.traces.text import changes

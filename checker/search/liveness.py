@@ -29,10 +29,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kmc.checker.engines.bfs import ExploredGraph, explore_rows
 from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import PropertySet, holds
 from kmc.checker.result import Trace, Violation
+from kmc.checker.search.explored import ExploredGraph, explore_rows
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import PropertySet, holds
 
 if TYPE_CHECKING:
-    from kmc.checker.engines.bfs import ExploredGraph
+    from kmc.checker.result import CheckResult
+    from kmc.checker.search.explored import ExploredGraph
 
 
 _counts = c_extension("kmc.checker.search._counts")
@@ -232,6 +233,14 @@ def vacuity(report: CoverageReport, inactive: Sequence[str] = (), judge_liveness
         elif not evaluated and judge_liveness:
             out.append(f"property {name} was never evaluated")
     return out
+
+
+def vacuity_failures(result: CheckResult, allowed: Sequence[str] = ()) -> list[str]:
+    """What --fail-on-vacuity fails on: a run that found a violation stopped early (and exits 1
+    anyway), so only a run without one is judged. ``allowed``: names declared vacuous on purpose."""
+    if result.violations:
+        return []
+    return [line for line in result.vacuity if line.split(" ")[1] not in allowed]
 
 
 class GraphRecorder(SearchObserver):

@@ -49,3 +49,15 @@ def trace_from_keys(model: Model, keys: list[Hashable], keyfn: KeyFn) -> Trace:
         actions.append(found[0])
         states.append(found[1])
     return Trace(states=states, actions=actions)
+
+
+def step_trace(model: Model, trace: Trace, state: State, action: Action, nxt: State, pred: Any) -> Trace:
+    """A trace to ``state`` extended by the step that violates ``pred``. Rebuilt from keys under
+    symmetry, the trace may end in a symmetric variant of ``state``: that variant's own violating
+    step is taken then."""
+    last = trace.states[-1]
+    if last != state:
+        action, nxt = next(((b, u) for b, u in model.successors(last) if not pred(last, b, u)), (action, nxt))
+    trace.states.append(nxt)
+    trace.actions.append(action)
+    return trace

@@ -12,9 +12,9 @@ from collections import Counter
 from typing import Any
 
 import networkx as nx
-from kmc.checker.engines.bfs import explore_graph
 from kmc.checker.errors import UserError
 from kmc.checker.model import Model
+from kmc.checker.search.explored import explore_graph
 from kmc.checker.traces.itf import format_value, to_itf
 
 _STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import z3
-from kmc.checker.engines.symbolic.encoding import Frame, SymbolicEncoding, encoding_of
+from kmc.checker.engines.symbolic.encoding import EncodingMismatchError, Frame, SymbolicEncoding, encoding_of
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import PropertySet, holds
@@ -28,10 +28,6 @@ class BmcOptions:
     """How many steps to unroll (a trace of depth + 1 states)."""
     named: bool = False
     """The properties were named by the user: each must have a symbolic form."""
-
-
-class EncodingMismatchError(UserError):
-    """The symbolic encoding and the explicit model disagree: a bug in the encoding."""
 
 
 def symbolic_properties(
@@ -159,18 +155,3 @@ def _violations(
             f"{model.name}: the symbolic properties fail at step {len(states) - 1} but the explicit ones hold there"
         )
     return found
-
-
-class BmcEngine:
-    """z3 bounded model checking: symbolic, so it observes no states (no coverage)."""
-
-    name: ClassVar[str] = "bmc"
-    bounds: ClassVar[frozenset[str]] = frozenset()
-    defaults: ClassVar[dict[str, Any]] = {"depth": 10}
-    observes: ClassVar[bool] = False
-    exhaustive: ClassVar[bool] = False
-
-    def run(self, task: Any) -> CheckResult:
-        named = bool(task.runtime.get("named_properties"))
-        return bmc(task.model, task.props, BmcOptions(depth=task.options["depth"], named=named), task.progress,
-                   preset=task.preset)  # fmt: skip

@@ -23,6 +23,10 @@ Nested = Any
 """A z3 expression, or nested lists of them, one level per dimension of the variable's shape."""
 
 
+class EncodingMismatchError(UserError):
+    """The symbolic encoding and the explicit model disagree: a bug in the encoding."""
+
+
 @dataclass(frozen=True)
 class Var:
     """A state (or action) variable: an int or a bool, or an array of them of a fixed shape."""

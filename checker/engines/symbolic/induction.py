@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import z3
-from kmc.checker.engines.symbolic.bmc import EncodingMismatchError
-from kmc.checker.engines.symbolic.encoding import SymbolicEncoding, SymbolicProperty, encoding_of
+from kmc.checker.engines.symbolic.encoding import EncodingMismatchError, SymbolicEncoding, SymbolicProperty, encoding_of
 from kmc.checker.model import Action, Model, State
 
 WELL_FORMED = "well_formed"

@@ -1,7 +1,7 @@
 """The BFS with fingerprints, for runs larger than memory and runs that must survive a stop.
 
-The same search as :func:`kmc.checker.engines.bfs.bfs` with ``store="fingerprints"`` -- the same states in
-the same order, the same counts, the same shortest traces -- but its visited set is a
+The same search as the in-memory one (memory.py) with ``store="fingerprints"`` -- the same states
+in the same order, the same counts, the same shortest traces -- but its visited set is a
 :class:`DiskFPSet` and each level a :class:`DiskLevel`, both spilled to disk past ``--memory``.
 A level is expanded in batches of states: their successors' fingerprints are looked up on disk in
 one sorted batch, then the batch is replayed in order exactly as the in-memory loop does it.
@@ -20,28 +20,30 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kmc.checker.engines.bfs import (
+from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.errors import UserError
+from kmc.checker.model import Model, State
+from kmc.checker.properties import PropertySet
+from kmc.checker.result import CheckResult, Stats, Trace
+from kmc.checker.search.kernel import (
     DEADLOCK,
     MODEL_BOUND,
-    BfsOptions,
-    _check_determinism,
+    PropertyChecks,
     bounds_check,
+    check_determinism,
     current_rss,
     expand,
+    initial_states,
     make_keyfn,
     peak_rss,
     search_result,
 )
-from kmc.checker.errors import UserError
-from kmc.checker.model import Action, Model, State
-from kmc.checker.properties import PropertySet, all_true, holds
-from kmc.checker.result import CheckResult, Stats, Trace, Violation
 from kmc.checker.search.observers import Coverage, SearchObserver
-from kmc.checker.search.path import trace_from_keys
+from kmc.checker.search.path import step_trace, trace_from_keys
 from kmc.checker.search.progress import NoProgress, Progress
 from kmc.checker.storage.checkpoint import check_resumable, checkpoint_key, load_meta, save_meta
 from kmc.checker.storage.fingerprint import collision_probability
@@ -123,10 +125,11 @@ class _Search:
         self.durable = options.checkpoint is not None
         self.key = checkpoint_key("bfs") if self.durable else b""
         self.budget = options.memory if options.memory is not None else UNLIMITED
+        self.within = bounds_check(model)
+        self.all_hold: Any = None
         self.keyfn = make_keyfn(model, options.symmetry, "fingerprints")
         self.visited = DiskFPSet(directory, self.durable)
-        self.violations: dict[str, Violation] = {}
-        self.stop = False
+        self.checks = PropertyChecks(model, props, options.keep_going)
         self.generated = 0
         self.expanded = 0
         self.depth = 0
@@ -137,41 +140,15 @@ class _Search:
         self.state_bytes = 512
         self.level_garbage: list[Path] = []
 
-    # -- traces and violations ------------------------------------------------------------------
+    # -- traces -----------------------------------------------------------------------------------
     def trace_to(self, k: int) -> Trace:
         return trace_from_keys(self.model, self.visited.chain(k), self.keyfn)
-
-    def step_trace(self, ks: int, s: State, a: Action, t: State, pred: Callable[..., Any]) -> Trace:
-        trace = self.trace_to(ks)
-        last = trace.states[-1]
-        if last != s:  # rebuilt as a symmetric variant: take its own violating transition
-            a, t = next(((b, u) for b, u in self.model.successors(last) if not pred(last, b, u)), (a, t))
-        trace.states.append(t)
-        trace.actions.append(a)
-        return trace
-
-    def record(self, name: str, kind: str, trace: Trace) -> None:
-        if name not in self.violations:
-            self.violations[name] = Violation(property=name, kind=kind, trace=trace)
-            if not self.options.keep_going:
-                self.stop = True
-
-    def check_invariants(self, state: State, k: int) -> None:
-        for name, pred in self.invariants:
-            if name in self.violations:
-                continue
-            if not holds(name, pred, state):
-                self.record(name, "invariant", self.trace_to(k))
-                if self.stop:
-                    return
 
     # -- the search -----------------------------------------------------------------------------
     def run(self) -> CheckResult:
         start = time.perf_counter()
         rss_start = current_rss()
         model, options = self.model, self.options
-        self.invariants = [(p.name, p.bind(model)) for p in self.props.invariants]
-        self.steps = [(p.name, p.bind(model)) for p in self.props.steps]
         self.seen_hooks = [o.state for o in self.observers]
         self.expand_hooks = [o.expanded for o in self.observers]
         self.coverage = next((o for o in self.observers if isinstance(o, Coverage)), None)
@@ -182,11 +159,11 @@ class _Search:
             frontier = self.initial_level()
         interrupted = False
         try:
-            while frontier and not self.stop:
+            while frontier and not self.checks.stop:
                 if self.durable:
                     self.save(frontier)
                 frontier = self.expand_level(frontier)
-                if frontier and not self.stop:
+                if frontier and not self.checks.stop:
                     self.depth += 1
         except KeyboardInterrupt:  # Ctrl-C: report what was explored, never as complete
             interrupted = True
@@ -219,137 +196,49 @@ class _Search:
         if self.durable:
             stats.extra["checkpoint"] = str(self.directory)
         result = search_result(
-            "bfs", model, self.props, options.deadlock, options.symmetry, list(self.violations.values()),
-            complete=self.bounded_by is None and not self.stop, stats=stats, bound_reason=self.bounded_by,
+            "bfs", model, self.props, options.deadlock, options.symmetry, self.checks.found(),
+            complete=self.bounded_by is None and not self.checks.stop, stats=stats, bound_reason=self.bounded_by,
             preset=self.preset,
         )  # fmt: skip
         result.interrupted = interrupted
         return result
 
     def initial_level(self) -> DiskLevel:
-        model, keyfn, recent = self.model, self.keyfn, self.visited.recent
+        recent, checks = self.visited.recent, self.checks
         cap = self.options.max_states if self.options.max_states is not None else -1
         level = DiskLevel(self.directory, self.durable)
-        try:
-            inits = list(model.init_states())
-        except Exception as exc:
-            raise UserError(f"model {model.name} raised {type(exc).__name__} in init_states(): {exc}") from exc
-        for s in inits:
+        for s in initial_states(self.model):
             self.generated += 1
-            k = keyfn(s)
+            k = self.keyfn(s)
             if k in recent:
                 continue
             if len(recent) == cap:
-                self.bounded_by, self.stop = f"max states {self.options.max_states}", True
+                self.bounded_by, checks.stop = f"max states {self.options.max_states}", True
                 break
             recent[k] = k  # an initial state is its own parent
             level.buffer.append((s, k))
             for hook in self.seen_hooks:
                 hook(s)
-            self.check_invariants(s, k)
-            if self.stop:
+            checks.check_state(s, lambda k=k: self.trace_to(k))
+            if checks.stop:
                 break
         self.depth = 1 if level else 0
         return level
 
     def expand_level(self, frontier: DiskLevel) -> DiskLevel:
         """Expand one level in batches; the next level, its states in the order they were found."""
-        model, keyfn, options, visited = self.model, self.keyfn, self.options, self.visited
-        recent = visited.recent
-        setdefault = recent.setdefault
-        within = bounds_check(model)
-        max_depth, max_states = options.max_depth, options.max_states
-        at_depth_bound = max_depth is not None and self.depth >= max_depth
         nxt = DiskLevel(self.directory, self.durable)
         measured = False
-        unviolated = [pred for name, pred in self.invariants if name not in self.violations]
-        all_hold = all_true(unviolated) if unviolated else None  # the quiet check, as in bfs.py
-        invariants, steps = self.invariants, self.steps
-        seen_hooks, expand_hooks = self.seen_hooks, self.expand_hooks
+        self.all_hold = self.checks.quiet_check()  # the quiet check, as in memory.py
         for chunk in frontier.chunks():
             if chunk and not measured:
                 self.state_bytes, measured = _state_bytes(chunk), True
             for first in range(0, len(chunk), BATCH):
-                batch = chunk[first : first + BATCH]
-                expansions: list[Any] = []
-                candidates: set[int] = set()
-                for s, _ks in batch:
-                    if within is not None and not within(s):
-                        expansions.append(None)
-                        continue
-                    try:  # a model that raises is reported where the in-memory search would meet it
-                        succs = expand(model, s)
-                        keys = [keyfn(t) for _a, t in succs]
-                    except Exception as exc:
-                        expansions.append(exc)
-                        continue
-                    expansions.append((succs, keys))
-                    if visited.runs:
-                        candidates.update(k for k in keys if k not in recent)
-                on_disk = visited.found_on_disk(candidates) if candidates else _NOTHING
-                del candidates
-                cap = (max_states - visited.on_disk) if max_states is not None else -1
-                for (s, ks), expansion in zip(batch, expansions, strict=True):
-                    if expansion is None:
-                        self.bounded_by = self.bounded_by or MODEL_BOUND
-                        continue
-                    if isinstance(expansion, Exception):
-                        raise expansion
-                    succs, keys = expansion
-                    for hook in expand_hooks:
-                        hook(s, succs, True)
-                    self.expanded += 1
-                    if self.expanded <= options.determinism_checks or self.expanded % 4096 == 0:
-                        _check_determinism(model, s, succs)
-                    self.generated += len(succs)
-                    if options.deadlock and not succs and DEADLOCK not in self.violations:
-                        self.record(DEADLOCK, "deadlock", self.trace_to(ks))
-                        if self.stop:
-                            break
-                    if steps:
-                        for a, t in succs:
-                            for name, pred in steps:
-                                if name in self.violations:
-                                    continue
-                                if not holds(name, pred, s, a, t):
-                                    self.record(name, "step", self.step_trace(ks, s, a, t, pred))
-                        if self.stop:
-                            break
-                    if at_depth_bound:
-                        if self.bounded_by is None and any(k not in recent and k not in on_disk for k in keys):
-                            self.bounded_by = f"max depth {max_depth}"
-                        continue
-                    append = nxt.buffer.append
-                    for (_a, t), k in zip(succs, keys, strict=True):
-                        if k in on_disk:
-                            continue
-                        size = len(recent)
-                        setdefault(k, ks)
-                        if len(recent) == size:
-                            continue
-                        if size == cap:  # the state one beyond --max-states: not explored, not counted
-                            del recent[k]
-                            self.bounded_by, self.stop = f"max states {max_states}", True
-                            break
-                        append((t, k))
-                        for hook in seen_hooks:
-                            hook(t)
-                        if all_hold is not None and all_hold(t):
-                            continue
-                        if invariants:  # the careful path: names the property, reports one that raises
-                            self.check_invariants(t, k)
-                            if self.stop:
-                                break
-                    if self.stop:
-                        break
-                    if self.expanded & 1023 == 0:
-                        self.progress.update(
-                            distinct=len(visited), generated=self.generated, depth=self.depth, queue=len(nxt)
-                        )
-                if self.stop:
+                self.expand_batch(chunk[first : first + BATCH], nxt)
+                if self.checks.stop:
                     break
                 self.within_budget(nxt)
-            if self.stop:
+            if self.checks.stop:
                 break
         self.level_garbage.extend(frontier.paths())
         if not self.durable:
@@ -359,6 +248,104 @@ class _Search:
         if self.state_bytes * len(nxt.buffer) > self.budget // 4:
             self._spill_level(nxt)  # expanded from disk a chunk at a time, not held whole beside the next
         return nxt
+
+    def expansions(self, batch: list[tuple[State, int]]) -> tuple[list[Any], frozenset[int] | set[int]]:
+        """Each state's successors and their keys (None beyond the model's bounds, the exception where
+        the model raised), and which of the keys not in memory are on disk: one sorted lookup a batch."""
+        model, keyfn, visited, within = self.model, self.keyfn, self.visited, self.within
+        recent = visited.recent
+        expansions: list[Any] = []
+        candidates: set[int] = set()
+        for s, _ks in batch:
+            if within is not None and not within(s):
+                expansions.append(None)
+                continue
+            try:  # a model that raises is reported where the in-memory search would meet it
+                succs = expand(model, s)
+                keys = [keyfn(t) for _a, t in succs]
+            except Exception as exc:
+                expansions.append(exc)
+                continue
+            expansions.append((succs, keys))
+            if visited.runs:
+                candidates.update(k for k in keys if k not in recent)
+        return expansions, visited.found_on_disk(candidates) if candidates else _NOTHING
+
+    def expand_batch(self, batch: list[tuple[State, int]], nxt: DiskLevel) -> None:
+        expansions, on_disk = self.expansions(batch)
+        max_states = self.options.max_states
+        cap = (max_states - self.visited.on_disk) if max_states is not None else -1
+        for (s, ks), expansion in zip(batch, expansions, strict=True):
+            keys = self.visit(s, ks, expansion, on_disk)
+            if keys is None:
+                if self.checks.stop:
+                    break
+                continue
+            self.follow(ks, expansion[0], keys, on_disk, cap, nxt)
+            if self.checks.stop:
+                break
+            if self.expanded & 1023 == 0:
+                self.progress.update(distinct=len(self.visited), generated=self.generated, depth=self.depth,
+                                     queue=len(nxt))  # fmt: skip
+
+    def visit(self, s: State, ks: int, expansion: Any, on_disk: frozenset[int] | set[int]) -> list[int] | None:
+        """A state's expansion observed and its steps checked: its successors' keys, or None where they
+        are not to be followed (beyond the model's bounds or the depth bound, or the search stops)."""
+        if expansion is None:
+            self.bounded_by = self.bounded_by or MODEL_BOUND
+            return None
+        if isinstance(expansion, Exception):
+            raise expansion
+        model, options, checks = self.model, self.options, self.checks
+        succs, keys = expansion
+        for hook in self.expand_hooks:
+            hook(s, succs, True)
+        self.expanded += 1
+        if self.expanded <= options.determinism_checks or self.expanded % 4096 == 0:
+            check_determinism(model, s, succs)
+        self.generated += len(succs)
+        if options.deadlock and not succs and DEADLOCK not in checks.violations:
+            checks.record(DEADLOCK, "deadlock", lambda: self.trace_to(ks))
+            if checks.stop:
+                return None
+        if checks.steps:
+            for a, t in succs:
+                checks.check_step(s, a, t, lambda p, a=a, t=t: step_trace(model, self.trace_to(ks), s, a, t, p))
+            if checks.stop:
+                return None
+        max_depth = options.max_depth
+        if max_depth is not None and self.depth >= max_depth:
+            recent = self.visited.recent
+            if self.bounded_by is None and any(k not in recent and k not in on_disk for k in keys):
+                self.bounded_by = f"max depth {max_depth}"
+            return None
+        return keys
+
+    def follow(self, ks: int, succs: list[Any], keys: list[int], on_disk: frozenset[int] | set[int], cap: int,
+               nxt: DiskLevel) -> None:  # fmt: skip
+        """The new successors into the next level, each checked as it is first met."""
+        recent, checks, all_hold = self.visited.recent, self.checks, self.all_hold
+        setdefault, append = recent.setdefault, nxt.buffer.append
+        for (_a, t), k in zip(succs, keys, strict=True):
+            if k in on_disk:
+                continue
+            size = len(recent)
+            setdefault(k, ks)
+            if len(recent) == size:
+                continue
+            if size == cap:  # the state one beyond --max-states: not explored, not counted
+                del recent[k]
+                self.bounded_by, checks.stop = f"max states {self.options.max_states}", True
+                break
+            append((t, k))
+            for hook in self.seen_hooks:
+                hook(t)
+            if all_hold is not None and all_hold(t):
+                continue
+            if checks.invariants:  # the careful path: names the property, reports one that raises
+                checks.check_state(t, lambda k=k: self.trace_to(k))
+                if checks.stop:
+                    break
 
     def within_budget(self, nxt: DiskLevel) -> None:
         """The budget in three shares: half for the visited dict (past it, a sorted run on disk), a
@@ -387,8 +374,8 @@ class _Search:
         if frontier.buffer:
             self._spill_level(frontier)
         violations_file = None
-        if self.violations:
-            payload = pickle.dumps(list(self.violations.values()), protocol=pickle.HIGHEST_PROTOCOL)
+        if self.checks.violations:
+            payload = pickle.dumps(self.checks.found(), protocol=pickle.HIGHEST_PROTOCOL)
             self.visited.next_name += 1
             name = self.visited.next_name
             (self.directory / f"violations-{name}.pkl").write_bytes(payload)
@@ -427,7 +414,7 @@ class _Search:
                 path = self.directory / f"violations-{int(name)}.pkl"
                 check_digest([path], str(digest))
                 found = pickle.loads(path.read_bytes())  # authenticated: meta.json names its SHA-256
-                self.violations = {v.property: v for v in found}
+                self.checks.violations = {v.property: v for v in found}
             self.depth, self.generated, self.expanded = progress["depth"], progress["generated"], progress["expanded"]
             self.visited.next_name = int(progress["next_name"])
             self.visited.flushes, self.visited.merges = progress["flushes"], progress["merges"]
@@ -438,6 +425,6 @@ class _Search:
             raise UserError(f"--resume {self.directory}: meta.json is malformed ({exc})") from None
         named = {p.name for p in self._named(progress)}
         remove_files(p for p in self._own_files() if p.name not in named)  # left by a run stopped mid-level
-        if self.violations and not self.options.keep_going:
-            self.stop = True
+        if self.checks.violations and not self.options.keep_going:
+            self.checks.stop = True
         return frontier

@@ -1,0 +1,104 @@
+"""The commands on stored traces and on a model's explored graph: `kmc replay`, `kmc show`,
+`kmc render` and `kmc graph`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from kmc.checker.cli.exit_codes import EXIT_VIOLATED
+from kmc.checker.errors import UserError
+from kmc.checker.model import parse_sets
+from kmc.checker.outputs import check_output_file, write_atomically
+from kmc.checker.registry import load_model_class
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import recheck, replay
+from kmc.checker.traces.text import render_text
+
+
+def render(
+    trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf, .dot or .html.")],
+) -> None:
+    """Draw a trace as a message-sequence chart (or a self-contained HTML page)."""
+    from kmc.checker.traces.chart import FORMATS, render_replayed
+
+    check_output_file(output, "-o", tuple(f".{f}" for f in FORMATS))
+    done = recheck(replay(read_trace(trace)))
+    render_replayed(done, output)
+    print(f"{trace} -> {output}")
+    if done.meta.get("not_violated"):
+        print(f"warning: {_not_violated(done.meta)}; drawn without marking a violation", file=sys.stderr)
+
+
+def graph(
+    model: Annotated[str, typer.Argument(help="Model name, module:Class or file.py:Class.")],
+    field: Annotated[str, typer.Option(help="Project states onto this field, e.g. quorumState.leader.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf or .dot.")],
+    preset: Annotated[str | None, typer.Option("--preset", "-p")] = None,
+    sets: Annotated[list[str], typer.Option("--set", "-s", help="Config key=value.")] = [],  # noqa: B006
+    max_states: Annotated[int, typer.Option(help="Explore at most this many states.", min=1)] = 200_000,
+    self_loops: Annotated[bool, typer.Option("--self-loops", help="Draw steps that keep the value.")] = False,
+) -> None:
+    """The abstract state diagram: the values a field takes and the actions between them, counted."""
+    from kmc.checker.traces.chart import run_dot
+    from kmc.checker.traces.state_diagram import abstract_graph, graph_dot
+
+    check_output_file(output, "-o", (".svg", ".png", ".pdf", ".dot"))
+    cls = load_model_class(model)
+    instance = cls.build(preset, parse_sets(sets))
+    result = abstract_graph(instance, field, max_states)
+    complete = "" if result.graph["complete"] else f", first {result.graph['states']:,} states"
+    title = f"{instance.name}{' --preset ' + preset if preset else ''}: {field}{complete}"
+    source = graph_dot(result, title, self_loops)
+    fmt = output.suffix.lstrip(".").lower()
+    if fmt not in ("svg", "png", "pdf", "dot"):
+        raise UserError(f"cannot write a graph to {output.name}: use .svg, .png, .pdf or .dot")
+    write_atomically(output, source.encode() if fmt == "dot" else run_dot(source, fmt))
+    edges = sum(d["count"] for _s, _t, d in result.edges(data=True))
+    states = result.graph["states"]
+    print(f"{result.number_of_nodes()} values of {field}, {edges:,} transitions from {states:,} states -> {output}")
+
+
+def replay_traces(
+    traces: Annotated[list[Path], typer.Argument(help="ITF trace files.")],
+    specs: Annotated[list[Path], typer.Option("--spec", help="A Python file of properties the traces name.")] = [],  # noqa: B006
+) -> None:
+    """Re-execute each trace's actions on its model (an error at the first state that differs), then
+    check that its property still fails where it did; exit 1 if some trace no longer shows its bug."""
+    gone = 0
+    for path in traces:
+        done = recheck(replay(read_trace(path)), tuple(str(s) for s in specs))
+        loop = f", loop back to state {done.trace.loop}" if done.trace.loop is not None else ""
+        line = f"{path}: replays on {done.model.name} ({len(done.trace)} states{loop})"
+        if done.meta.get("property"):
+            line += f", {done.meta['property']} violated"
+        elif done.meta.get("not_violated"):
+            line += f", but {_not_violated(done.meta)}"
+            gone += 1
+        print(line)
+    if gone:
+        raise typer.Exit(EXIT_VIOLATED)
+
+
+def _not_violated(meta: dict[str, Any]) -> str:
+    """Why a trace recorded as a violation no longer shows one (see replay.recheck)."""
+    return meta["not_violated"]["reason"]
+
+
+def show(
+    trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
+    full: Annotated[bool, typer.Option("--full", help="Print every state in full.")] = False,
+) -> None:
+    """Print a trace, showing only the fields that changed at each step."""
+    doc = read_trace(trace)
+    try:
+        done = recheck(replay(doc))
+    except UserError as exc:  # still worth reading; nothing in it is confirmed
+        note = f"not replayed on the model: {exc}"
+    else:
+        doc = {**doc, "#meta": done.meta}
+        note = f"not confirmed: {_not_violated(done.meta)}" if done.meta.get("not_violated") else ""
+    print(render_text(doc, full=full, note=note))
