@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from kmc.checker.engines.bfs.options import BfsOptions
@@ -71,6 +71,9 @@ class MemorySearch:
         self.depth = 0
         self.bounded_by: str | None = None
         self.initial = FIRST_NUMBERS
+        self.determinism_checks = options.determinism_checks
+        self.careful_expansion = options.deadlock or bool(self.checks.steps) or options.max_depth is not None
+        """Whether an expansion has more to check than the states it finds."""
 
     # -- traces ---------------------------------------------------------------------------------
     def trace_to(self, k: Hashable) -> Trace:
@@ -143,23 +146,48 @@ class MemorySearch:
         self.depth = 1 if frontier else 0
         return frontier
 
-    def visit(self, s: State, ks: Hashable) -> list[Any] | None:
-        """Expand a state and check its steps; None where its successors are not to be followed (it
-        lies beyond the model's bounds, or the search stops)."""
-        if self.within is not None and not self.within(s):
-            self.bounded_by = self.bounded_by or MODEL_BOUND
-            if self.rows is not None:
-                self.rows.end_row()
-                self.unexpanded.append(ks)  # type: ignore[arg-type]
-            return None
-        model, checks = self.model, self.checks
-        succs = expand(model, s)
-        for hook in self.expand_hooks:
-            hook(s, succs, True)
-        self.expanded += 1
-        if self.expanded <= self.options.determinism_checks or self.expanded % 4096 == 0:
-            check_determinism(model, s, succs)
-        self.generated += len(succs)
+    def expansions(self, frontier: Frontier) -> Iterator[tuple[State, Hashable, list[Any], bool]]:
+        """Each state of a level whose successors are to be followed, with them: expanded, observed,
+        checked for determinism and, where the search has any, for a deadlock, the step properties
+        and the depth bound. The last item says the progress is due (every 1024 expansions). The
+        counts are kept in locals, and stored when they are due and when the level ends: this runs
+        once a state."""
+        model, within, hooks, careful = self.model, self.within, self.expand_hooks, self.careful_expansion
+        determinism_checks = self.determinism_checks
+        expanded, generated = self.expanded, self.generated
+        try:
+            for s, ks in frontier:
+                if within is not None and not within(s):
+                    self.cut_off(ks)
+                    continue
+                succs = expand(model, s)
+                for hook in hooks:
+                    hook(s, succs, True)
+                expanded += 1
+                if expanded <= determinism_checks or expanded % 4096 == 0:
+                    check_determinism(model, s, succs)
+                generated += len(succs)
+                due = expanded & 1023 == 0
+                if due or careful:
+                    self.expanded, self.generated = expanded, generated
+                if careful and self.check_expansion(s, ks, succs) is None:
+                    if self.checks.stop:
+                        return
+                    continue
+                yield s, ks, succs, due
+        finally:
+            self.expanded, self.generated = expanded, generated
+
+    def cut_off(self, ks: Hashable) -> None:
+        """A state beyond the model's bounds: checked, never expanded."""
+        self.bounded_by = self.bounded_by or MODEL_BOUND
+        if self.rows is not None:
+            self.rows.end_row()
+            self.unexpanded.append(ks)  # type: ignore[arg-type]
+
+    def check_expansion(self, s: State, ks: Hashable, succs: list[Any]) -> list[Any] | None:
+        """A deadlock, the step properties and the depth bound, for a search that has any of them."""
+        checks = self.checks
         if self.options.deadlock and not succs and DEADLOCK not in checks.violations:
             checks.record(DEADLOCK, "deadlock", lambda: self.trace_to(ks))
             if checks.stop:
@@ -200,12 +228,7 @@ class MemorySearch:
         # violation, and this level's quiet call then fails on it and leaves it to the careful one).
         all_hold = checks.quiet_check()
         careful = bool(checks.invariants)
-        for s, ks in frontier:
-            succs = self.visit(s, ks)
-            if succs is None:
-                if checks.stop:
-                    break
-                continue
+        for _s, ks, succs, due in self.expansions(frontier):
             for _a, t in succs:
                 k = t if keyfn is None else keyfn(t)
                 size = len(parents)
@@ -227,7 +250,7 @@ class MemorySearch:
                         break
             if checks.stop:
                 break
-            if self.expanded & 1023 == 0:
+            if due:
                 self.progress.update(distinct=len(parents), generated=self.generated, depth=self.depth,
                                      queue=len(next_frontier))  # fmt: skip
         return next_frontier
@@ -245,12 +268,7 @@ class MemorySearch:
         careful = bool(checks.invariants)
         targets_append = rows.targets.append
         action_index = rows.action_index
-        for s, ks in frontier:
-            succs = self.visit(s, ks)
-            if succs is None:
-                if checks.stop:
-                    break
-                continue
+        for _s, _ks, succs, due in self.expansions(frontier):
             action_ids = rows.action_ids
             for a, t in succs:
                 size = len(parents)
@@ -283,7 +301,7 @@ class MemorySearch:
                 rows.end_row()
             if checks.stop:
                 break
-            if self.expanded & 1023 == 0:
+            if due:
                 self.progress.update(distinct=len(parents), generated=self.generated, depth=self.depth,
                                      queue=len(next_frontier))  # fmt: skip
         return next_frontier
