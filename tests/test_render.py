@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
+import graphviz
 import pytest
 from conftest import ROOT, TESTS
 from kmc.checker.result import Trace
-from kmc.checker.traces.chart import chart_dot, msc_dot, run_dot
+from kmc.checker.traces.chart import chart_of, msc_graph, render
 from kmc.checker.traces.itf import read_trace, trace_to_itf, write_trace
 from kmc.checker.traces.replay import replay
 
@@ -25,34 +26,38 @@ def test_checked_in_diagrams_are_up_to_date(trace: Path) -> None:
     svg = trace.with_name(trace.name.replace(".itf.json", ".svg"))
     assert svg.exists(), f"{svg.name} is missing: run `make diagrams`"
     done = replay(read_trace(trace))
-    dot = chart_dot(done)
-    assert_labels_clear_of_arrows(dot)
-    fresh = run_dot(dot, "svg")
+    chart = chart_of(done)
+    assert_labels_clear_of_arrows(chart)
+    fresh = render(chart, "svg")
     assert fresh == svg.read_bytes(), f"{svg.name} is out of date: run `make diagrams`"
 
 
-def _boxes(dot: str) -> tuple[dict[str, tuple[float, float, float, float]], list[tuple[str, str, str]]]:
-    """The chart's nodes with text, as (x0, y0, x1, y1) boxes in points; its points; its edges."""
+Layout = tuple[dict[str, dict], dict[str, tuple[float, float, float, float]], dict[str, tuple[float, float]], list]
+
+
+def _laid_out(graph: Any) -> Layout:
+    """The chart as graphviz laid it out: its nodes by name (their attributes), those with text as
+    (x0, y0, x1, y1) boxes in points, its points, and its edges as (tail, head, attributes)."""
+    data = json.loads(render(graph, "json"))
+    objects = data.get("objects", [])
     boxes, points = {}, {}
-    for name, attrs in re.findall(r"^  (\w+) \[(.*)\];$", dot, flags=re.M):
-        if name in ("graph", "node", "edge"):
+    for o in objects:
+        x, y = (float(v) for v in o["pos"].split(","))
+        if o.get("shape") == "point":
+            points[o["name"]] = (x, y)
             continue
-        x, y = (float(v) for v in re.search(r'pos="([-\d.]+),([-\d.]+)!"', attrs).groups())
-        if "shape=point" in attrs:
-            points[name] = (x, y)
-            continue
-        w, h = (float(v) * 36 for v in re.search(r", width=([\d.]+), height=([\d.]+)", attrs).groups())
-        boxes[name] = (x - w, y - h, x + w, y + h)
-    edges = re.findall(r"^  (\w+) -> (\w+) \[(.*)\];$", dot, flags=re.M)
-    return boxes, points, edges
+        w, h = float(o["width"]) * 36, float(o["height"]) * 36
+        boxes[o["name"]] = (x - w, y - h, x + w, y + h)
+    edges = [(objects[e["tail"]]["name"], objects[e["head"]]["name"], e) for e in data.get("edges", [])]
+    return {o["name"]: o for o in objects}, boxes, points, edges
 
 
-def assert_labels_clear_of_arrows(dot: str) -> None:
+def assert_labels_clear_of_arrows(graph: Any) -> None:
     """No message's or loop's arrow runs through a node with text, and no two such nodes overlap."""
-    boxes, points, edges = _boxes(dot)
+    _nodes, boxes, points, edges = _laid_out(graph)
     assert boxes and points
     for a, b, attrs in edges:
-        if 'class="msg"' not in attrs and 'class="loop"' not in attrs:
+        if attrs.get("class") not in ("msg", "loop"):
             continue
         (px, py), (qx, qy) = points[a], points[b]
         for name, (x0, y0, x1, y1) in boxes.items():
@@ -67,15 +72,16 @@ def assert_labels_clear_of_arrows(dot: str) -> None:
 
 def test_chart_marks_the_violating_step() -> None:
     done = replay(read_trace(TRUNCATE))
-    dot = chart_dot(done)
-    boxes, points, _edges = _boxes(dot)
-    marker = [line for line in dot.splitlines() if 'class="violation"' in line]
-    assert len(marker) == 1 and marker[0].startswith("  v9 [") and 'label="StrongIsr violated"' in marker[0]
+    nodes, boxes, points, edges = _laid_out(chart_of(done))
+    marker = [name for name, node in nodes.items() if node.get("class") == "violation"]
+    assert marker == ["v9"] and nodes["v9"]["label"] == "StrongIsr violated"
     _x0, y0, x1, y1 = boxes["v9"]
     lanes_left = min(x for name, (x, _y) in points.items() if name.startswith("r"))
     assert y0 < points["r9_1"][1] < y1 and x1 < lanes_left  # left of the lanes, on row 9
-    assert 'class="band"' in dot
-    assert "class=" not in msc_dot(done.model, done.trace, "no property").replace('class="msg', "")
+    assert [attrs.get("class") for _a, _b, attrs in edges].count("band") == 1
+    unmarked_nodes, _boxes, _points, unmarked_edges = _laid_out(msc_graph(done.model, done.trace, "no property"))
+    classes = {item.get("class") for item in [*unmarked_nodes.values(), *(e for _a, _b, e in unmarked_edges)]}
+    assert classes <= {None, "msg", "msg-label"}
 
 
 def test_report_of_a_model_without_drawing_shows_the_full_state(kmc, toy: str, tmp_path: Path) -> None:
@@ -95,11 +101,13 @@ def test_report_of_a_model_without_drawing_shows_the_full_state(kmc, toy: str, t
 
 def test_replication_chart_has_lanes_steps_and_tables() -> None:
     done = replay(read_trace(TRUNCATE))
-    dot = msc_dot(done.model, done.trace, "t")
+    chart = msc_graph(done.model, done.trace, "t")
+    dot = chart.source
+    labels = [node.get("label", "") for node in _laid_out(chart)[0].values()]
     for lane in ("producer", "controller", "broker 0", "broker 1"):
-        assert f'label="{lane}"' in dot
+        assert lane in labels
     for k in range(len(done.trace)):
-        assert f'"{k}. ' in dot
+        assert any(label.startswith(f"{k}. ") for label in labels)
     assert "9. BecomeFollower(replica=1, leader=0, leaderEpoch=2)" in dot
     assert "LeaderAndIsr(epoch 2)" in dot
     assert "replicas (log = offset:record/epoch)" in dot and "ZooKeeper" in dot
@@ -125,7 +133,8 @@ def test_model_without_drawing_shows_changed_fields(kmc, toy: str, tmp_path: Pat
     out = tmp_path / "chart.dot"
     assert kmc("render", tmp_path / "buggy-Consistent.itf.json", "-o", out)[0] == 0
     dot = out.read_text()
-    assert 'label="system"' in dot
+    nodes = _laid_out(graphviz.Source(dot))[0]
+    assert "system" in [node.get("label") for node in nodes.values()]  # the one lane
     assert "participants[" in dot and "coordinator" in dot
 
 
@@ -150,10 +159,15 @@ def test_lasso_replays_and_draws_its_loop(kmc, tmp_path: Path) -> None:
     code, out, _ = kmc("replay", path)
     assert code == 0 and "loop back to state 0" in out
     done = replay(read_trace(path))
-    dot = chart_dot(done)
+    chart = chart_of(done)
+    dot = chart.source
     assert "after step 2, back to step 0" in dot and "repeat forever" in dot and "(loop starts here)" in dot
-    assert dot.count('class="loop"') == 1 and 'label="Progress violated\\nloop starts here"' in dot
-    assert_labels_clear_of_arrows(dot)
+    nodes, _boxes, _points, edges = _laid_out(chart)
+    assert [attrs.get("class") for _a, _b, attrs in edges].count("loop") == 1
+    assert [node["label"] for node in nodes.values() if node.get("class") == "violation"] == [
+        "Progress violated\\nloop starts here"
+    ]
+    assert_labels_clear_of_arrows(chart)
     page = tmp_path / "ring.html"
     assert kmc("render", path, "-o", page)[0] == 0
     text = page.read_text()
@@ -178,11 +192,9 @@ def test_graph_counts_every_transition(kmc, tmp_path: Path) -> None:
                             "--self-loops", "-o", out)  # fmt: skip
     assert code == 0, err
     dot = out.read_text()
-    labels = {
-        line.split('label="')[1].split('"')[0] for line in dot.splitlines() if "[label=" in line and "->" not in line
-    }
-    assert labels == {"-1", "0", "1"}
-    counts = [int(part.split("×")[1].split('"')[0]) for part in dot.split("->")[1:]]
+    nodes, _boxes, _points, edges = _laid_out(graphviz.Source(dot))
+    assert {node["label"] for node in nodes.values()} == {"-1", "0", "1"}
+    counts = [int(attrs["label"].split("×")[1]) for _a, _b, attrs in edges]
     # every successor computed in the complete search, i.e. TLC's "generated" minus the initial state
     assert sum(counts) == 11733 - 1
     assert "5,973 states" in stdout

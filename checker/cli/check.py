@@ -144,7 +144,7 @@ def junit_cases(result: CheckResult, require_complete: bool, vacuous: list[str])
 
 def render_check(result: CheckResult, directory: Path) -> None:
     """Each violation's chart (SVG) and one HTML report of the check, in ``directory``."""
-    from kmc.checker.traces.chart import render_replayed
+    from kmc.checker.traces.render import render_replayed
     from kmc.checker.traces.report import html_report
 
     replayed = []

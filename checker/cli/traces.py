@@ -23,7 +23,7 @@ def render(
     output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf, .dot or .html.")],
 ) -> None:
     """Draw a trace as a message-sequence chart (or a self-contained HTML page)."""
-    from kmc.checker.traces.chart import FORMATS, render_replayed
+    from kmc.checker.traces.render import FORMATS, render_replayed
 
     check_output_file(output, "-o", tuple(f".{f}" for f in FORMATS))
     done = recheck(replay(read_trace(trace)))
@@ -43,8 +43,8 @@ def graph(
     self_loops: Annotated[bool, typer.Option("--self-loops", help="Draw steps that keep the value.")] = False,
 ) -> None:
     """The abstract state diagram: the values a field takes and the actions between them, counted."""
-    from kmc.checker.traces.chart import run_dot
-    from kmc.checker.traces.state_diagram import abstract_graph, graph_dot
+    from kmc.checker.traces.chart import render as render_graph
+    from kmc.checker.traces.state_diagram import abstract_graph, state_diagram
 
     check_output_file(output, "-o", (".svg", ".png", ".pdf", ".dot"))
     cls = load_model_class(model)
@@ -52,11 +52,11 @@ def graph(
     result = abstract_graph(instance, field, max_states)
     complete = "" if result.graph["complete"] else f", first {result.graph['states']:,} states"
     title = f"{instance.name}{' --preset ' + preset if preset else ''}: {field}{complete}"
-    source = graph_dot(result, title, self_loops)
+    diagram = state_diagram(result, title, self_loops)
     fmt = output.suffix.lstrip(".").lower()
     if fmt not in ("svg", "png", "pdf", "dot"):
         raise UserError(f"cannot write a graph to {output.name}: use .svg, .png, .pdf or .dot")
-    write_atomically(output, source.encode() if fmt == "dot" else run_dot(source, fmt))
+    write_atomically(output, diagram.source.encode() if fmt == "dot" else render_graph(diagram, fmt))
     edges = sum(d["count"] for _s, _t, d in result.edges(data=True))
     states = result.graph["states"]
     print(f"{result.number_of_nodes()} values of {field}, {edges:,} transitions from {states:,} states -> {output}")

@@ -32,7 +32,7 @@ from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import Property, holds, select_properties
 from kmc.checker.registry import load_model_class, model_reference
 from kmc.checker.result import Trace
-from kmc.checker.traces.chart import drawing_of, msc_dot, run_dot
+from kmc.checker.traces.chart import drawing_of, msc_graph, svg_of
 from kmc.checker.traces.itf import action_to_json, format_action, format_value, read_trace, state_vars, trace_to_itf
 from kmc.checker.traces.text import changes
 
@@ -317,8 +317,7 @@ class Explorer:
         svg = self._charts.get(key)
         if svg is None:
             trace = Trace(states=walk.states, actions=walk.actions)
-            text = run_dot(msc_dot(self.model, trace, f"{self.title} (explore)"), "svg").decode()
-            svg = text[text.index("<svg") :] if "<svg" in text else text
+            svg = svg_of(msc_graph(self.model, trace, f"{self.title} (explore)"))
             self._charts.put(key, svg)
         return svg
 

@@ -4,29 +4,30 @@ One lane per broker, controller, consumer or coordinator (as the model's Drawing
 per step labelled with its number, action and arguments, and beside each row the model's tables
 for the state after the step, with the cells that changed highlighted. A lasso's loop is drawn
 as an arrow from the last row back to the row it returns to.
+
+The chart is built with the graphviz package (quoting, escaping and running `dot`); every node is
+placed here, so that a message's label never crosses an arrow, and graphviz only draws.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import subprocess
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
+import graphviz
 from kmc.checker.drawing import Arrow, Drawing, Table, mark_changes
 from kmc.checker.errors import UserError
 from kmc.checker.model import Model
-from kmc.checker.outputs import write_atomically
 from kmc.checker.result import Trace
 from kmc.checker.traces.itf import format_action, format_value, state_vars
 from kmc.checker.traces.replay import Replayed
 from kmc.checker.traces.text import changes
 
-FORMATS = ("svg", "png", "pdf", "dot", "html")
 HIGHLIGHT = "#ffe08a"
 LANE_FILL = "#e8eef7"
+FONT = "Helvetica"
 
 
 def drawing_of(model: Model) -> Drawing:
@@ -36,13 +37,15 @@ def drawing_of(model: Model) -> Drawing:
 
 
 def _esc(text: str) -> str:
+    """Text inside an HTML-like label (a table): HTML's escaping, the only kind graphviz leaves to us there."""
     return html.escape(str(text), quote=True)
 
 
 def table_label(tables: list[Table]) -> str:
-    """Graphviz HTML-like label for a step's tables."""
+    """Graphviz HTML-like label for a step's tables (the graphviz package writes a label in angle
+    brackets as HTML); an empty label where there are none."""
     if not tables:
-        return '""'
+        return ""
     parts = ['<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2">']
     for table in tables:
         parts.append('<TR><TD><TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">')
@@ -125,11 +128,30 @@ def violation_step(trace: Trace) -> int:
     return trace.loop if trace.loop is not None else len(trace) - 1
 
 
-def _measure(nodes: dict[str, str]) -> dict[str, tuple[float, float]]:
-    """The width and height in points graphviz gives each node (name: DOT attributes)."""
-    source = 'digraph m {\n  node [fontname="Helvetica", fontsize=9];\n'
-    source += "".join(f"  {name} [{attrs}];\n" for name, attrs in nodes.items()) + "}\n"
-    laid_out = json.loads(run_dot(source, "json"))
+def render(graph: graphviz.Digraph | graphviz.Source, fmt: str) -> bytes:
+    """The graph laid out by graphviz in ``fmt`` (svg, png, pdf, json, ...); a missing `dot` or a
+    failed run is one clear error."""
+    try:
+        return graph.pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        raise UserError("graphviz's `dot` is not installed: apt-get install graphviz") from None
+    except graphviz.CalledProcessError as exc:
+        detail = (exc.stderr or b"").decode(errors="replace").strip()
+        raise UserError(f"dot failed: {detail or exc}") from None
+
+
+def svg_of(graph: graphviz.Digraph) -> str:
+    """The graph as an SVG element to put inside a page (without the XML prolog)."""
+    svg = render(graph, "svg").decode()
+    return svg[svg.index("<svg") :] if "<svg" in svg else svg
+
+
+def _measure(nodes: dict[str, dict[str, str]]) -> dict[str, tuple[float, float]]:
+    """The width and height in points graphviz gives each node (name: its attributes)."""
+    probe = graphviz.Digraph("m", node_attr={"fontname": FONT, "fontsize": "9"})
+    for name, attrs in nodes.items():
+        probe.node(name, **attrs)
+    laid_out = json.loads(render(probe, "json"))
     return {o["name"]: (float(o["width"]) * 72, float(o["height"]) * 72) for o in laid_out.get("objects", [])}
 
 
@@ -149,65 +171,83 @@ ALERT = "#b03030"
 ALERT_FILL = "#fdeaea"
 
 
-def msc_dot(model: Model, trace: Trace, title: str = "", violated: str | None = None) -> str:
-    """The DOT source of the message-sequence chart of a trace, every node placed here (graphviz only
-    draws): a message is a straight arrow with its label above its start, so no arrow ever crosses a
-    label; ``violated`` names the property whose violating step is marked."""
-    drawing = drawing_of(model)
-    lanes = drawing.lanes()
-    rows = _rows(model, drawing, lanes, trace)
-    last = len(rows) - 1
-    marked = violation_step(trace) if violated else None
-    loop = trace.loop
-    band = ALERT_FILL
-    nodes: dict[str, str] = {}
+def _nodes(lanes: list[str], rows: list[_Row], marked: int | None, violated: str | None,
+           loop: int | None) -> tuple[dict[str, dict[str, str]], dict[int, str]]:  # fmt: skip
+    """Every node of the chart with its attributes (its place comes later), and how each message's
+    label is justified: away from the lane it leaves, so the arrow starts under its first letter."""
+    nodes: dict[str, dict[str, str]] = {}
     for i, lane in enumerate(lanes):
-        nodes[f"h{i}"] = f'shape=box, style="filled,rounded", fillcolor="{LANE_FILL}", label="{_esc(lane)}"'
-    nodes["hs"] = 'shape=plaintext, width=0, height=0, margin="0.02,0.02", label="state after the step"'
+        nodes[f"h{i}"] = {
+            "shape": "box",
+            "style": "filled,rounded",
+            "fillcolor": LANE_FILL,
+            "label": graphviz.nohtml(lane),
+        }
+    nodes["hs"] = {"shape": "plaintext", "width": "0", "height": "0", "margin": "0.02,0.02",
+                   "label": "state after the step"}  # fmt: skip
     justify: dict[int, str] = {}
     for k, row in enumerate(rows):
-        fill = band if k == marked else "white"
         if row.local:
             box = "#f6f6f6" if k == 0 else "#fff7d6"
-            nodes[f"r{k}_{row.source}"] = (
-                f'shape=box, style="filled,rounded", fillcolor="{box}", label="{_esc(row.label)}"'
-            )
+            nodes[f"r{k}_{row.source}"] = {"shape": "box", "style": "filled,rounded", "fillcolor": box,
+                                           "label": graphviz.nohtml(row.label)}  # fmt: skip
         else:
             justify[k] = "l" if min(row.targets) > row.source else "r" if max(row.targets) < row.source else "n"
-            nodes[f"m{k}"] = (
-                f'shape=plaintext, width=0, height=0, margin="0.03,0.01", style=filled, fillcolor="{fill}", '
-                f'fontcolor="{MESSAGE}", class="msg-label", label="{_label_lines(_esc(row.label), justify[k])}"'
-            )
-        nodes[f"t{k}"] = f"shape=plaintext, label={table_label(row.tables)}"
+            nodes[f"m{k}"] = {
+                "shape": "plaintext", "width": "0", "height": "0", "margin": "0.03,0.01", "style": "filled",
+                "fillcolor": ALERT_FILL if k == marked else "white", "fontcolor": MESSAGE, "class": "msg-label",
+                "label": graphviz.nohtml(_label_lines(row.label, justify[k])),
+            }  # fmt: skip
+        nodes[f"t{k}"] = {"shape": "plaintext", "label": table_label(row.tables)}
     if marked is not None:
         what = f"{violated} violated" + ("\\nloop starts here" if loop is not None else "")
-        nodes[f"v{marked}"] = (
-            f'shape=box, style="filled,rounded", fillcolor="{ALERT_FILL}", color="{ALERT}", fontcolor="{ALERT}", '
-            f'penwidth=1.5, class="violation", label="{_esc(what)}"'
-        )
+        nodes[f"v{marked}"] = {
+            "shape": "box", "style": "filled,rounded", "fillcolor": ALERT_FILL, "color": ALERT, "fontcolor": ALERT,
+            "penwidth": "1.5", "class": "violation", "label": graphviz.nohtml(what),
+        }  # fmt: skip
     if loop is not None:
+        last = len(rows) - 1
         repeat = (
             f"after step {loop}, the run stays in its state forever"
             if loop == last
             else f"after step {last}, back to step {loop}:\\nsteps {loop} to {last} repeat forever"
         )
-        nodes["ll"] = (
-            f'shape=plaintext, width=0, height=0, margin="0.03,0.01", fontcolor="{ALERT}", class="loop-label", '
-            f'label="{_label_lines(repeat, "r")}"'
-        )
-    size = _measure(nodes)
-    width = lambda name: size[name][0]  # noqa: E731
-    height = lambda name: size[name][1]  # noqa: E731
+        nodes["ll"] = {"shape": "plaintext", "width": "0", "height": "0", "margin": "0.03,0.01", "fontcolor": ALERT,
+                       "class": "loop-label", "label": graphviz.nohtml(_label_lines(repeat, "r"))}  # fmt: skip
+    return nodes, justify
 
-    # Columns: the lanes, then (for a lasso) the loop's arrow, then the tables; the marker on the left.
+
+@dataclass
+class _Layout:
+    """Where everything goes, in points (y grows downwards here; graphviz's grows upwards)."""
+
+    size: dict[str, tuple[float, float]]
+    pos: dict[str, tuple[float, float]] = field(default_factory=dict)
+    lane_x: list[float] = field(default_factory=list)
+    arrow_y: list[float] = field(default_factory=list)
+    bands: dict[int, tuple[float, float]] = field(default_factory=dict)
+    loop_x: float = 0.0
+    tables_left: float = 0.0
+    marker_x: float = 0.0
+
+    def width(self, name: str) -> float:
+        return self.size[name][0]
+
+    def height(self, name: str) -> float:
+        return self.size[name][1]
+
+
+def _columns(layout: _Layout, lanes: list[str], rows: list[_Row], justify: dict[int, str], marked: int | None,
+             loop: int | None) -> dict[int, float]:  # fmt: skip
+    """The lanes, then (for a lasso) the loop's arrow, then the tables; the marker on the left. Returns
+    the x of each message's label."""
+    width = layout.width
     spacing = max([width(f"h{i}") + COLUMN_GAP for i in range(len(lanes))] + [110.0])
-    lane_x = [i * spacing for i in range(len(lanes))]
-    extents: list[tuple[float, float]] = [
-        (x - width(f"h{i}") / 2, x + width(f"h{i}") / 2) for i, x in enumerate(lane_x)
-    ]
+    layout.lane_x = [i * spacing for i in range(len(lanes))]
+    extents = [(x - width(f"h{i}") / 2, x + width(f"h{i}") / 2) for i, x in enumerate(layout.lane_x)]
     label_x: dict[int, float] = {}
     for k, row in enumerate(rows):
-        x = lane_x[row.source]
+        x = layout.lane_x[row.source]
         if row.local:
             w = width(f"r{k}_{row.source}")
             extents.append((x - w / 2, x + w / 2))
@@ -217,19 +257,21 @@ def msc_dot(model: Model, trace: Trace, title: str = "", violated: str | None = 
         extents.append((label_x[k] - w / 2, label_x[k] + w / 2))
     left = min(x0 for x0, _ in extents)
     right = max(x1 for _, x1 in extents)
-    loop_x = right + COLUMN_GAP
-    tables_left = (loop_x if loop is not None else right) + COLUMN_GAP
-    marker_x = left - COLUMN_GAP - (width(f"v{marked}") / 2 if marked is not None else 0)
+    layout.loop_x = right + COLUMN_GAP
+    layout.tables_left = (layout.loop_x if loop is not None else right) + COLUMN_GAP
+    layout.marker_x = left - COLUMN_GAP - (width(f"v{marked}") / 2 if marked is not None else 0)
+    return label_x
 
-    # Rows, top to bottom (graphviz's y grows upwards, so y is negated when written).
-    pos: dict[str, tuple[float, float]] = {}
+
+def _rows_placed(layout: _Layout, lanes: list[str], rows: list[_Row], label_x: dict[int, float],
+                 marked: int | None, loop: int | None) -> None:  # fmt: skip
+    """Rows, top to bottom: each as high as its label, its marker and its tables."""
+    width, height, pos = layout.width, layout.height, layout.pos
     header = max(height(f"h{i}") for i in range(len(lanes)))
-    for i, x in enumerate(lane_x):
+    for i, x in enumerate(layout.lane_x):
         pos[f"h{i}"] = (x, 0.0)
-    pos["hs"] = (tables_left + width("hs") / 2, 0.0)
+    pos["hs"] = (layout.tables_left + width("hs") / 2, 0.0)
     top = header / 2 + ROW_GAP
-    arrow_y: list[float] = []
-    bands: dict[int, tuple[float, float]] = {}
     lanes_bottom = 0.0
     for k, row in enumerate(rows):
         if row.local:
@@ -241,86 +283,101 @@ def msc_dot(model: Model, trace: Trace, title: str = "", violated: str | None = 
         if k == marked:
             y = max(y, top + height(f"v{k}") / 2)
             bottom = max(bottom, y + height(f"v{k}") / 2)
-            pos[f"v{k}"] = (marker_x, y)
+            pos[f"v{k}"] = (layout.marker_x, y)
         if row.local:
-            pos[f"r{k}_{row.source}"] = (lane_x[row.source], y)
+            pos[f"r{k}_{row.source}"] = (layout.lane_x[row.source], y)
         else:
             pos[f"m{k}"] = (label_x[k], y - LABEL_GAP - height(f"m{k}") / 2)
-        pos[f"t{k}"] = (tables_left + width(f"t{k}") / 2, top + height(f"t{k}") / 2)
-        arrow_y.append(y)
+        pos[f"t{k}"] = (layout.tables_left + width(f"t{k}") / 2, top + height(f"t{k}") / 2)
+        layout.arrow_y.append(y)
         lanes_bottom = bottom
         bottom = max(bottom, top + height(f"t{k}"))
-        bands[k] = (top - ROW_GAP / 2, bottom + ROW_GAP / 2)
+        layout.bands[k] = (top - ROW_GAP / 2, bottom + ROW_GAP / 2)
         top = bottom + ROW_GAP
     if loop is not None:
-        pos["ll"] = (loop_x - 4 - width("ll") / 2, lanes_bottom + ROW_GAP + height("ll") / 2)
+        pos["ll"] = (layout.loop_x - 4 - width("ll") / 2, lanes_bottom + ROW_GAP + height("ll") / 2)
 
-    lines = [
-        "digraph msc {",
-        f"  graph [layout=neato, inputscale=72, splines=false, outputorder=edgesfirst, pad=0.2, "
-        f'fontname="Helvetica", fontsize=12, labelloc=t, label="{_esc(title)}"];',
-        '  node [fontname="Helvetica", fontsize=9, fixedsize=true];',
-        "  edge [arrowsize=0.8];",
-    ]
 
-    def place(name: str, attrs: str) -> None:
-        x, y = pos[name]
-        w, h = size.get(name, (0.0, 0.0))
-        lines.append(f'  {name} [{attrs}, width={w / 72:.4f}, height={h / 72:.4f}, pos="{x:.2f},{-y:.2f}!"];')
+class _Chart:
+    """The chart being drawn: nodes pinned where the layout put them, points for arrows' ends."""
 
-    def point(name: str, x: float, y: float, attrs: str = "") -> None:
-        lines.append(f'  {name} [shape=point, width=0.06, {attrs}pos="{x:.2f},{-y:.2f}!"];')
+    def __init__(self, title: str, layout: _Layout, nodes: dict[str, dict[str, str]]) -> None:
+        self.layout, self.nodes = layout, nodes
+        self.graph = graphviz.Digraph(
+            "msc",
+            graph_attr={"layout": "neato", "inputscale": "72", "splines": "false", "outputorder": "edgesfirst",
+                        "pad": "0.2", "fontname": FONT, "fontsize": "12", "labelloc": "t",
+                        "label": graphviz.nohtml(title)},
+            node_attr={"fontname": FONT, "fontsize": "9", "fixedsize": "true"},
+            edge_attr={"arrowsize": "0.8"},
+        )  # fmt: skip
 
-    # Behind everything: the marked step's row, as a wide line as high as the row.
-    if marked is not None:
-        y0, y1 = bands[marked]
-        full_left = marker_x - width(f"v{marked}") / 2 - 8
-        full_right = tables_left + max(width(f"t{k}") for k in range(len(rows))) + 8
-        point("band_a", full_left, (y0 + y1) / 2, "style=invis, ")
-        point("band_b", full_right, (y0 + y1) / 2, "style=invis, ")
-        lines.append(f'  band_a -> band_b [arrowhead=none, color="{band}", penwidth={y1 - y0:.2f}, class="band"];')
-    for i, x in enumerate(lane_x):
-        place(f"h{i}", nodes[f"h{i}"])
-        point(f"end{i}", x, arrow_y[-1], "style=invis, ")
-        lines.append(f'  h{i} -> end{i} [style=dashed, color="#9aa5b1", arrowhead=none];')
-    place("hs", nodes["hs"])
+    def place(self, name: str) -> None:
+        x, y = self.layout.pos[name]
+        w, h = self.layout.size.get(name, (0.0, 0.0))
+        attrs = {**self.nodes[name], "width": f"{w / 72:.4f}", "height": f"{h / 72:.4f}", "pos": f"{x:.2f},{-y:.2f}!"}
+        self.graph.node(name, **attrs)
+
+    def point(self, name: str, x: float, y: float, **attrs: str) -> None:
+        self.graph.node(name, shape="point", width="0.06", **attrs, pos=f"{x:.2f},{-y:.2f}!")
+
+
+def _draw(chart: _Chart, lanes: list[str], rows: list[_Row], marked: int | None, loop: int | None) -> None:
+    layout, graph = chart.layout, chart.graph
+    if marked is not None:  # behind everything: the marked step's row, as a wide line as high as the row
+        y0, y1 = layout.bands[marked]
+        full_left = layout.marker_x - layout.width(f"v{marked}") / 2 - 8
+        full_right = layout.tables_left + max(layout.width(f"t{k}") for k in range(len(rows))) + 8
+        chart.point("band_a", full_left, (y0 + y1) / 2, style="invis")
+        chart.point("band_b", full_right, (y0 + y1) / 2, style="invis")
+        graph.edge("band_a", "band_b", arrowhead="none", color=ALERT_FILL, penwidth=f"{y1 - y0:.2f}",
+                   **{"class": "band"})  # fmt: skip
+    for i, x in enumerate(layout.lane_x):
+        chart.place(f"h{i}")
+        chart.point(f"end{i}", x, layout.arrow_y[-1], style="invis")
+        graph.edge(f"h{i}", f"end{i}", style="dashed", color="#9aa5b1", arrowhead="none")
+    chart.place("hs")
     for k, row in enumerate(rows):
-        y = arrow_y[k]
         if row.local:
-            place(f"r{k}_{row.source}", nodes[f"r{k}_{row.source}"])
+            chart.place(f"r{k}_{row.source}")
         else:
-            place(f"m{k}", nodes[f"m{k}"])
+            chart.place(f"m{k}")
             for i in (row.source, *row.targets):
-                point(f"r{k}_{i}", lane_x[i], y)
+                chart.point(f"r{k}_{i}", layout.lane_x[i], layout.arrow_y[k])
             for i in row.targets:
-                lines.append(f'  r{k}_{row.source} -> r{k}_{i} [color="{MESSAGE}", penwidth=1.3, class="msg"];')
-        place(f"t{k}", nodes[f"t{k}"])
+                graph.edge(f"r{k}_{row.source}", f"r{k}_{i}", color=MESSAGE, penwidth="1.3", **{"class": "msg"})
+        chart.place(f"t{k}")
     if marked is not None:
-        place(f"v{marked}", nodes[f"v{marked}"])
+        chart.place(f"v{marked}")
     if loop is not None:
-        place("ll", nodes["ll"])
+        chart.place("ll")
+        last = len(rows) - 1
         if loop != last:
-            point("loop_from", loop_x, arrow_y[last], f'color="{ALERT}", ')
-            point("loop_to", loop_x, arrow_y[loop], f'color="{ALERT}", ')
-            lines.append(f'  loop_from -> loop_to [color="{ALERT}", penwidth=2, class="loop"];')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+            chart.point("loop_from", layout.loop_x, layout.arrow_y[last], color=ALERT)
+            chart.point("loop_to", layout.loop_x, layout.arrow_y[loop], color=ALERT)
+            graph.edge("loop_from", "loop_to", color=ALERT, penwidth="2", **{"class": "loop"})
 
 
-def chart_dot(done: Replayed) -> str:
+def msc_graph(model: Model, trace: Trace, title: str = "", violated: str | None = None) -> graphviz.Digraph:
+    """The message-sequence chart of a trace: a message is a straight arrow with its label above its
+    start, so no arrow ever crosses a label; ``violated`` names the property whose violating step is
+    marked."""
+    drawing = drawing_of(model)
+    lanes = drawing.lanes()
+    rows = _rows(model, drawing, lanes, trace)
+    marked = violation_step(trace) if violated else None
+    nodes, justify = _nodes(lanes, rows, marked, violated, trace.loop)
+    layout = _Layout(size=_measure(nodes))
+    label_x = _columns(layout, lanes, rows, justify, marked, trace.loop)
+    _rows_placed(layout, lanes, rows, label_x, marked, trace.loop)
+    chart = _Chart(title, layout, nodes)
+    _draw(chart, lanes, rows, marked, trace.loop)
+    return chart.graph
+
+
+def chart_of(done: Replayed) -> graphviz.Digraph:
     """The chart of a replayed counterexample, its violating step marked."""
-    return msc_dot(done.model, done.trace, trace_title(done.meta), violated=done.meta.get("property") or None)
-
-
-def run_dot(source: str, fmt: str) -> bytes:
-    """Lay out DOT source with graphviz's `dot`."""
-    try:
-        done = subprocess.run(["dot", f"-T{fmt}"], input=source.encode(), capture_output=True, check=False)
-    except FileNotFoundError:
-        raise UserError("graphviz's `dot` is not installed: apt-get install graphviz") from None
-    if done.returncode != 0:
-        raise UserError(f"dot failed: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout
+    return msc_graph(done.model, done.trace, trace_title(done.meta), violated=done.meta.get("property") or None)
 
 
 def trace_title(meta: dict[str, Any]) -> str:
@@ -332,19 +389,3 @@ def trace_title(meta: dict[str, Any]) -> str:
     elif meta.get("not_violated"):
         title += f": recorded as a violation of {meta['not_violated']['property']}, not confirmed on the model now"
     return title
-
-
-def render_replayed(done: Replayed, out: Path, stats: dict[str, Any] | None = None) -> Path:
-    """Write the trace's diagram (or report) to ``out``; the format is the file's extension."""
-    fmt = out.suffix.lstrip(".").lower()
-    if fmt not in FORMATS:
-        raise UserError(f"cannot render to {out.name}: use one of .{', .'.join(FORMATS)}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "html":
-        from kmc.checker.traces.report import html_report
-
-        write_atomically(out, html_report(title=trace_title(done.meta), traces=[done], stats=stats))
-        return out
-    source = chart_dot(done)
-    write_atomically(out, source.encode() if fmt == "dot" else run_dot(source, fmt))
-    return out

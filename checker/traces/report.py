@@ -10,7 +10,7 @@ from typing import Any
 from kmc.checker.drawing import Drawing, Table, mark_changes
 from kmc.checker.errors import UserError
 from kmc.checker.properties import select_properties
-from kmc.checker.traces.chart import chart_dot, drawing_of, run_dot, violation_step
+from kmc.checker.traces.chart import chart_of, drawing_of, svg_of, violation_step
 from kmc.checker.traces.itf import format_action, format_value, state_vars
 from kmc.checker.traces.replay import Replayed
 from kmc.checker.traces.text import changes, leaves, touches
@@ -80,11 +80,6 @@ def _table_html(table: Table) -> str:
 def _kv_table(pairs: dict[str, Any]) -> str:
     rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in pairs.items())
     return f"<table>{rows}</table>"
-
-
-def _svg(source: str) -> str:
-    svg = run_dot(source, "svg").decode()
-    return svg[svg.index("<svg") :] if "<svg" in svg else svg
 
 
 KIND_NAMES = {"invariant": "invariant", "step": "step property", "liveness": "liveness property",
@@ -210,7 +205,7 @@ def _trace_section(index: int, done: Replayed) -> str:
     if loop is not None:
         back = "stays in this state forever" if loop == last else f"back to step {loop}: the loop repeats forever"
         items.append(f'<li class="loop-back" data-goto="{loop}">&#8635; {_esc(back)}</li>')
-    chart = _svg(chart_dot(done))
+    chart = svg_of(chart_of(done))
     heading = f"{_esc(meta.get('property', 'trace'))} ({_esc(meta.get('kind', 'violation'))}): {len(trace)} states"
     return (
         f'<section><h2 id="trace-{index}">{heading}</h2>{_violation_html(done, labels)}'

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from typing import Any
 
+import graphviz
 import networkx as nx
 from kmc.checker.errors import UserError
 from kmc.checker.model import Model
@@ -51,21 +52,22 @@ def abstract_graph(model: Model, field: str, max_states: int | None = 200_000) -
     return result
 
 
-def graph_dot(graph: nx.MultiDiGraph, title: str, self_loops: bool = False) -> str:
-    lines = [
-        "digraph states {",
-        f'  graph [fontname="Helvetica", labelloc=t, label="{title}", rankdir=LR];',
-        '  node [fontname="Helvetica", fontsize=11, shape=box, style="rounded,filled", fillcolor="#e8eef7"];',
-        '  edge [fontname="Helvetica", fontsize=9];',
-    ]
+def state_diagram(graph: nx.MultiDiGraph, title: str, self_loops: bool = False) -> graphviz.Digraph:
+    """The diagram: a box per value (the initial ones doubled and green), an arrow per action between
+    two values labelled with how often it was taken; steps that keep the value only with ``self_loops``."""
+    diagram = graphviz.Digraph(
+        "states",
+        graph_attr={"fontname": "Helvetica", "labelloc": "t", "label": graphviz.nohtml(title), "rankdir": "LR"},
+        node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box", "style": "rounded,filled",
+                   "fillcolor": "#e8eef7"},
+        edge_attr={"fontname": "Helvetica", "fontsize": "9"},
+    )  # fmt: skip
     ids = {node: f"n{i}" for i, node in enumerate(graph.nodes)}
     for node, data in graph.nodes(data=True):
-        extra = ', peripheries=2, fillcolor="#d7f0dd"' if data.get("initial") else ""
-        label = str(node).replace('"', '\\"')
-        lines.append(f'  {ids[node]} [label="{label}"{extra}];')
+        initial = {"peripheries": "2", "fillcolor": "#d7f0dd"} if data.get("initial") else {}
+        diagram.node(ids[node], label=graphviz.nohtml(str(node)), **initial)
     for source, target, data in graph.edges(data=True):
         if source == target and not self_loops:
             continue
-        lines.append(f'  {ids[source]} -> {ids[target]} [label="{data["action"]} ×{data["count"]}"];')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        diagram.edge(ids[source], ids[target], label=graphviz.nohtml(f"{data['action']} ×{data['count']}"))
+    return diagram
