@@ -46,8 +46,21 @@ SCALES = {
 
 def run_kmc(sets: list[str], memory: str | None, max_states: int | None, spill_dir: str | None) -> dict:
     out = tempfile.mkdtemp(prefix="kmc-bench-")
-    cmd = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", "kip-320",
-           "--store", "fingerprints", "--json", "--no-progress", "--out", out]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "kmc.checker.cli",
+        "check",
+        "replication",
+        "--preset",
+        "kip-320",
+        "--store",
+        "fingerprints",
+        "--json",
+        "--no-progress",
+        "--out",
+        out,
+    ]
     for item in sets:
         cmd += ["--set", item]
     if memory is not None:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from kmc.checker import BfsOptions, Check
-from kmc.checker.engines.hypothesis.engine import HypothesisOptions
+from kmc.checker.engines.hypothesis.options import HypothesisOptions
 
 HERE = Path(__file__).resolve().parent
 DEFAULTS = HypothesisOptions()
@@ -46,14 +46,25 @@ def main() -> None:
     for model, preset, overrides, prop in BEYOND if args.beyond else CASES:
         if args.models and model not in args.models:
             continue
-        shortest = Check(model, preset=preset, overrides=overrides, property_names=[prop],
-                         bfs_options=BfsOptions(store="fingerprints")).run()  # fmt: skip
+        shortest = Check(
+            model,
+            preset=preset,
+            overrides=overrides,
+            property_names=[prop],
+            bfs_options=BfsOptions(store="fingerprints"),
+        ).run()
         bfs_len = shortest.violations[0].trace_length
         found, lengths, times, missed = 0, [], [], []
         for seed in range(1, args.seeds + 1):
             start = time.perf_counter()
-            result = Check(model, preset=preset, overrides=overrides, property_names=[prop], engine_name="hypothesis",
-                           hypothesis_options=HypothesisOptions(seed=seed)).run()  # fmt: skip
+            result = Check(
+                model,
+                preset=preset,
+                overrides=overrides,
+                property_names=[prop],
+                engine_name="hypothesis",
+                hypothesis_options=HypothesisOptions(seed=seed),
+            ).run()
             times.append(time.perf_counter() - start)
             if result.violations:
                 found += 1

@@ -112,12 +112,18 @@ def main() -> None:
         return
 
     safety = run_child(args, "safety")
-    print(f"safety:   {safety['distinct_states']:,} states, search {safety['search_s']} s "
-          f"({safety['check_cpu_s']} s CPU)", flush=True)  # fmt: skip
+    print(
+        f"safety:   {safety['distinct_states']:,} states, search {safety['search_s']} s "
+        f"({safety['check_cpu_s']} s CPU)",
+        flush=True,
+    )
     live = run_child(args, "liveness")
-    print(f"liveness: {live['distinct_states']:,} states, search {live['search_s']} s, liveness check "
-          f"{live['liveness_s']} s ({live['check_cpu_s']} s CPU in all, {live['liveness_cpu_s']} s of it the "
-          "liveness check)", flush=True)  # fmt: skip
+    print(
+        f"liveness: {live['distinct_states']:,} states, search {live['search_s']} s, liveness check "
+        f"{live['liveness_s']} s ({live['check_cpu_s']} s CPU in all, {live['liveness_cpu_s']} s of it the "
+        "liveness check)",
+        flush=True,
+    )
     if live["distinct_states"] != safety["distinct_states"]:
         raise SystemExit("the two runs explored different state counts")
     states = safety["distinct_states"]
@@ -151,9 +157,11 @@ def main() -> None:
         "extra_bytes_per_state": round(extra_bytes / states, 1),
         "runs": [safety, live],
     }
-    print(f"extra time {summary['liveness_extra_s']} s = {summary['extra_over_safety_search']}x the safety search "
-          f"(CPU: {summary['liveness_extra_cpu_s']} s = {summary['extra_cpu_over_safety_cpu']}x); "
-          f"extra memory {summary['extra_bytes_per_state']} bytes/state (peak RSS)")  # fmt: skip
+    print(
+        f"extra time {summary['liveness_extra_s']} s = {summary['extra_over_safety_search']}x the safety search "
+        f"(CPU: {summary['liveness_extra_cpu_s']} s = {summary['extra_cpu_over_safety_cpu']}x); "
+        f"extra memory {summary['extra_bytes_per_state']} bytes/state (peak RSS)"
+    )
     out = args.out or HERE / "results" / f"{summary['date']}-liveness-scale.json"
     out.write_text(json.dumps(summary, indent=2) + "\n")
     print(f"written to {out}")

@@ -58,10 +58,24 @@ def reap(proc: subprocess.Popen) -> tuple[int, resource.struct_rusage]:
 def run_kmc(preset: str, replicas: int, store: str, invariant: str) -> dict:
     out = tempfile.mkdtemp(prefix="kmc-bench-")
     cmd = [
-        sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", preset,
-        "--set", f"replicas={replicas}", "--property", invariant, "--store", store,
-        "--json", "--no-progress", "--out", out,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "kmc.checker.cli",
+        "check",
+        "replication",
+        "--preset",
+        preset,
+        "--set",
+        f"replicas={replicas}",
+        "--property",
+        invariant,
+        "--store",
+        store,
+        "--json",
+        "--no-progress",
+        "--out",
+        out,
+    ]
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as errors:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errors, text=True)

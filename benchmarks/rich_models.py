@@ -63,16 +63,21 @@ print(json.dumps(sorted(p.name for p in model_properties(cls) if p.kind in ("inv
 def base_tree(commit: str) -> Path:
     """`commit` installed (with its C extensions, built as its own setup.py says) into a folder of
     its own, to be put on PYTHONPATH: the toolkit of any commit, whatever its layout."""
-    sha = subprocess.run(["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout.strip()  # fmt: skip
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", commit], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     work = Path(tempfile.gettempdir()) / f"kmc-bench-base-{sha}"
     if not (work / "checker").is_dir():
-        subprocess.run(["git", "worktree", "add", "--detach", str(work), sha], cwd=ROOT, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(work), sha], cwd=ROOT, check=True, capture_output=True
+        )
     root = work / "_installed"
     if not (root / "kmc").is_dir():
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(root), str(work)],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(root), str(work)],
+            check=True,
+            capture_output=True,
+        )
     return root
 
 
@@ -90,14 +95,26 @@ def env_for(importable: Path | None) -> dict[str, str]:
 
 
 def safety_properties(model: str, importable: Path | None) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", LIST_SAFETY, model], env=env_for(importable), capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", LIST_SAFETY, model], env=env_for(importable), capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
 def run(model: str, args: list[str], properties: list[str], importable: Path | None) -> dict:
-    cmd = [sys.executable, "-m", "kmc.checker.cli", "check", model, *args, "--continue", "--json", "--no-progress",
-           "--out", tempfile.mkdtemp(prefix="kmc-bench-")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "kmc.checker.cli",
+        "check",
+        model,
+        *args,
+        "--continue",
+        "--json",
+        "--no-progress",
+        "--out",
+        tempfile.mkdtemp(prefix="kmc-bench-"),
+    ]
     for name in properties:
         cmd += ["--property", name]
     done = subprocess.run(cmd, env=env_for(importable), capture_output=True, text=True, check=False)
@@ -145,24 +162,43 @@ def main() -> None:
                 if seen != key:
                     raise SystemExit(f"{model} {' '.join(cargs)}: {side} gives {key} in round {r + 1}, {seen} before")
                 times[i][side].append(res["search_s"])
-                print(f"round {r + 1} {side} {model} {' '.join(cargs)}: {res['distinct_states']:,} states "
-                      f"in {res['search_s']:.2f} s", flush=True)  # fmt: skip
+                print(
+                    f"round {r + 1} {side} {model} {' '.join(cargs)}: {res['distinct_states']:,} states "
+                    f"in {res['search_s']:.2f} s",
+                    flush=True,
+                )
 
     rows = []
     for i, (model, cargs) in enumerate(configs):
         old, new = statistics.median(times[i]["old"]), statistics.median(times[i]["new"])
         (states, generated, depth), old_key = counts[i]["new"], counts[i]["old"]
         row = {
-            "model": model, "args": " ".join(cargs), "properties": props[model],
-            "distinct_states": states, "generated_states": generated, "depth": depth,
-            "old_s": times[i]["old"], "new_s": times[i]["new"], "old_median_s": old, "new_median_s": new,
-            "speedup": round(old / new, 2), "new_states_per_s": round(states / new), "same_states": True,
-        }  # fmt: skip
+            "model": model,
+            "args": " ".join(cargs),
+            "properties": props[model],
+            "distinct_states": states,
+            "generated_states": generated,
+            "depth": depth,
+            "old_s": times[i]["old"],
+            "new_s": times[i]["new"],
+            "old_median_s": old,
+            "new_median_s": new,
+            "speedup": round(old / new, 2),
+            "new_states_per_s": round(states / new),
+            "same_states": True,
+        }
         if old_key != counts[i]["new"]:  # the model's semantics changed since the base: compare rates
-            row.update(same_states=False, old_distinct_states=old_key[0], old_generated_states=old_key[1],
-                       speedup=round((states / new) / (old_key[0] / old), 2))  # fmt: skip
-            print(f"note: {model} {row['args']}: {old_key[0]:,} states before, {states:,} now; "
-                  "its speedup compares states per second", file=sys.stderr)  # fmt: skip
+            row.update(
+                same_states=False,
+                old_distinct_states=old_key[0],
+                old_generated_states=old_key[1],
+                speedup=round((states / new) / (old_key[0] / old), 2),
+            )
+            print(
+                f"note: {model} {row['args']}: {old_key[0]:,} states before, {states:,} now; "
+                "its speedup compares states per second",
+                file=sys.stderr,
+            )
         rows.append(row)
     yardstick = rows[0]["new_states_per_s"]
     for row in rows:
@@ -186,9 +222,11 @@ def main() -> None:
         states = f"{row['distinct_states']:,}"
         if not row["same_states"]:
             states += f" (was {row['old_distinct_states']:,})"
-        print(f"| {row['model']} | {row['args'] or 'defaults'} | {states} | "
-              f"{row['old_median_s']:.1f} s | {row['new_median_s']:.1f} s | {row['speedup']}x | "
-              f"{row['new_states_per_s']:,} | {row['share_of_replication_rate']}x |")  # fmt: skip
+        print(
+            f"| {row['model']} | {row['args'] or 'defaults'} | {states} | "
+            f"{row['old_median_s']:.1f} s | {row['new_median_s']:.1f} s | {row['speedup']}x | "
+            f"{row['new_states_per_s']:,} | {row['share_of_replication_rate']}x |"
+        )
     print(f"recorded in {out.relative_to(ROOT)}")
 
 

@@ -58,8 +58,20 @@ def tree_rss(pid: int) -> int:
 
 
 def run(label: str, args: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", *args,
-           "--property", "LeaderInIsr", "--json", "--no-progress", "--out", tempfile.mkdtemp()]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "kmc.checker.cli",
+        "check",
+        "replication",
+        *args,
+        "--property",
+        "LeaderInIsr",
+        "--json",
+        "--no-progress",
+        "--out",
+        tempfile.mkdtemp(),
+    ]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0]

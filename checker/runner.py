@@ -80,12 +80,21 @@ class Check:
             recorder = GraphRecorder()  # the liveness check reuses the explored graph
         watching = [o for o in (coverage, recorder, *observers) if o is not None]
         task = EngineTask(
-            model=model, props=props, bounds=bounds, options=options, observers=watching, progress=progress,
-            preset=preset, model_ref=model_reference(self.model_name),
+            model=model,
+            props=props,
+            bounds=bounds,
+            options=options,
+            observers=watching,
+            progress=progress,
+            preset=preset,
+            model_ref=model_reference(self.model_name),
             spec_files=tuple(str(s) for s in self.spec_files),
-            runtime={"spark_context": self.spark_context, "named_properties": bool(self.property_names),
-                     **self.runtime},
-        )  # fmt: skip
+            runtime={
+                "spark_context": self.spark_context,
+                "named_properties": bool(self.property_names),
+                **self.runtime,
+            },
+        )
         _check_first_states(model)
         try:
             result = engine().run(task)

@@ -20,8 +20,8 @@ from typing import Any
 
 import hypothesis
 from kmc.checker.engines.hypothesis.check import machine_settings
-from kmc.checker.engines.hypothesis.engine import HypothesisOptions
 from kmc.checker.engines.hypothesis.machine import machine_for
+from kmc.checker.engines.hypothesis.options import HypothesisOptions
 from kmc.checker.registry import load_model_class
 from kmc.checker.result import CheckResult
 from kmc.checker.runner import Check
@@ -40,8 +40,7 @@ def hypothesis_test(
     seed: int | None = None,
 ) -> type[unittest.TestCase]:
     """A unittest/pytest test class that runs the model under Hypothesis and fails on a violation."""
-    job = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
-                spec_files=spec_files)  # fmt: skip
+    job = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties, spec_files=spec_files)
     instance, props = job.build()
     machine = machine_for(instance, props, steps_per_run=steps)
     if seed is not None:
@@ -64,8 +63,14 @@ def _run(
     """Settings are named as in kmc.checker.engines.options.all_options() (max_states, seed, walks, ...), as in a
     suite."""
     load_model_class(model)
-    result = Check(model, preset=preset, overrides=dict(overrides or {}), property_names=properties,
-                   engine_name=engine, settings=settings).run()  # fmt: skip
+    result = Check(
+        model,
+        preset=preset,
+        overrides=dict(overrides or {}),
+        property_names=properties,
+        engine_name=engine,
+        settings=settings,
+    ).run()
     write_traces(result, Path(out) if out is not None else Path("kmc-out"))
     return result
 
@@ -86,8 +91,10 @@ def assert_holds(
     result = _run(model, preset, overrides, properties, engine, settings, out)
     if result.violations:
         v = result.violations[0]
-        raise AssertionError(f"{model} {preset or ''}: {v.property} violated, trace of {v.trace_length} states: "
-                             f"{v.trace_file} (kmc show {v.trace_file})")  # fmt: skip
+        raise AssertionError(
+            f"{model} {preset or ''}: {v.property} violated, trace of {v.trace_length} states: "
+            f"{v.trace_file} (kmc show {v.trace_file})"
+        )
     if complete and not result.complete:
         raise AssertionError(f"{model} {preset or ''}: holds only within bounds ({result.bound_reason})")
     vacuous = vacuity_failures(result) if fail_on_vacuity else []
@@ -113,6 +120,8 @@ def assert_violates(
         scope = "every reachable state" if result.complete else f"a bounded search ({result.bound_reason})"
         raise AssertionError(f"{model} {preset or ''}: expected {prop} to be violated; it holds in {scope}")
     if trace_length is not None and violation.trace_length != trace_length:
-        raise AssertionError(f"{model} {preset or ''}: {prop} violated with a trace of {violation.trace_length} "
-                             f"states, expected {trace_length}: {violation.trace_file}")  # fmt: skip
+        raise AssertionError(
+            f"{model} {preset or ''}: {prop} violated with a trace of {violation.trace_length} "
+            f"states, expected {trace_length}: {violation.trace_file}"
+        )
     return result

@@ -10,7 +10,7 @@ member's protocols fit (``supportsProtocols``), member validation (``validateMem
 commit validation (``validateOffsetCommit``) and the static-member swap (``replaceStaticMember``).
 
 For each step, the model's handler is re-executed with its group writes recorded (every
-``_set_group`` of :mod:`kmc.models.group.coordinator`, in order), so the oracle sees the
+``with_group`` of :mod:`kmc.models.group.coordinator`, in order), so the oracle sees the
 intermediate groups inside one handler (Stable → PreparingRebalance → CompletingRebalance is two
 writes, two transitions). A real ``ClassicGroup`` is built from the group just before each
 decision and asked the same question.
@@ -143,13 +143,29 @@ class ClassicGroupOracle(Oracle):
         members, pending-sync members and the KIP-134 new-member flag."""
         protocol = self.Optional.of(self.model.config.assignor) if g.members else self.Optional.empty()
         leader = self.Optional.of(g.leaderId) if g.leaderId else self.Optional.empty()
-        group = self.ClassicGroup(self.log_context, "group", self.states[g.state], self.time, g.generationId,
-                                  self.Optional.of(PROTOCOL_TYPE), protocol, leader, self.Optional.of(0))  # fmt: skip
+        group = self.ClassicGroup(
+            self.log_context,
+            "group",
+            self.states[g.state],
+            self.time,
+            g.generationId,
+            self.Optional.of(PROTOCOL_TYPE),
+            protocol,
+            leader,
+            self.Optional.of(0),
+        )
         for m in g.members:
             member = self.ClassicGroupMember(
-                m.memberId, self.Optional.ofNullable(m.groupInstanceId), "client", "host", 60000, 45000,
-                PROTOCOL_TYPE, self._protocols(m.metadata), self._assignment(m.assignment),
-            )  # fmt: skip
+                m.memberId,
+                self.Optional.ofNullable(m.groupInstanceId),
+                "client",
+                "host",
+                60000,
+                45000,
+                PROTOCOL_TYPE,
+                self._protocols(m.metadata),
+                self._assignment(m.assignment),
+            )
             member.setIsNew(m.isNew)
             group.add(member, self.Future() if m.awaitingJoin else None)
             if m.awaitingSync:
@@ -178,21 +194,21 @@ class ClassicGroupOracle(Oracle):
     # -- re-executing the model's step with its group writes recorded ---------------------------
     def _raw_steps(self, state: GroupState) -> list[tuple[Action, _Traced]]:
         if self._cache_key is not state:
-            saved = (group_coordinator._set_group, gm._normalise)
-            group_coordinator._set_group, gm._normalise = _recording_set_group, lambda s: s  # type: ignore[assignment]
+            saved = (group_coordinator.with_group, gm.normalised)
+            group_coordinator.with_group, gm.normalised = _recording_set_group, lambda s: s  # type: ignore[assignment]
             try:
                 steps = self.model.successors(_traced(state))
             finally:
-                group_coordinator._set_group, gm._normalise = saved
+                group_coordinator.with_group, gm.normalised = saved
             self._cache_key, self._cache = state, steps  # type: ignore[assignment]
         return self._cache
 
     def _writes(self, state: GroupState, action: Action, next_state: GroupState) -> tuple[Group, ...]:
         for a, raw in self._raw_steps(state):
-            if a == action and gm._normalise(GroupState(*raw)) == next_state:
+            if a == action and gm.normalised(GroupState(*raw)) == next_state:
                 writes: tuple[Group, ...] = getattr(raw, "writes", ())
                 if raw.group != (writes[-1] if writes else state.group):
-                    writes += (raw.group,)  # a group set without _set_group: its last form counts
+                    writes += (raw.group,)  # a group set without with_group: its last form counts
                 return writes
         raise AssertionError(f"step {action} is not among the model's successors on re-execution")
 
@@ -257,8 +273,9 @@ class ClassicGroupOracle(Oracle):
             yield Comparison("hasAllMembersJoined", True, bool(group.hasAllMembersJoined()), inputs)
         not_rejoined = {str(k) for k, v in group.notYetRejoinedMembers().items() if not v.isStaticMember()}
         dropped = {m.memberId for m in src.members} - {m.memberId for m in dst.members}
-        yield Comparison("notYetRejoinedMembers (dynamic, dropped)", frozenset(dropped), frozenset(not_rejoined),
-                         inputs)  # fmt: skip
+        yield Comparison(
+            "notYetRejoinedMembers (dynamic, dropped)", frozenset(dropped), frozenset(not_rejoined), inputs
+        )
         for member_id in sorted(not_rejoined):
             group.remove(member_id)
         joined = {str(m.memberId()) for m in group.allMembers() if m.isAwaitingJoin()}
@@ -269,8 +286,12 @@ class ClassicGroupOracle(Oracle):
         except Exception as exc:
             if not jvm.is_java_exception(exc):
                 raise
-            yield Comparison("initNextGeneration", (dst.state, dst.generationId - src.generationId),
-                             jvm.java_exception_text(exc), inputs)  # fmt: skip
+            yield Comparison(
+                "initNextGeneration",
+                (dst.state, dst.generationId - src.generationId),
+                jvm.java_exception_text(exc),
+                inputs,
+            )
             return
         leader = group.leaderOrNull()
         theirs_leader = "" if leader is None or not dst.members else str(leader)
@@ -278,10 +299,13 @@ class ClassicGroupOracle(Oracle):
         yield Comparison(
             "initNextGeneration",
             (dst.state, dst.generationId - src.generationId, self.model.config.assignor if dst.members else None),
-            (self.names[str(group.currentState().toString())], int(group.generationId()) - src.generationId,
-             str(protocol.get()) if protocol.isPresent() else None),
+            (
+                self.names[str(group.currentState().toString())],
+                int(group.generationId()) - src.generationId,
+                str(protocol.get()) if protocol.isPresent() else None,
+            ),
             inputs,
-        )  # fmt: skip
+        )
         # Which rejoined member leads when the old leader did not rejoin is Kafka's HashMap order
         # over random UUIDs (the model takes the smallest id): compared is that the join completes,
         # whether the leader is kept, and that the leader is one that rejoined.
@@ -329,13 +353,13 @@ class ClassicGroupOracle(Oracle):
         for g in writes:
             if g is swapped:
                 break
-            was = gm._member(g, old.memberId)
+            was = gm.find_member(g, old.memberId)
             if was is not None:
                 if old.awaitingJoin and not was.awaitingJoin:
                     fenced.add("JoinGroup")
                 if old.awaitingSync and not was.awaitingSync:
                     fenced.add("SyncGroup")
-        new = gm._member(swapped, new_id)
+        new = gm.find_member(swapped, new_id)
         assert new is not None
         ours = (swapped.leaderId, new.assignment == old.assignment, frozenset(fenced))
         group = self.build(before)
@@ -359,11 +383,15 @@ class ClassicGroupOracle(Oracle):
     def _expiry(self, before: Group, member_id: str) -> Comparison:
         """The model expires this member: Kafka's heartbeat expiry removes only a member that has not
         satisfied its heartbeat (a member parked in a join or sync has, unless it is new: KAFKA-7610)."""
-        member = gm._member(before, member_id)
+        member = gm.find_member(before, member_id)
         assert member is not None
         theirs = bool(self.build(before).member(member_id).hasSatisfiedHeartbeat())
-        inputs = {"memberId": member_id, "isNew": member.isNew, "awaitingJoin": member.awaitingJoin,
-                  "awaitingSync": member.awaitingSync}  # fmt: skip
+        inputs = {
+            "memberId": member_id,
+            "isNew": member.isNew,
+            "awaitingJoin": member.awaitingJoin,
+            "awaitingSync": member.awaitingSync,
+        }
         return Comparison("hasSatisfiedHeartbeat", False, theirs, inputs)
 
     def _pending(self, state: GroupState, action: Action, next_state: GroupState) -> Iterator[Comparison]:

@@ -141,13 +141,23 @@ class OffsetCommitOracle(Oracle):
         coord = s.coordinator
         protocol = self.Optional.of("range") if coord.members else self.Optional.empty()
         leader = self.Optional.of(coord.members[0].memberId) if coord.members else self.Optional.empty()
-        group = self.ClassicGroup(self.LogContext(), "group", self.states[coord.state], self.time, coord.generationId,
-                                  self.Optional.of("consumer"), protocol, leader, self.Optional.of(0))  # fmt: skip
+        group = self.ClassicGroup(
+            self.LogContext(),
+            "group",
+            self.states[coord.state],
+            self.time,
+            coord.generationId,
+            self.Optional.of("consumer"),
+            protocol,
+            leader,
+            self.Optional.of(0),
+        )
         for m in coord.members:
             protocols = self.Protocols()
             protocols.add(self.Protocol().setName("range").setMetadata(self.no_bytes))
-            member = self.ClassicGroupMember(m.memberId, self.Optional.empty(), "client", "host", 60000, 45000,
-                                             "consumer", protocols)  # fmt: skip
+            member = self.ClassicGroupMember(
+                m.memberId, self.Optional.empty(), "client", "host", 60000, 45000, "consumer", protocols
+            )
             group.add(member, None)
         return group
 

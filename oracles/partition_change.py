@@ -150,8 +150,19 @@ class PartitionChangeOracle(Oracle):
             return ()
         ours = self._model_controller(state, action, next_state)
         if call == "unchanged":
-            unchanged = PartitionAfter(c.leader, c.leaderEpoch, c.isr, c.elr, c.partitionEpoch, (), "RECOVERED", False,
-                                       c.replicas, c.addingReplicas, c.removingReplicas)  # fmt: skip
+            unchanged = PartitionAfter(
+                c.leader,
+                c.leaderEpoch,
+                c.isr,
+                c.elr,
+                c.partitionEpoch,
+                (),
+                "RECOVERED",
+                False,
+                c.replicas,
+                c.addingReplicas,
+                c.removingReplicas,
+            )
             inputs: dict[str, Any] = {"builder": "not called: ReplicationControlManager leaves this partition alone"}
             return self._comparisons(ours, unchanged, inputs)
         out = []

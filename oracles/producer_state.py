@@ -108,19 +108,27 @@ class ProducerStateOracle(Oracle):
         if entry is not None:
             kafka = self.Entry(producer_id, entry.producerEpoch, -1, TIMESTAMP, self.OptionalLong.empty())
             for cached in entry.batchMetadata:
-                self._add_batch.invoke(kafka, jvm.jclass("java.lang.Short")(entry.producerEpoch),
-                                       jvm.jclass("java.lang.Integer")(cached.lastSeq),
-                                       jvm.jclass("java.lang.Long")(cached.lastOffset),
-                                       jvm.jclass("java.lang.Integer")(0),
-                                       jvm.jclass("java.lang.Long")(TIMESTAMP))  # fmt: skip
+                self._add_batch.invoke(
+                    kafka,
+                    jvm.jclass("java.lang.Short")(entry.producerEpoch),
+                    jvm.jclass("java.lang.Integer")(cached.lastSeq),
+                    jvm.jclass("java.lang.Long")(cached.lastOffset),
+                    jvm.jclass("java.lang.Integer")(0),
+                    jvm.jclass("java.lang.Long")(TIMESTAMP),
+                )
             manager.loadProducerEntry(kafka)
         return manager
 
     def record_batch(self, batch: Batch, offset: int) -> Any:
         records = self.MemoryRecords.withIdempotentRecords(
-            offset, self.NO_COMPRESSION, batch.producerId, batch.producerEpoch, batch.baseSequence, 0,
+            offset,
+            self.NO_COMPRESSION,
+            batch.producerId,
+            batch.producerEpoch,
+            batch.baseSequence,
+            0,
             self.SimpleRecord(TIMESTAMP, f"r{batch.record}".encode()),
-        )  # fmt: skip
+        )
         return next(iter(records.batches()))
 
     def decide(self, replica: Replica, batch: Batch) -> tuple[tuple[str, int], tuple | None]:
@@ -134,8 +142,15 @@ class ProducerStateOracle(Oracle):
                 if duplicate.isPresent():
                     return (DUPLICATE, int(duplicate.get().lastOffset())), None
             info = manager.prepareUpdate(batch.producerId, self.CLIENT)
-            info.appendDataBatch(batch.producerEpoch, batch.baseSequence, batch.baseSequence, TIMESTAMP,
-                                 self.LogOffsetMetadata(offset), offset, False)  # fmt: skip
+            info.appendDataBatch(
+                batch.producerEpoch,
+                batch.baseSequence,
+                batch.baseSequence,
+                TIMESTAMP,
+                self.LogOffsetMetadata(offset),
+                offset,
+                False,
+            )
             manager.update(info)
             entry = manager.lastEntry(batch.producerId).get()
             cached = tuple((int(m.lastSeq()), int(m.lastOffset())) for m in entry.batchMetadata())
@@ -160,8 +175,11 @@ class ProducerStateOracle(Oracle):
         batch = request.batch
         offset = len(replica.log)
         if args["outcome"] == DUPLICATE:
-            ours_offset = next(m.lastOffset for m in entry_of(replica, batch.producerId).batchMetadata
-                               if m.lastSeq == batch.baseSequence)  # fmt: skip
+            ours_offset = next(
+                m.lastOffset
+                for m in entry_of(replica, batch.producerId).batchMetadata
+                if m.lastSeq == batch.baseSequence
+            )
         else:
             ours_offset = offset if args["outcome"] == NONE else -1
         theirs, kafka_entry = self.decide(replica, batch)

@@ -141,9 +141,10 @@ class QuorumStateOracle(Oracle):
         where = j("java.util.HashMap")()
         where.put(self.listener, j("java.net.InetSocketAddress").createUnresolved("localhost", 9990 + v))
         return j(RAFT + "VoterSet$VoterNode").of(
-            self.key(v, d), j(RAFT + "Endpoints").fromInetSocketAddresses(where),
+            self.key(v, d),
+            j(RAFT + "Endpoints").fromInetSocketAddresses(where),
             j("org.apache.kafka.common.feature.SupportedVersionRange")(0, 1),
-        )  # fmt: skip
+        )
 
     def voter_set_of(self, keys: frozenset[tuple[int, int]]) -> Any:
         """Kafka's VoterSet of the model's (id, directory) keys (cached)."""
@@ -184,31 +185,56 @@ class QuorumStateOracle(Oracle):
         keys = self._keys(me)
         voter_ids, voter_set = self.voter_ids_of(keys), self.voter_set_of(keys)
         if me.role == UNATTACHED:
-            return j(RAFT + "UnattachedState")(self.time, me.epoch, leader, voted, voter_ids, self._hw(me),
-                                               ELECTION_TIMEOUT_MS, self.log_context)  # fmt: skip
+            return j(RAFT + "UnattachedState")(
+                self.time, me.epoch, leader, voted, voter_ids, self._hw(me), ELECTION_TIMEOUT_MS, self.log_context
+            )
         if me.role == FOLLOWER:
             state = j(RAFT + "FollowerState")(
-                self.time, me.epoch, me.leaderId, self.endpoints, self.Optional.empty(), voter_ids, self._hw(me),
-                FETCH_TIMEOUT_MS, self.log_context,
-            )  # fmt: skip
+                self.time,
+                me.epoch,
+                me.leaderId,
+                self.endpoints,
+                self.Optional.empty(),
+                voter_ids,
+                self._hw(me),
+                FETCH_TIMEOUT_MS,
+                self.log_context,
+            )
             if me.hasFetched:
                 state.resetFetchTimeoutForSuccessfulFetch(self.time.milliseconds())
             return state
         if me.role == PROSPECTIVE:
-            state = j(RAFT + "ProspectiveState")(self.time, v, me.epoch, leader, self.endpoints, voted, voter_set,
-                                                 self._hw(me), ELECTION_TIMEOUT_MS, self.log_context)  # fmt: skip
+            state = j(RAFT + "ProspectiveState")(
+                self.time,
+                v,
+                me.epoch,
+                leader,
+                self.endpoints,
+                voted,
+                voter_set,
+                self._hw(me),
+                ELECTION_TIMEOUT_MS,
+                self.log_context,
+            )
             return state
         if me.role == CANDIDATE:
             return self._candidate_ctor.newInstance(
-                self.time, _int(v), self.directory(v, me.directoryId), _int(me.epoch), voter_set, self._hw(me),
-                _int(ELECTION_TIMEOUT_MS), self.log_context,
-            )  # fmt: skip
+                self.time,
+                _int(v),
+                self.directory(v, me.directoryId),
+                _int(me.epoch),
+                voter_set,
+                self._hw(me),
+                _int(ELECTION_TIMEOUT_MS),
+                self.log_context,
+            )
         if me.role == LEADER:
             raise AssertionError("a leader's vote is asked of a LeaderState through self.leader()")
         if me.role == RESIGNED:
             successors = jvm.jclass("java.util.ArrayList")()
-            return j(RAFT + "ResignedState")(self.time, v, me.epoch, voter_ids, ELECTION_TIMEOUT_MS, successors,
-                                             self.endpoints, self.log_context)  # fmt: skip
+            return j(RAFT + "ResignedState")(
+                self.time, v, me.epoch, voter_ids, ELECTION_TIMEOUT_MS, successors, self.endpoints, self.log_context
+            )
         raise AssertionError(me.role)
 
     def _voted_directory(self, me: Voter) -> int:
@@ -235,11 +261,19 @@ class QuorumStateOracle(Oracle):
         current = self._keys(leader)
         granting = jvm.jclass("java.util.HashSet")()
         state = self._leader_ctor.newInstance(
-            self.time, self.node(c, leader.directoryId), _int(leader.epoch), _long(start),
-            self.voter_set_of(elected), self.OptionalLong.empty(),
-            self.kraft_version, granting, self._accumulator(leader.epoch, len(leader.log)), _int(FETCH_TIMEOUT_MS),
-            self.log_context, self.metrics,
-        )  # fmt: skip
+            self.time,
+            self.node(c, leader.directoryId),
+            _int(leader.epoch),
+            _long(start),
+            self.voter_set_of(elected),
+            self.OptionalLong.empty(),
+            self.kraft_version,
+            granting,
+            self._accumulator(leader.epoch, len(leader.log)),
+            _int(FETCH_TIMEOUT_MS),
+            self.log_context,
+            self.metrics,
+        )
         state.updateLocalState(self.LogOffsetMetadata(leader.endOffsets[c]), self.voter_set_of(current))
         for f, offset in enumerate(leader.endOffsets):
             if f != c and offset > 0:
@@ -340,13 +374,15 @@ class QuorumStateOracle(Oracle):
             if changed.isPresent()
             else None
         )
-        yield Comparison(f"VoterSet.{'addVoter' if name == 'AddVoter' else 'removeVoter'}", self._keys(after), theirs,
-                         inputs)  # fmt: skip
+        yield Comparison(
+            f"VoterSet.{'addVoter' if name == 'AddVoter' else 'removeVoter'}", self._keys(after), theirs, inputs
+        )
         with self.leader(c, before, s) as kafka:
             kafka.updateLocalState(self.LogOffsetMetadata(len(after.log)), self.voter_set_of(self._keys(after)))
             theirs_hw = self._kept(before, self._hw_of(kafka))
-        yield Comparison("updateLocalState → highWatermark", after.highWatermark if after.hwKnown else None,
-                         theirs_hw, inputs)  # fmt: skip
+        yield Comparison(
+            "updateLocalState → highWatermark", after.highWatermark if after.hwKnown else None, theirs_hw, inputs
+        )
 
     def _resign(self, s: QuorumState, c: int) -> Comparison:
         """RemoveVoterHandler.highWatermarkUpdated: the HW has passed the VotersRecord and the
@@ -356,8 +392,9 @@ class QuorumStateOracle(Oracle):
         with self.leader(c, leader, s) as kafka:
             hw = self._hw_of(kafka)
         removed = not bool(self.voter_set_of(self._keys(leader)).isVoter(self.key(c, leader.directoryId)))
-        return Comparison("RemoveVoterHandler → resign", True, hw is not None and hw > last and removed,
-                          {"leader": leader})  # fmt: skip
+        return Comparison(
+            "RemoveVoterHandler → resign", True, hw is not None and hw > last and removed, {"leader": leader}
+        )
 
     @staticmethod
     def _directory_number(key: Any) -> int:
@@ -375,8 +412,19 @@ class QuorumStateOracle(Oracle):
             theirs: tuple = (me.role, me.epoch, me.votedId, False)
         else:
             if cand.epoch > me.epoch:
-                me = Voter(UNATTACHED, cand.epoch, NONE, NONE, me.log, me.highWatermark, frozenset(), (), False, False,
-                           me.directoryId)  # fmt: skip
+                me = Voter(
+                    UNATTACHED,
+                    cand.epoch,
+                    NONE,
+                    NONE,
+                    me.log,
+                    me.highWatermark,
+                    frozenset(),
+                    (),
+                    False,
+                    False,
+                    me.directoryId,
+                )
             up_to_date = int(self._last(cand).compareTo(self._last(me))) >= 0
             # isValidVoterKey (KIP-853): the request names the voter's key as the candidate's
             # VoterSet holds it; another directory id answers INVALID_VOTER_KEY, no vote.
@@ -413,8 +461,12 @@ class QuorumStateOracle(Oracle):
         for w in sorted(votes):
             election.recordVote(w, True)
         won = after.role != nominee.role or after.epoch != nominee.epoch
-        return Comparison("EpochElection.isVoteGranted", won, bool(election.isVoteGranted()),
-                          {"nominee": c, "role": nominee.role, "votes": votes})  # fmt: skip
+        return Comparison(
+            "EpochElection.isVoteGranted",
+            won,
+            bool(election.isVoteGranted()),
+            {"nominee": c, "role": nominee.role, "votes": votes},
+        )
 
     def _start(self, s: QuorumState, v: int, nxt: QuorumState) -> Iterator[Comparison]:
         """An election timer fired: a nominee with its own vote only; a one-voter quorum wins at once."""
@@ -436,5 +488,9 @@ class QuorumStateOracle(Oracle):
             )
             theirs = self._kept(before, self._hw_of(kafka))
         ours = after.highWatermark if after.hwKnown else None
-        yield Comparison("updateReplicaState → highWatermark", ours, theirs,
-                         {"leader": before, "follower": f, "fetchOffset": fetch_offset})  # fmt: skip
+        yield Comparison(
+            "updateReplicaState → highWatermark",
+            ours,
+            theirs,
+            {"leader": before, "follower": f, "fetchOffset": fetch_offset},
+        )

@@ -78,9 +78,19 @@ class TransactionStateOracle(Oracle):
     def _metadata(self, meta: TxnMeta) -> Any:
         start = -1 if meta.state == tcm.EMPTY else NOW
         return self.Metadata(
-            TRANSACTIONAL_ID, meta.producerId, -1, -1, meta.producerEpoch, meta.lastProducerEpoch, TIMEOUT_MS,
-            self.states[meta.state], self._partitions(meta.topicPartitions), start, NOW, self.tv,
-        )  # fmt: skip
+            TRANSACTIONAL_ID,
+            meta.producerId,
+            -1,
+            -1,
+            meta.producerEpoch,
+            meta.lastProducerEpoch,
+            TIMEOUT_MS,
+            self.states[meta.state],
+            self._partitions(meta.topicPartitions),
+            start,
+            NOW,
+            self.tv,
+        )
 
     def _result(self, md: Any) -> tuple:
         parts = frozenset(int(tp.partition()) for tp in md.topicPartitions())
@@ -164,6 +174,8 @@ class TransactionStateOracle(Oracle):
             theirs = bool(self.states[target].validPreviousStates().contains(kafka_state))
             yield Comparison(f"legal {meta.state} -> {target}", ours, theirs, {"state": meta.state})
         yield Comparison(
-            "isExpirationAllowed", meta.state in EXPIRATION_ALLOWED, bool(kafka_state.isExpirationAllowed()),
+            "isExpirationAllowed",
+            meta.state in EXPIRATION_ALLOWED,
+            bool(kafka_state.isExpirationAllowed()),
             {"state": meta.state},
-        )  # fmt: skip
+        )

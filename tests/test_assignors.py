@@ -258,10 +258,14 @@ def test_without_sanitising_claims_the_sticky_assignors_break() -> None:
         for owners in itertools.product(range(count + 1), repeat=2):
             for stale, wide in itertools.product(range(count), (False, True)):
                 members = [
-                    Member(f"m{i}", ("t", "u") if (i == 0 and wide) else ("t",),
-                           tuple(("t", p) for p in range(2) if owners[p] in (i, count)), 4 if i == stale else 5)
+                    Member(
+                        f"m{i}",
+                        ("t", "u") if (i == 0 and wide) else ("t",),
+                        tuple(("t", p) for p in range(2) if owners[p] in (i, count)),
+                        4 if i == stale else 5,
+                    )
                     for i in range(count)
-                ]  # fmt: skip
+                ]
                 for strategy in ("sticky", "cooperative-sticky"):
                     check(strategy, members, layout)  # sanitised: always fine
                     try:

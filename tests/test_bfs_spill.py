@@ -81,13 +81,24 @@ def test_a_violation_found_after_spills_has_the_shortest_trace_and_it_replays(
 
 
 def test_the_spill_statistics_are_in_the_text_and_the_json(kmc, tiny_budgets: None) -> None:
-    code, out, _err = kmc("check", "replication", "-p", "kip-320", "--store", "fingerprints", "--memory", "128k",
-                          "--no-progress", "--json")  # fmt: skip
+    code, out, _err = kmc(
+        "check",
+        "replication",
+        "-p",
+        "kip-320",
+        "--store",
+        "fingerprints",
+        "--memory",
+        "128k",
+        "--no-progress",
+        "--json",
+    )
     assert code == 0
     spill = json.loads(out)["spill"]
     assert spill["memory_budget_bytes"] == 128 << 10 and spill["merges"] > 0
-    code, out, _err = kmc("check", "replication", "-p", "kip-320", "--store", "fingerprints", "--memory", "128k",
-                          "--no-progress")  # fmt: skip
+    code, out, _err = kmc(
+        "check", "replication", "-p", "kip-320", "--store", "fingerprints", "--memory", "128k", "--no-progress"
+    )
     assert code == 0
     [line] = [line for line in out.splitlines() if line.startswith("  disk (--memory 128 KiB): ")]
     assert f"{spill['merges']} merges" in line and f"{spill['flushes']} flushes" in line

@@ -249,16 +249,18 @@ def test_coverage_in_text_json_and_report(kmc, toy: str, tmp_path: Path) -> None
         "from kmc.checker import step\n\n"
         "@step(trigger=lambda s, a, t: a.name == 'Teleport')\ndef NoTeleport(s, a, t):\n    return True\n",
     )
-    code, out, _ = kmc("check", model, "--spec", spec, "-P", "NoTeleport", "--json", "--fail-on-vacuity",
-                       "--out", tmp_path)  # fmt: skip
+    code, out, _ = kmc(
+        "check", model, "--spec", spec, "-P", "NoTeleport", "--json", "--fail-on-vacuity", "--out", tmp_path
+    )
     doc = json.loads(out)
     assert code == 1 and doc["verdict"] == "vacuous"
     assert any("NoTeleport was never exercised" in line for line in doc["vacuity"])
 
 
 def test_a_spec_redefining_a_built_in_property_says_so(kmc, toy: str, tmp_path: Path) -> None:
-    spec = _write(tmp_path, "mine.py", "from kmc.checker import invariant\n\n@invariant\ndef Consistent(s):\n"
-                  "    return True\n")  # fmt: skip
+    spec = _write(
+        tmp_path, "mine.py", "from kmc.checker import invariant\n\n@invariant\ndef Consistent(s):\n    return True\n"
+    )
     code, _, err = kmc("check", f"{toy}:TwoPhaseCommit", "--spec", spec, "--out", tmp_path, "--no-progress")
     assert code == 0
     assert f"kmc: warning: spec file {spec} redefines the property Consistent of model two-phase" in err

@@ -28,8 +28,13 @@ SMALL = [
 
 @pytest.mark.parametrize(("model", "preset", "prop", "length", "seed"), CHECKED_IN)
 def test_simulate_finds_the_checked_in_violation(model: str, preset: str, prop: str, length: int, seed: int) -> None:
-    result = Check(model, preset=preset, property_names=[prop], engine_name="simulate",
-                   settings={"seed": 1, "walks": 300, "depth": 60}).run()  # fmt: skip
+    result = Check(
+        model,
+        preset=preset,
+        property_names=[prop],
+        engine_name="simulate",
+        settings={"seed": 1, "walks": 300, "depth": 60},
+    ).run()
     assert result.status is Status.VIOLATED
     [violation] = result.violations
     assert violation.property == prop
@@ -40,8 +45,13 @@ def test_simulate_finds_the_checked_in_violation(model: str, preset: str, prop: 
 def test_hypothesis_finds_and_shrinks_the_checked_in_violation(
     kmc, tmp_path: Path, model: str, preset: str, prop: str, length: int, seed: int
 ) -> None:
-    result = Check(model, preset=preset, property_names=[prop], engine_name="hypothesis",
-                   settings={"seed": seed, "examples": 300, "steps": 25}).run()  # fmt: skip
+    result = Check(
+        model,
+        preset=preset,
+        property_names=[prop],
+        engine_name="hypothesis",
+        settings={"seed": seed, "examples": 300, "steps": 25},
+    ).run()
     assert result.status is Status.VIOLATED
     [violation] = result.violations
     assert violation.property == prop
@@ -52,8 +62,13 @@ def test_hypothesis_finds_and_shrinks_the_checked_in_violation(
 
 @pytest.mark.parametrize(("model", "preset", "overrides"), SMALL)
 def test_simulate_holds_bounded_on_a_fixed_preset(model: str, preset: str, overrides: dict) -> None:
-    result = Check(model, preset=preset, overrides=overrides, engine_name="simulate",
-                   settings={"seed": 2, "walks": 50, "depth": 40}).run()  # fmt: skip
+    result = Check(
+        model,
+        preset=preset,
+        overrides=overrides,
+        engine_name="simulate",
+        settings={"seed": 2, "walks": 50, "depth": 40},
+    ).run()
     assert result.status is Status.HOLDS_BOUNDED
     assert not result.violations
 
@@ -91,8 +106,15 @@ def test_spark_counts_equal_bfs(sc, model: str, preset: str, overrides: dict) ->
 
     safety = [p.name for p in model_properties(load_model_class(model)) if p.kind not in ("eventually", "leads_to")]
     reference = Check(model, preset=preset, overrides=overrides, property_names=safety).run()
-    spark = Check(model, preset=preset, overrides=overrides, property_names=safety, engine_name="spark",
-                  settings={"partitions": 3}, spark_context=sc).run()  # fmt: skip
+    spark = Check(
+        model,
+        preset=preset,
+        overrides=overrides,
+        property_names=safety,
+        engine_name="spark",
+        settings={"partitions": 3},
+        spark_context=sc,
+    ).run()
     assert reference.status is Status.HOLDS_COMPLETE
     assert spark.engine == "spark"
     assert spark.status is reference.status
@@ -104,7 +126,13 @@ def test_spark_counts_equal_bfs(sc, model: str, preset: str, overrides: dict) ->
 
 @pytest.mark.spark
 def test_spark_finds_the_checked_in_violation(sc) -> None:
-    spark = Check("transactions", preset="pre-kip-890", property_names=["OpenTransactionKnownToCoordinator"],
-                  engine_name="spark", settings={"partitions": 3}, spark_context=sc).run()  # fmt: skip
+    spark = Check(
+        "transactions",
+        preset="pre-kip-890",
+        property_names=["OpenTransactionKnownToCoordinator"],
+        engine_name="spark",
+        settings={"partitions": 3},
+        spark_context=sc,
+    ).run()
     assert spark.status is Status.VIOLATED
     assert [(v.property, v.trace_length) for v in spark.violations] == [("OpenTransactionKnownToCoordinator", 15)]

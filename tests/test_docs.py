@@ -195,9 +195,15 @@ def run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
             "COLUMNS": "200",
         }
         RUNS[key] = subprocess.run(
-            ["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S,
-        )  # fmt: skip
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
     return RUNS[key]
 
 

@@ -21,7 +21,7 @@ from kmc.models.group.model import (
     STABLE,
     VALID_PREVIOUS_STATES,
     GroupModel,
-    _normalise,
+    normalised,
 )
 from kmc.models.group.state import ILLEGAL_GENERATION, NO_GENERATION, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, Response
 from kmc.specs.group import ExclusiveOwnership
@@ -95,8 +95,9 @@ def test_the_fix_is_what_makes_the_difference() -> None:
     """Each pre-fix preset differs from `static` or `cooperative-sticky` in one flag."""
     covers = Check("group", preset="static", property_names=["StableAssignmentCovers"])
     assert covers.run().status is Status.HOLDS_COMPLETE
-    unsafe = Check("group", preset="cooperative-sticky", overrides={"assignor": "sticky"},
-                   property_names=["ExclusiveOwnership"])  # fmt: skip
+    unsafe = Check(
+        "group", preset="cooperative-sticky", overrides={"assignor": "sticky"}, property_names=["ExclusiveOwnership"]
+    )
     assert unsafe.run().status is Status.VIOLATED
 
 
@@ -166,8 +167,12 @@ def test_every_transition_is_legal_and_every_state_is_reached() -> None:
     graph = explore_graph(GroupModel.build("eager-range"))
     seen = {s.group.state for s in graph}
     assert seen == {EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD}
-    direct = {(s.group.state, t.group.state) for s, edges in graph.items() for a, t in edges
-              if a.name != "CoordinatorLoad" and s.group.state != t.group.state}  # fmt: skip
+    direct = {
+        (s.group.state, t.group.state)
+        for s, edges in graph.items()
+        for a, t in edges
+        if a.name != "CoordinatorLoad" and s.group.state != t.group.state
+    }
     for before, after in direct:  # or two transitions through PreparingRebalance in one handler
         via_preparing = (
             before in VALID_PREVIOUS_STATES[PREPARING_REBALANCE]
@@ -182,7 +187,7 @@ def test_generations_are_shifted_not_lost() -> None:
     [init] = model.init_states()
     group = init.group._replace(generationId=7)
     consumers = (init.consumers[0]._replace(generationId=5), init.consumers[1])
-    shifted = _normalise(init._replace(group=group, consumers=consumers))
+    shifted = normalised(init._replace(group=group, consumers=consumers))
     assert (shifted.group.generationId, shifted.consumers[0].generationId) == (3, 1)
     assert shifted.consumers[1].generationId == -1
 
@@ -194,8 +199,13 @@ def test_bad_assignor_is_one_clear_error(kmc) -> None:
 
 
 def test_hypothesis_finds_the_unsafe_cooperative_assignor() -> None:
-    result = Check("group", preset="cooperative-unsafe-assignor", property_names=["ExclusiveOwnership"],
-                   engine_name="hypothesis", settings={"seed": 1}).run()  # fmt: skip
+    result = Check(
+        "group",
+        preset="cooperative-unsafe-assignor",
+        property_names=["ExclusiveOwnership"],
+        engine_name="hypothesis",
+        settings={"seed": 1},
+    ).run()
     assert result.status is Status.VIOLATED
     assert result.violations[0].trace_length <= 23 + 2
 
@@ -223,8 +233,12 @@ def test_an_assignor_that_throws_is_a_protocol_outcome() -> None:
     and rejoins (a changed subscription starts a rebalance), or the coordinator's DelayedSync
     removes it. The whole bounded space is explored and the stored
     assignment never names a partition twice."""
-    result = Check("group", preset="eager-range", overrides=ASSIGNOR_FAILS,
-                   property_names=["NoPartitionTwiceInGeneration", "LegalGroupTransition"]).run()  # fmt: skip
+    result = Check(
+        "group",
+        preset="eager-range",
+        overrides=ASSIGNOR_FAILS,
+        property_names=["NoPartitionTwiceInGeneration", "LegalGroupTransition"],
+    ).run()
     assert result.status is Status.HOLDS_BOUNDED and result.violations == []
     assert result.bound_reason == "the model's own bounds (within_bounds)"
     assert result.stats.distinct_states == 48409
@@ -259,8 +273,12 @@ def test_kip_341_generation_keeps_the_sticky_assignor_from_throwing() -> None:
     to the newer one and the assignor never throws within the same bounds."""
     model = GroupModel.build("eager-range", dict(ASSIGNOR_FAILS, sticky_user_data_generation=True))
     assert _first_assignor_failure(model) is None
-    result = Check("group", preset="eager-range", overrides=dict(ASSIGNOR_FAILS, sticky_user_data_generation=True),
-                   property_names=["NoPartitionTwiceInGeneration"]).run()  # fmt: skip
+    result = Check(
+        "group",
+        preset="eager-range",
+        overrides=dict(ASSIGNOR_FAILS, sticky_user_data_generation=True),
+        property_names=["NoPartitionTwiceInGeneration"],
+    ).run()
     assert result.status is Status.HOLDS_BOUNDED and result.stats.distinct_states == 16844
 
 
@@ -306,8 +324,12 @@ def test_kafka_14639_an_older_claim_dropped_hands_a_partition_over_in_one_round(
     assert len(owners) == 2
     stale = next(c for c in owners if last.consumers[c].assignedGeneration < last.group.generationId - 1)
     assert last.consumers[stale].owned == last.consumers[stale].assigned  # never told it lost it
-    fixed = Check("group", preset="cooperative-kafka-14639", overrides={"keep_uncontested_older_claims": True},
-                  property_names=["ExclusiveOwnership"]).run()  # fmt: skip
+    fixed = Check(
+        "group",
+        preset="cooperative-kafka-14639",
+        overrides={"keep_uncontested_older_claims": True},
+        property_names=["ExclusiveOwnership"],
+    ).run()
     assert fixed.status is Status.HOLDS_BOUNDED and fixed.stats.distinct_states == 159904
 
 
@@ -356,11 +378,20 @@ def test_which_generation_the_sticky_claims_carry() -> None:
         ({"assignor": "sticky", "sticky_user_data_generation": False}, ((0,), NO_GENERATION)),
         ({"assignor": "range"}, ((), NO_GENERATION)),
         ({"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative"}, ((0,), 5)),
-        ({"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative", "subscription_generation": False},
-         ((0,), 3)),
-        ({"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative", "subscription_generation": False,
-          "cooperative_sticky_generation": False}, ((0,), NO_GENERATION)),
-    ]  # fmt: skip
+        (
+            {"assignor": "cooperative-sticky", "rebalance_protocol": "cooperative", "subscription_generation": False},
+            ((0,), 3),
+        ),
+        (
+            {
+                "assignor": "cooperative-sticky",
+                "rebalance_protocol": "cooperative",
+                "subscription_generation": False,
+                "cooperative_sticky_generation": False,
+            },
+            ((0,), NO_GENERATION),
+        ),
+    ]
     for overrides, metadata in cases:
         assert GroupModel.build("eager-range", overrides)._metadata(me) == metadata, overrides
     # A member claiming nothing reports a generation only where the newest generation's claims alone count

@@ -10,7 +10,7 @@ from kmc.checker import bfs
 from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
 from kmc.models.group.model import PRESETS, GroupModel, GroupState
-from kmc.models.group.state import _max_generation
+from kmc.models.group.state import highest_generation
 from twins import reachable, shape
 
 needs_c = pytest.mark.skipif(
@@ -49,7 +49,7 @@ def assert_same_steps(model: GroupModel) -> int:
         assert [a for a, _t in fast] == [a for a, _t in python]  # the very same Action objects
         assert all(a is b for (a, _), (b, _) in zip(fast, python, strict=True))
         assert [shape(t) for _a, t in fast] == [shape(t) for _a, t in python]
-        assert model._fast_max_generation(model._fast_ctx, s) == _max_generation(s)
+        assert model._fast_max_generation(model._fast_ctx, s) == highest_generation(s)
     return len(states)
 
 

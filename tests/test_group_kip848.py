@@ -19,8 +19,14 @@ from kmc.models.group_kip848.model import (
 
 
 def test_kip_848_holds_completely_but_for_double_ownership() -> None:
-    props = ["ValidPartitionEpoch", "LegalTargetAssignment", "ValidMemberEpoch", "ClientSideMemberEpochIsMonotonic",
-             "CommitFencedByMemberEpoch", "EventuallyConverges"]  # fmt: skip
+    props = [
+        "ValidPartitionEpoch",
+        "LegalTargetAssignment",
+        "ValidMemberEpoch",
+        "ClientSideMemberEpochIsMonotonic",
+        "CommitFencedByMemberEpoch",
+        "EventuallyConverges",
+    ]
     result = Check("group-kip848", property_names=props).run()
     assert result.status is Status.HOLDS_COMPLETE, result.violations
     assert result.stats.distinct_states == 49665
@@ -35,8 +41,13 @@ def test_a_stale_owned_report_gives_two_owners() -> None:
     [violation] = result.violations
     assert violation.trace_length == 30
     trace = violation.trace
-    stale = next(s.consumers[1].request for s in trace.states if s.consumers[1].request and
-                 s.consumers[1].request.ownedPartitions == frozenset() and s.consumers[1].memberEpoch > 0)  # fmt: skip
+    stale = next(
+        s.consumers[1].request
+        for s in trace.states
+        if s.consumers[1].request
+        and s.consumers[1].request.ownedPartitions == frozenset()
+        and s.consumers[1].memberEpoch > 0
+    )
     assert stale.memberEpoch == 3
     last = trace.states[-1]
     assert last.consumers[0].owned & last.consumers[1].owned == {1}
@@ -57,8 +68,7 @@ def test_assigning_before_release_gives_two_owners() -> None:
 def test_kafka_16147_needs_both_the_reclaim_and_the_set_by_set_bookkeeping() -> None:
     """The partition taken back from pending revocation loses its epoch, then a new member gets it."""
     props = ["ValidPartitionEpoch", "NoDoubleClientAssignment"]
-    before = Check("group-kip848", preset="pre-kafka-16147", property_names=props,
-                   settings={"keep_going": True}).run()  # fmt: skip
+    before = Check("group-kip848", preset="pre-kafka-16147", property_names=props, settings={"keep_going": True}).run()
     assert {(v.property, v.trace_length) for v in before.violations} == {
         ("ValidPartitionEpoch", 15),
         ("NoDoubleClientAssignment", 26),
@@ -66,20 +76,26 @@ def test_kafka_16147_needs_both_the_reclaim_and_the_set_by_set_bookkeeping() -> 
     lost = before.violation("ValidPartitionEpoch").trace  # type: ignore[union-attr]
     taken_back = lost.states[-2].coordinator.members[0]
     assert taken_back.state == UNREVOKED_PARTITIONS and taken_back.pendingRevocation
-    alone = Check("group-kip848", preset="pre-kafka-16147", overrides={"reclaim_pending_revocation": False},
-                  property_names=props).run()  # fmt: skip
+    alone = Check(
+        "group-kip848", preset="pre-kafka-16147", overrides={"reclaim_pending_revocation": False}, property_names=props
+    ).run()
     assert alone.status is Status.HOLDS_COMPLETE and alone.stats.distinct_states == 45597
     # the fixed bookkeeping keeps the epoch, but the reclaim lets a stale owned report end a revocation (37 states)
-    fixed = Check("group-kip848", preset="pre-kafka-16147", overrides={"partition_epoch_bookkeeping": True},
-                  property_names=props).run()  # fmt: skip
+    fixed = Check(
+        "group-kip848", preset="pre-kafka-16147", overrides={"partition_epoch_bookkeeping": True}, property_names=props
+    ).run()
     assert [(v.property, v.trace_length) for v in fixed.violations] == [("NoDoubleClientAssignment", 37)]
 
 
 def test_slow_member_is_fenced_but_cannot_commit() -> None:
     dup = Check("group-kip848", preset="slow-member", property_names=["NoDoubleClientAssignment"]).run()
     assert dup.status is Status.VIOLATED and dup.violations[0].trace_length == 14
-    commits = Check("group-kip848", preset="slow-member", overrides={"max_group_epoch": 4},
-                    property_names=["CommitFencedByMemberEpoch"]).run()  # fmt: skip
+    commits = Check(
+        "group-kip848",
+        preset="slow-member",
+        overrides={"max_group_epoch": 4},
+        property_names=["CommitFencedByMemberEpoch"],
+    ).run()
     assert commits.status is Status.HOLDS_BOUNDED and commits.stats.distinct_states == 20955
 
 

@@ -18,15 +18,19 @@ def test_a_retried_join_group_mints_a_second_member_before_kip_394() -> None:
     trace = violation.trace
     assert violation.trace_length == 6
     assert [(a.name, a.args.get("consumer")) for a in trace.actions[1:]] == [
-        ("SendJoinGroup", 0), ("HandleJoinGroup", 0), ("RequestTimeout", 0),
-        ("SendJoinGroup", 0), ("HandleJoinGroup", 0),
-    ]  # fmt: skip
+        ("SendJoinGroup", 0),
+        ("HandleJoinGroup", 0),
+        ("RequestTimeout", 0),
+        ("SendJoinGroup", 0),
+        ("HandleJoinGroup", 0),
+    ]
     for before, action, after in zip(trace.states[:-1], trace.actions[1:], trace.states[1:], strict=True):
         assert (action, after) in model.successors(before)
     last = trace.states[-1]
     assert [(m.memberId, m.consumer, m.incarnation, m.connected) for m in last.group.members] == [
-        ("c0-0", 0, 0, False), ("c0-1", 0, 0, True),
-    ]  # fmt: skip
+        ("c0-0", 0, 0, False),
+        ("c0-1", 0, 0, True),
+    ]
     # Without KAFKA-7610 the minted member stays until the join completes; with it, it can be removed.
     assert not any(a.name == "NewMemberJoinTimeout" for a, _ in model.successors(last))
     fixed = GroupModel.build("kafka-7610", {"new_member_join_timeout": True})
@@ -38,11 +42,13 @@ def test_kip_394_alone_keeps_members_within_live_processes() -> None:
     """KAFKA-7610 alone still lets the retry mint a member (the same 6 states); KIP-394 alone holds:
     the first JoinGroup is answered at once, and a retry carries the member id."""
     names = ["MembersWithinLiveProcesses"]
-    timeout_only = Check("group", preset="kafka-7610", property_names=names,
-                         overrides={"new_member_join_timeout": True}).run()  # fmt: skip
+    timeout_only = Check(
+        "group", preset="kafka-7610", property_names=names, overrides={"new_member_join_timeout": True}
+    ).run()
     assert timeout_only.violations[0].trace_length == 6
-    handshake = Check("group", preset="kafka-7610", property_names=names,
-                      overrides={"require_known_member_id": True}).run()  # fmt: skip
+    handshake = Check(
+        "group", preset="kafka-7610", property_names=names, overrides={"require_known_member_id": True}
+    ).run()
     assert handshake.status is Status.HOLDS_COMPLETE and handshake.stats.distinct_states == 6924
 
 
@@ -67,8 +73,14 @@ def test_a_parked_member_keeps_its_session_unless_it_is_new() -> None:
     timer; a new member's parked JoinGroup is completed by the new-member join timeout instead."""
     model = GroupModel.build("eager-range")
     [s] = model.init_states()
-    for name in ("SendJoinGroup", "HandleJoinGroup", "ReceiveJoinGroup", "SendJoinGroup", "HandleJoinGroup",
-                 "ConsumerCrash"):  # fmt: skip
+    for name in (
+        "SendJoinGroup",
+        "HandleJoinGroup",
+        "ReceiveJoinGroup",
+        "SendJoinGroup",
+        "HandleJoinGroup",
+        "ConsumerCrash",
+    ):
         [s] = [t for a, t in model.successors(s) if a.name == name and a.args.get("consumer") == 0]
     [member] = s.group.members
     assert (member.isNew, member.awaitingJoin) == (True, True)

@@ -12,8 +12,9 @@ from kmc.checker.testing import assert_holds, assert_violates, hypothesis_test
 
 
 def run(preset: str, seed: int, prop: str = "StrongIsr", **kwargs: int):
-    return Check("replication", preset=preset, property_names=[prop], engine_name="hypothesis",
-                 settings={"seed": seed, **kwargs}).run()  # fmt: skip
+    return Check(
+        "replication", preset=preset, property_names=[prop], engine_name="hypothesis", settings={"seed": seed, **kwargs}
+    ).run()
 
 
 def test_finds_and_shrinks_the_truncate_to_hw_bug(kmc, tmp_path: Path) -> None:
@@ -51,8 +52,21 @@ def test_holds_is_never_complete() -> None:
 
 
 def test_cli_engine_and_suite(kmc, tmp_path: Path) -> None:
-    code, out, _ = kmc("check", "replication", "-p", "truncate-to-hw", "-P", "StrongIsr", "--engine", "hypothesis",
-                       "--seed", "1", "--json", "--out", tmp_path)  # fmt: skip
+    code, out, _ = kmc(
+        "check",
+        "replication",
+        "-p",
+        "truncate-to-hw",
+        "-P",
+        "StrongIsr",
+        "--engine",
+        "hypothesis",
+        "--seed",
+        "1",
+        "--json",
+        "--out",
+        tmp_path,
+    )
     assert code == 1
     data = json.loads(out)
     assert data["violations"][0]["property"] == "StrongIsr" and data["seed"] == 1

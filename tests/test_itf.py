@@ -72,8 +72,15 @@ def test_junit_of_a_bounded_run_says_so_and_fails_with_require_complete(kmc, toy
 def test_a_model_file_is_stored_relative_to_the_trace_and_read_back_absolute(tmp_path: Path) -> None:
     model = tmp_path / "project" / "models" / "m.py"
     trace = tmp_path / "project" / "traces" / "t.itf.json"
-    doc = trace_to_itf(Trace(states=[1], actions=[None]), model="m", config={}, preset=None, property="P",
-                       engine="bfs", extra_meta={"model_ref": f"{model}:M"})  # fmt: skip
+    doc = trace_to_itf(
+        Trace(states=[1], actions=[None]),
+        model="m",
+        config={},
+        preset=None,
+        property="P",
+        engine="bfs",
+        extra_meta={"model_ref": f"{model}:M"},
+    )
     write_trace(trace, doc)
     assert json.loads(trace.read_text())["#meta"]["model_ref"] == "../models/m.py:M"
     assert doc["#meta"]["model_ref"] == f"{model}:M"  # the caller's document is left as it was

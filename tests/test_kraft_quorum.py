@@ -29,8 +29,14 @@ from kmc.models.kraft_quorum.model import (
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "counterexamples" / "kraft-quorum").glob("*.itf.json"))
-SAFETY = ["ElectionSafety", "LogMatching", "LeaderCompleteness", "Durability", "ReadCommitted",
-          "HighWatermarkMonotonic"]  # fmt: skip
+SAFETY = [
+    "ElectionSafety",
+    "LogMatching",
+    "LeaderCompleteness",
+    "Durability",
+    "ReadCommitted",
+    "HighWatermarkMonotonic",
+]
 
 
 def test_safety_state_counts_at_small_bounds() -> None:
@@ -201,8 +207,13 @@ def test_a_voter_that_cannot_win_deposes_the_leader_only_without_pre_vote() -> N
     [violation] = result.violations
     trace = violation.trace
     assert [a.name for a in trace.actions[1:]] == [
-        "ElectionTimeout", "RequestVote", "BeginQuorumEpoch", "Fetch", "ElectionTimeout", "RequestVote",
-    ]  # fmt: skip
+        "ElectionTimeout",
+        "RequestVote",
+        "BeginQuorumEpoch",
+        "Fetch",
+        "ElectionTimeout",
+        "RequestVote",
+    ]
     before, after = trace.states[-2:]
     assert before.hopeless == frozenset({1}) and before.voters[1].role == CANDIDATE
     assert (before.voters[0].role, after.voters[0].role, after.voters[0].epoch) == (LEADER, UNATTACHED, 2)
@@ -267,11 +278,12 @@ def test_a_removed_leader_leads_until_the_removal_commits_then_resigns() -> None
     removal = VotersRecord(1, VOTERS, frozenset({(1, 0), (2, 0)}))
     s = _state(
         model,
-        v0=dict(role=LEADER, epoch=1, leaderId=0, log=(lc1, removal), highWatermark=1, hwKnown=True,
-                endOffsets=(2, 1, 1)),
+        v0=dict(
+            role=LEADER, epoch=1, leaderId=0, log=(lc1, removal), highWatermark=1, hwKnown=True, endOffsets=(2, 1, 1)
+        ),
         v1=dict(role=FOLLOWER, epoch=1, leaderId=0, log=(lc1,), highWatermark=1, hasFetched=True),
         v2=dict(role=FOLLOWER, epoch=1, leaderId=0, log=(lc1,), highWatermark=1, hasFetched=True),
-    )  # fmt: skip
+    )
     assert not model.is_voter(0, s.voters[0])
     names = [a.name for a, _ in model.successors(s)]
     assert "ResignRemoved" not in names and "BeginQuorumEpoch" not in names  # still leads, uncommitted

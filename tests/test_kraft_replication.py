@@ -44,24 +44,65 @@ def test_kip_966_holds_completely() -> None:
         ("pre-kafka-15583", "LeaderCandidateCompleteness", 4, ["Produce", "ShrinkIsr", "HandleAlterPartition"]),
         ("pre-kip-497", "ReplicationQuorumSuperset", 2, ["ShrinkIsr"]),
         ("pre-kip-497", "LeaderCompleteness", 4, ["Produce", "ShrinkIsr", "FenceBroker"]),
-        ("v3.5", "AcknowledgedWriteNeverLost", 12,
-         ["Produce", "FenceBroker", "SendFetch", "HandleFetch", "HandleFetchResponse", "SendFetch", "HandleFetch",
-          "BrokerCrash", "FenceBroker", "BrokerRestart", "UnfenceBroker"]),
+        (
+            "v3.5",
+            "AcknowledgedWriteNeverLost",
+            12,
+            [
+                "Produce",
+                "FenceBroker",
+                "SendFetch",
+                "HandleFetch",
+                "HandleFetchResponse",
+                "SendFetch",
+                "HandleFetch",
+                "BrokerCrash",
+                "FenceBroker",
+                "BrokerRestart",
+                "UnfenceBroker",
+            ],
+        ),
         ("pre-kip-966", "AcknowledgedWriteNeverLost", 12, None),
         ("unclean", "AcknowledgedWriteNeverLost", 12, None),
         ("pre-kafka-7128", "LeaderCandidateCompleteness", 16, None),
         ("pre-kip-903", "LeaderCandidateCompleteness", 14, None),
         ("pre-kip-101", "LogMatching", 21, None),
-        ("pre-kafka-13141", "LeaderCandidateCompleteness", 11,
-         ["Produce", "FenceBroker", "ApplyMetadata", "SendFetch", "UnfenceBroker", "ApplyMetadata", "HandleFetch",
-          "ExpandIsr", "HandleAlterPartition", "Produce"]),
+        (
+            "pre-kafka-13141",
+            "LeaderCandidateCompleteness",
+            11,
+            [
+                "Produce",
+                "FenceBroker",
+                "ApplyMetadata",
+                "SendFetch",
+                "UnfenceBroker",
+                "ApplyMetadata",
+                "HandleFetch",
+                "ExpandIsr",
+                "HandleAlterPartition",
+                "Produce",
+            ],
+        ),
         ("pre-kafka-13141", "AcknowledgedWriteNeverLost", 13, None),
-        ("drop-pending-on-error", "ReplicationQuorumSuperset", 9,
-         ["ShrinkIsr", "HandleAlterPartition", "SendFetch", "HandleFetch", "ExpandIsr", "ControllerFailover",
-          "HandleAlterPartition", "HandleAlterPartition"]),
+        (
+            "drop-pending-on-error",
+            "ReplicationQuorumSuperset",
+            9,
+            [
+                "ShrinkIsr",
+                "HandleAlterPartition",
+                "SendFetch",
+                "HandleFetch",
+                "ExpandIsr",
+                "ControllerFailover",
+                "HandleAlterPartition",
+                "HandleAlterPartition",
+            ],
+        ),
         ("drop-pending-on-error", "LeaderCandidateCompleteness", 15, None),
     ],
-)  # fmt: skip
+)
 def test_each_bug_before_its_fix(preset: str, prop: str, length: int, actions: list[str] | None) -> None:
     result = bfs(KraftReplicationModel.build(preset), select_properties(KraftReplicationModel, names=[prop]))
     [violation] = result.violations
@@ -96,8 +137,12 @@ def test_kip_966_variants_hold(overrides: dict, states: int) -> None:
 
 def test_diverging_epoch_is_what_keeps_logs_matching() -> None:
     """KIP-101's setting (unclean election, acks=1, two power losses) with today's truncation."""
-    result = Check("kraft-replication", preset="pre-kip-101", overrides={"truncation": "diverging_epoch"},
-                   property_names=["LogMatching"]).run()  # fmt: skip
+    result = Check(
+        "kraft-replication",
+        preset="pre-kip-101",
+        overrides={"truncation": "diverging_epoch"},
+        property_names=["LogMatching"],
+    ).run()
     assert result.status is Status.HOLDS_COMPLETE
 
 
@@ -152,8 +197,13 @@ def test_pre_kafka_13141_a_diverging_fetch_counts_as_the_followers_leo() -> None
     counted = done.trace.states[7]
     assert counted.fetches[0].error == DIVERGING_EPOCH
     assert counted.replicas[1].followerState[0] == (1, counted.replicas[0].brokerEpoch)
-    fixed = replay({**doc, "#meta": {**doc["#meta"], "config": {**doc["#meta"]["config"],
-                    "diverging_fetch_not_counted": True}}, "states": doc["states"][:7]})  # fmt: skip
+    fixed = replay(
+        {
+            **doc,
+            "#meta": {**doc["#meta"], "config": {**doc["#meta"]["config"], "diverging_fetch_not_counted": True}},
+            "states": doc["states"][:7],
+        }
+    )
     [after] = [t for a, t in fixed.model.successors(fixed.trace.states[-1]) if a == fetch]
     assert after.fetches[0].error == DIVERGING_EPOCH
     assert after.replicas[1].followerState[0] == (UNDEFINED, UNDEFINED)
@@ -196,11 +246,19 @@ def test_a_stale_epoch_error_keeps_the_pending_isr_until_metadata_arrives() -> N
 
 def test_min_isr_one_tolerates_no_power_loss() -> None:
     """KIP-966 tolerates min.insync.replicas - 1 unclean shutdowns: with min ISR 1, none."""
-    result = Check("kraft-replication", preset="kip-966", overrides={"min_insync_replicas": 1},
-                   property_names=["NoCommittedRecordLostGlobally"]).run()  # fmt: skip
+    result = Check(
+        "kraft-replication",
+        preset="kip-966",
+        overrides={"min_insync_replicas": 1},
+        property_names=["NoCommittedRecordLostGlobally"],
+    ).run()
     [violation] = result.violations
-    assert [a.name for a in violation.trace.actions[1:]] == ["Produce", "ShrinkIsr", "HandleAlterPartition",
-                                                             "BrokerCrash"]  # fmt: skip
+    assert [a.name for a in violation.trace.actions[1:]] == [
+        "Produce",
+        "ShrinkIsr",
+        "HandleAlterPartition",
+        "BrokerCrash",
+    ]
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[t.name for t in TRACES])
@@ -259,8 +317,9 @@ def test_truncation_by_offsets_for_leader_epoch() -> None:
     model = KraftReplicationModel.build("kip-320")
     [init] = model.init_states()
     leader = init.replicas[0]._replace(log=(Record(1, 0), Record(3, 2)), leaderEpoch=2)
-    follower = init.replicas[1]._replace(log=(Record(1, 0), Record(2, 0)), highWatermark=1, leaderEpoch=2,
-                                         fetchState=TRUNCATING)  # fmt: skip
+    follower = init.replicas[1]._replace(
+        log=(Record(1, 0), Record(2, 0)), highWatermark=1, leaderEpoch=2, fetchState=TRUNCATING
+    )
     state = init._replace(replicas=(leader, follower))
     [asked] = [t for a, t in model.successors(state) if a.name == "SendOffsetsForLeaderEpoch"]
     assert asked.fetches[1] == OffsetsForLeaderEpochRequest(0, 2, 0)
@@ -356,10 +415,17 @@ def test_a_reassignment_completes_once_the_target_is_in_the_isr_and_the_leader_m
 
 
 SAFETY = [
-    "AcknowledgedWriteNeverLost", "LeaderCompleteness", "LeaderCandidateCompleteness", "LogMatching",
-    "ReplicationQuorumSuperset", "NoCommittedRecordLostGlobally", "ConsistentRead", "ValidIsrAndElr",
-    "ValidAssignment", "HighWatermarkMonotonic",
-]  # fmt: skip
+    "AcknowledgedWriteNeverLost",
+    "LeaderCompleteness",
+    "LeaderCandidateCompleteness",
+    "LogMatching",
+    "ReplicationQuorumSuperset",
+    "NoCommittedRecordLostGlobally",
+    "ConsistentRead",
+    "ValidIsrAndElr",
+    "ValidAssignment",
+    "HighWatermarkMonotonic",
+]
 
 
 @pytest.mark.parametrize(("isr_expand_leso", "states"), [(True, 21674), (False, 22214)])
@@ -378,9 +444,16 @@ def test_kafka_leaves_a_removed_replica_in_the_elr() -> None:
     result = Check("kraft-replication", preset="reassignment", property_names=["ElrWithinReplicas"]).run()
     [violation] = result.violations
     assert [a.name for a in violation.trace.actions[1:]] == [
-        "ShrinkIsr", "HandleAlterPartition", "AlterPartitionReassignments", "ApplyMetadata", "ApplyMetadata",
-        "SendFetch", "HandleFetch", "ExpandIsr", "HandleAlterPartition",
-    ]  # fmt: skip
+        "ShrinkIsr",
+        "HandleAlterPartition",
+        "AlterPartitionReassignments",
+        "ApplyMetadata",
+        "ApplyMetadata",
+        "SendFetch",
+        "HandleFetch",
+        "ExpandIsr",
+        "HandleAlterPartition",
+    ]
     c = violation.trace.states[-1].controller
     assert (c.replicas, c.isr, c.elr, c.leader) == ((1, 2), {2}, {0, 1}, 2)
 

@@ -47,14 +47,41 @@ def walk(model: KraftReplicationModel) -> tuple[dict[KraftReplicationState, None
     ("overrides", "states", "generated", "actions"),
     [
         ({"max_records": 1, "max_leader_epoch": 1, "max_shutdowns": 1}, 35_680, 139_227, {"ControlledShutdown"}),
-        ({"brokers": 3, "max_controller_failovers": 1, "max_leader_epoch": 0, "max_crashes": 0, "max_fences": 0,
-          "max_records": 1, "alter_partition_awaits_metadata": True}, 11_548, 43_346, {"ControllerFailover"}),
-        ({"brokers": 3, "max_reassignments": 1, "max_crashes": 0, "max_fences": 0, "max_leader_epoch": 1,
-          "max_records": 1}, 21_674, 77_099, {"AlterPartitionReassignments"}),
-        ({"truncation": "offsets_for_leader_epoch", "max_records": 1, "max_leader_epoch": 1}, 11_101, 40_311,
-         {"HandleOffsetsForLeaderEpochResponse"}),
+        (
+            {
+                "brokers": 3,
+                "max_controller_failovers": 1,
+                "max_leader_epoch": 0,
+                "max_crashes": 0,
+                "max_fences": 0,
+                "max_records": 1,
+                "alter_partition_awaits_metadata": True,
+            },
+            11_548,
+            43_346,
+            {"ControllerFailover"},
+        ),
+        (
+            {
+                "brokers": 3,
+                "max_reassignments": 1,
+                "max_crashes": 0,
+                "max_fences": 0,
+                "max_leader_epoch": 1,
+                "max_records": 1,
+            },
+            21_674,
+            77_099,
+            {"AlterPartitionReassignments"},
+        ),
+        (
+            {"truncation": "offsets_for_leader_epoch", "max_records": 1, "max_leader_epoch": 1},
+            11_101,
+            40_311,
+            {"HandleOffsetsForLeaderEpochResponse"},
+        ),
     ],
-)  # fmt: skip
+)
 def test_only_epoch_changing_actions_need_ranking(overrides: dict, states: int, generated: int, actions: set) -> None:
     """successors ranks partition epochs only after the actions that can move one: every state it
     reaches is already ranked, and the counts are those of ranking every successor."""

@@ -100,8 +100,7 @@ def test_trivially_true_and_bounded_verdicts_are_flagged(tmp_path: Path) -> None
     assert any("Started is trivially true" in w for w in result.warnings)
     assert any("Never is trivially true" in w for w in result.warnings)
 
-    bounded = Check(MUTEX, property_names=["SomeoneEnters"], spec_files=[spec],
-                    settings={"max_states": 4}).run()  # fmt: skip
+    bounded = Check(MUTEX, property_names=["SomeoneEnters"], spec_files=[spec], settings={"max_states": 4}).run()
     assert not bounded.complete
     assert any("a bound cut the graph" in w for w in bounded.warnings)
 
@@ -134,8 +133,10 @@ SWITCH = f"{TESTS / 'toy_models_liveness.py'}:Switch"
 
 def spec_file(tmp_path: Path, fairness: str, *props: str) -> Path:
     path = tmp_path / f"spec{len(list(tmp_path.glob('spec*.py')))}.py"  # a module is loaded once per path
-    path.write_text("from kmc.checker import WF, SF, eventually, invariant\n\n"
-                    f"FAIRNESS = [{fairness}]\n\n" + "\n\n".join(props) + "\n")  # fmt: skip
+    path.write_text(
+        "from kmc.checker import WF, SF, eventually, invariant\n\n"
+        f"FAIRNESS = [{fairness}]\n\n" + "\n\n".join(props) + "\n"
+    )
     return path
 
 
@@ -264,9 +265,13 @@ class _AdjacencyRecorder(SearchObserver):
 
 @pytest.mark.parametrize(
     ("model", "overrides", "max_states"),
-    [(MUTEX, {"processes": 3}, None), (MUTEX, {"processes": 3}, 20), (CHAIN, {"n": 30, "bound": 12}, None),
-     (CHAIN, {"n": 30, "ring": True}, 7)],
-)  # fmt: skip
+    [
+        (MUTEX, {"processes": 3}, None),
+        (MUTEX, {"processes": 3}, 20),
+        (CHAIN, {"n": 30, "bound": 12}, None),
+        (CHAIN, {"n": 30, "ring": True}, 7),
+    ],
+)
 def test_the_bfs_keeps_the_graph_its_hooks_would_record(
     tmp_path: Path, model: str, overrides: dict, max_states: int | None
 ) -> None:
@@ -290,9 +295,11 @@ def test_the_bfs_keeps_the_graph_its_hooks_would_record(
 
 def test_a_safety_violation_found_while_keeping_the_graph_has_the_same_trace(tmp_path: Path) -> None:
     spec = spec_file(
-        tmp_path, 'WF("*", each=True)', "@invariant\ndef OneWaits(s):\n    return s.pc.count('waiting') < 2\n",
+        tmp_path,
+        'WF("*", each=True)',
+        "@invariant\ndef OneWaits(s):\n    return s.pc.count('waiting') < 2\n",
         "@eventually\ndef Entered(s):\n    return s.lock != -1\n",
-    )  # fmt: skip
+    )
     alone = Check(MUTEX, spec_files=[spec], property_names=["OneWaits"]).run()
     both = Check(MUTEX, spec_files=[spec], property_names=["OneWaits", "Entered"], settings={"keep_going": True}).run()
     [expected] = alone.violations

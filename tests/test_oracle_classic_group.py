@@ -28,9 +28,17 @@ def test_the_group_model_conforms_to_classic_group(preset: str, states: int, ste
     [tally] = result.tallies
     assert result.check.stats.distinct_states == states
     assert (tally.steps, tally.comparisons, tally.mismatches) == (steps, comparisons, 0)
-    questions = {"transitionTo", "initNextGeneration", "maybeElectNewJoinedLeader", "hasAllMembersJoined",
-                 "validateMember", "validateOffsetCommit", "callbacks completed on unload",
-                 "hasSatisfiedHeartbeat", "isPendingMember"}  # fmt: skip
+    questions = {
+        "transitionTo",
+        "initNextGeneration",
+        "maybeElectNewJoinedLeader",
+        "hasAllMembersJoined",
+        "validateMember",
+        "validateOffsetCommit",
+        "callbacks completed on unload",
+        "hasSatisfiedHeartbeat",
+        "isPendingMember",
+    }
     assert questions <= set(tally.by_question)
     if preset != "eager-range":
         assert {"replaceStaticMember", "staticMemberId"} <= set(tally.by_question)
@@ -47,8 +55,10 @@ def test_a_join_that_does_not_wait_for_pending_members_is_caught() -> None:
     assert tally.mismatches == 1
     mismatch = tally.first_mismatch
     assert mismatch is not None and (mismatch.question, mismatch.ours, mismatch.theirs) == (
-        "hasAllMembersJoined", True, False,
-    )  # fmt: skip
+        "hasAllMembersJoined",
+        True,
+        False,
+    )
     assert result.check.violations[0].trace_length == 11
 
 
@@ -77,8 +87,12 @@ def test_a_group_that_skips_a_state_is_caught_with_the_shortest_trace() -> None:
     # the first join: MEMBER_ID_REQUIRED, then the rejoin with the id goes Empty -> CompletingRebalance
     assert violation.trace_length == 6
     assert [a.name for a in trace.actions[1:]] == [
-        "SendJoinGroup", "HandleJoinGroup", "ReceiveJoinGroup", "SendJoinGroup", "HandleJoinGroup",
-    ]  # fmt: skip
+        "SendJoinGroup",
+        "HandleJoinGroup",
+        "ReceiveJoinGroup",
+        "SendJoinGroup",
+        "HandleJoinGroup",
+    ]
     # the trace replays: every action leads from its state to the next, and the last step mismatches
     for before, action, after in zip(trace.states[:-1], trace.actions[1:], trace.states[1:], strict=True):
         assert (action, after) in model.successors(before)

@@ -26,8 +26,14 @@ from kmc.models.group_kip848.model import (
 
 needs_kafka = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs Kafka's jars and a JDK")
 
-QUESTIONS = {"state", "memberEpoch", "previousMemberEpoch", "assignedPartitions", "partitionsPendingRevocation",
-             "partitionEpochs"}  # fmt: skip
+QUESTIONS = {
+    "state",
+    "memberEpoch",
+    "previousMemberEpoch",
+    "assignedPartitions",
+    "partitionsPendingRevocation",
+    "partitionEpochs",
+}
 
 
 def _oracle(model: Kip848Model):  # type: ignore[no-untyped-def]
@@ -84,8 +90,13 @@ def test_the_heartbeat_reports_owned_partitions_once_per_completed_reconciliatio
     """As the consumer's heartbeat state does: owned partitions when joining and in the first heartbeat
     after a reconciliation completed; null otherwise (not the set it happens to own mid-reconciliation)."""
     model = Kip848Model.build()
-    coord = Coordinator(1, 1, (("c0-0", frozenset({0, 1})),), (GroupMember("c0-0", 1, 0, STABLE, frozenset({0, 1}),
-                        frozenset(), 0),), (1, 1))  # fmt: skip
+    coord = Coordinator(
+        1,
+        1,
+        (("c0-0", frozenset({0, 1})),),
+        (GroupMember("c0-0", 1, 0, STABLE, frozenset({0, 1}), frozenset(), 0),),
+        (1, 1),
+    )
     me = Consumer(RUNNING, "c0-0", 1, frozenset(), frozenset({0, 1}), None, None, synced=False)
     s = Kip848State(coord, (me,), 0)
     sent = _step(model, s, "SendHeartbeat")
@@ -96,8 +107,11 @@ def test_the_heartbeat_reports_owned_partitions_once_per_completed_reconciliatio
     assert assigned.consumers[0].reconciled == {0, 1} and assigned.consumers[0].reconciling is None
     reported = _step(model, assigned, "SendHeartbeat").consumers[0]
     assert reported.request.ownedPartitions == {0, 1} and reported.reconciled is None  # type: ignore[union-attr]
-    joining = Kip848State(Coordinator(0, 0, (), (), (FREE, FREE)), (Consumer(RUNNING, "", JOIN_EPOCH, frozenset(),
-                          frozenset(), None, None),), 0)  # fmt: skip
+    joining = Kip848State(
+        Coordinator(0, 0, (), (), (FREE, FREE)),
+        (Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, None),),
+        0,
+    )
     assert _step(model, joining, "SendHeartbeat").consumers[0].request.ownedPartitions == frozenset()  # type: ignore[union-attr]
 
 
@@ -105,8 +119,9 @@ def test_a_joining_member_acknowledges_an_empty_assignment() -> None:
     """The first assignment after joining is always new to the consumer (its target was none): an empty one
     is reconciled at once and reported in the next heartbeat, as the consumer's empty reconciliation is."""
     model = Kip848Model.build()
-    me = Consumer(RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, HeartbeatResponse(NONE, "c0-0", 2,
-                  frozenset()))  # fmt: skip
+    me = Consumer(
+        RUNNING, "", JOIN_EPOCH, frozenset(), frozenset(), None, HeartbeatResponse(NONE, "c0-0", 2, frozenset())
+    )
     s = Kip848State(Coordinator(2, 2, (), (), (1, 1)), (me,), 0)
     received = _step(model, s, "ReceiveHeartbeat")
     assert received.consumers[0].synced is False
@@ -118,8 +133,16 @@ def test_a_reconciliation_overtaken_by_a_newer_assignment_runs_to_its_own() -> N
     """``AbstractMembershipManager``: a reconciliation in progress is not discarded when a newer assignment
     arrives; it completes (and its partitions are reported), then the newer one is reconciled."""
     model = Kip848Model.build()
-    me = Consumer(RUNNING, "c0-0", 1, frozenset(), frozenset({0, 1}), None, HeartbeatResponse(NONE, "c0-0", 2,
-                  frozenset({0})), reconciling=frozenset({0, 1}))  # fmt: skip
+    me = Consumer(
+        RUNNING,
+        "c0-0",
+        1,
+        frozenset(),
+        frozenset({0, 1}),
+        None,
+        HeartbeatResponse(NONE, "c0-0", 2, frozenset({0})),
+        reconciling=frozenset({0, 1}),
+    )
     s = Kip848State(Coordinator(2, 2, (), (), (2, FREE)), (me,), 0)
     received = _step(model, s, "ReceiveHeartbeat").consumers[0]
     assert (received.assignment, received.reconciling, received.synced) == ({0}, {0, 1}, False)
@@ -199,9 +222,16 @@ def test_a_member_that_moves_before_revoking_is_caught_with_the_shortest_trace()
     # c0 joins and gets both partitions, heartbeats before taking them (owned: null); c1 joins; c0 must revoke one
     assert violation.trace_length == 10
     assert [a.name for a in trace.actions[1:]] == [
-        "Subscribe", "SendHeartbeat", "HandleHeartbeat", "ReceiveHeartbeat", "SendHeartbeat", "Subscribe",
-        "SendHeartbeat", "HandleHeartbeat", "HandleHeartbeat",
-    ]  # fmt: skip
+        "Subscribe",
+        "SendHeartbeat",
+        "HandleHeartbeat",
+        "ReceiveHeartbeat",
+        "SendHeartbeat",
+        "Subscribe",
+        "SendHeartbeat",
+        "HandleHeartbeat",
+        "HandleHeartbeat",
+    ]
     for before, action, after in zip(trace.states[:-1], trace.actions[1:], trace.states[1:], strict=True):
         assert (action, after) in model.successors(before)
     last = list(oracle.compare_step(trace.states[-2], trace.actions[-1], trace.states[-1]))

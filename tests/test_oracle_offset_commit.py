@@ -61,9 +61,15 @@ def test_a_coordinator_that_accepts_zombies_is_caught_with_the_shortest_trace() 
     # the consumer is expelled while it processes, then sends its offsets with its old member id
     assert violation.trace_length == 9
     assert [a.name for a in trace.actions[1:]] == [
-        "JoinGroup", "CompleteRebalance", "SyncGroup", "OffsetFetch", "Poll", "Process", "SessionTimeout",
+        "JoinGroup",
+        "CompleteRebalance",
+        "SyncGroup",
+        "OffsetFetch",
+        "Poll",
+        "Process",
+        "SessionTimeout",
         "SendOffsetsToTransaction",
-    ]  # fmt: skip
+    ]
     for before, action, after in zip(trace.states[:-1], trace.actions[1:], trace.states[1:], strict=True):
         assert (action, after) in model.successors(before)
     [last] = oracle.compare_step(trace.states[-2], trace.actions[-1], trace.states[-1])

@@ -51,11 +51,22 @@ def test_default_preset_conforms_on_a_small_config() -> None:
     assert _counts(result) == (35680, 34053, 272424, 0)
     [tally] = result.tallies
     assert set(tally.by_action) == {
-        "FenceBroker", "ControlledShutdown", "HandleAlterPartition", "UnfenceBroker", "BrokerRestart"
-    }  # fmt: skip
+        "FenceBroker",
+        "ControlledShutdown",
+        "HandleAlterPartition",
+        "UnfenceBroker",
+        "BrokerRestart",
+    }
     assert set(tally.by_question) == {
-        "leader", "leaderEpoch", "isr", "elr", "partitionEpoch", "replicas", "addingReplicas", "removingReplicas"
-    }  # fmt: skip
+        "leader",
+        "leaderEpoch",
+        "isr",
+        "elr",
+        "partitionEpoch",
+        "replicas",
+        "addingReplicas",
+        "removingReplicas",
+    }
 
 
 @needs_kafka

@@ -61,8 +61,12 @@ def test_presets_conform(preset: str, counts: tuple[int, int, int, int]) -> None
 def test_the_oracle_refuses_what_no_release_decides() -> None:
     from kmc.oracles.producer_state import ProducerStateOracle
 
-    for preset, reason in (("cache-1", "NUM_BATCHES_TO_RETAIN=5"), ("pre-kip-360", "KAFKA-8710"),
-                           ("non-idempotent", "no producer id"), ("kafka-15591", "Kafka 4.5")):  # fmt: skip
+    for preset, reason in (
+        ("cache-1", "NUM_BATCHES_TO_RETAIN=5"),
+        ("pre-kip-360", "KAFKA-8710"),
+        ("non-idempotent", "no producer id"),
+        ("kafka-15591", "Kafka 4.5"),
+    ):
         assert reason in ProducerStateOracle(ProducerModel.build(preset)).unsupported()
 
 

@@ -27,9 +27,12 @@ def test_the_quorum_model_conforms_to_kafka_raft() -> None:
     assert result.check.stats.distinct_states == 27982
     assert (tally.steps, tally.comparisons, tally.mismatches) == (50403, 51315, 0)
     assert set(tally.by_question) == {
-        "canGrantVote", "EpochElection.isVoteGranted", "LeaderState.highWatermark (new leader)",
-        "updateLocalState → highWatermark", "updateReplicaState → highWatermark",
-    }  # fmt: skip
+        "canGrantVote",
+        "EpochElection.isVoteGranted",
+        "LeaderState.highWatermark (new leader)",
+        "updateLocalState → highWatermark",
+        "updateReplicaState → highWatermark",
+    }
 
 
 def test_pre_fix_flags_are_not_compared_with_a_fixed_release() -> None:
@@ -43,8 +46,9 @@ def test_a_pre_vote_of_a_newer_epoch_moves_a_stale_leader_to_that_epoch() -> Non
     epoch for a pre-vote too, so a leader cut off in an older epoch steps down and grants."""
     model = KraftQuorumModel.build("kip-996")
     fresh = Voter(UNATTACHED, 0, NONE, NONE, (), 0, frozenset(), (), False, False)
-    leader = fresh._replace(role=LEADER, epoch=1, votedId=0, leaderId=0, log=(Record(1, "LeaderChange"),),
-                            endOffsets=(1, 0, 0))  # fmt: skip
+    leader = fresh._replace(
+        role=LEADER, epoch=1, votedId=0, leaderId=0, log=(Record(1, "LeaderChange"),), endOffsets=(1, 0, 0)
+    )
     prospective = fresh._replace(role="Prospective", epoch=2, votes=frozenset({1}), log=(Record(1, "LeaderChange"),))
     s = QuorumState((leader, prospective, fresh._replace(epoch=2)), frozenset(), (), 0, 0, 0)
     voter, granted = model.vote_response(s, 1, 0, pre_vote=True)
@@ -82,8 +86,13 @@ def test_a_vote_for_a_stale_log_is_caught_with_the_shortest_trace() -> None:
     # Candidate of epoch 2 and asks voter 0, now Unattached, for its vote
     assert violation.trace_length == 7
     assert [a.name for a in trace.actions[1:]] == [
-        "ElectionTimeout", "RequestVote", "RequestVote", "ElectionTimeout", "RequestVote", "RequestVote",
-    ]  # fmt: skip
+        "ElectionTimeout",
+        "RequestVote",
+        "RequestVote",
+        "ElectionTimeout",
+        "RequestVote",
+        "RequestVote",
+    ]
     for before, action, after in zip(trace.states[:-1], trace.actions[1:], trace.states[1:], strict=True):
         assert (action, after) in model.successors(before)
     last = list(oracle.compare_step(trace.states[-2], trace.actions[-1], trace.states[-1]))

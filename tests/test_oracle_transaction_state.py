@@ -29,8 +29,9 @@ def _conform(model: TransactionsModel):
         ("pre-kip-890", {"partitions": 1}, 1243, 376, 11545),
     ],
 )
-def test_kafka_agrees_with_every_coordinator_step(preset: str, overrides: dict, states: int, steps: int,
-                                                  comparisons: int) -> None:  # fmt: skip
+def test_kafka_agrees_with_every_coordinator_step(
+    preset: str, overrides: dict, states: int, steps: int, comparisons: int
+) -> None:
     result, tally = _conform(TransactionsModel.build(preset, overrides))
     assert result.check.stats.distinct_states == states
     assert (tally.steps, tally.comparisons, tally.mismatches) == (steps, comparisons, 0)

@@ -247,8 +247,9 @@ def test_a_trace_keeps_its_property_docstring_and_spec_file_when_the_folder_move
         '    """A partition keeps its first leader epoch."""\n    return t.leaderEpoch == s.leaderEpoch\n'
     )
     model = f"{examples / 'elections.py'}:Elections"
-    code, out, err = kmc("check", model, "--spec", examples / "first.py", "-P", "NoSecondElection",
-                         "--out", examples / "traces")  # fmt: skip
+    code, out, err = kmc(
+        "check", model, "--spec", examples / "first.py", "-P", "NoSecondElection", "--out", examples / "traces"
+    )
     assert code == 1, out + err
     [trace] = (examples / "traces").glob("*NoSecondElection*.itf.json")
     meta = json.loads(trace.read_text())["#meta"]

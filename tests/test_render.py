@@ -114,8 +114,16 @@ def test_replication_chart_has_lanes_steps_and_tables() -> None:
     assert 'BGCOLOR="#ffe08a">(empty)<' in dot  # broker 1's truncated log, highlighted as changed
 
 
-@pytest.mark.parametrize(("suffix", "magic"), [(".svg", b"<?xml"), (".png", b"\x89PNG"), (".pdf", b"%PDF"),
-                                                (".dot", b"digraph msc"), (".html", b"<!DOCTYPE html>")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("suffix", "magic"),
+    [
+        (".svg", b"<?xml"),
+        (".png", b"\x89PNG"),
+        (".pdf", b"%PDF"),
+        (".dot", b"digraph msc"),
+        (".html", b"<!DOCTYPE html>"),
+    ],
+)
 def test_render_formats(kmc, tmp_path: Path, suffix: str, magic: bytes) -> None:
     out = tmp_path / f"trace{suffix}"
     code, _, err = kmc("render", TRUNCATE, "-o", out)
@@ -142,14 +150,23 @@ def _lasso(tmp_path: Path) -> Path:
     from toy_models import Ring
 
     model = Ring.build(None, {"n": 3})
-    trace = Trace(states=[0, 1, 2], actions=[None, *[a for a, _ in (next(iter(model.successors(s))) for s in (0, 1))]],
-                  loop=0)  # fmt: skip
+    trace = Trace(
+        states=[0, 1, 2], actions=[None, *[a for a, _ in (next(iter(model.successors(s))) for s in (0, 1))]], loop=0
+    )
     spec = tmp_path / "ring_props.py"  # the lasso's property, found again through the trace's spec_files
-    spec.write_text("from kmc.checker import eventually\n\n\n@eventually\ndef Progress(s) -> bool:\n"
-                    '    """The counter reaches a value it never takes."""\n    return s == 99\n')  # fmt: skip
-    doc = trace_to_itf(trace, model="ring", config={"n": 3, "limit": 1000}, preset=None, property="Progress",
-                       engine="bfs", extra_meta={"model_ref": f"{TESTS / 'toy_models.py'}:Ring",
-                                                 "spec_files": [str(spec)]})  # fmt: skip
+    spec.write_text(
+        "from kmc.checker import eventually\n\n\n@eventually\ndef Progress(s) -> bool:\n"
+        '    """The counter reaches a value it never takes."""\n    return s == 99\n'
+    )
+    doc = trace_to_itf(
+        trace,
+        model="ring",
+        config={"n": 3, "limit": 1000},
+        preset=None,
+        property="Progress",
+        engine="bfs",
+        extra_meta={"model_ref": f"{TESTS / 'toy_models.py'}:Ring", "spec_files": [str(spec)]},
+    )
     return write_trace(tmp_path / "ring.itf.json", doc)
 
 
@@ -188,8 +205,9 @@ def test_broken_lasso_does_not_replay(kmc, tmp_path: Path) -> None:
 
 def test_graph_counts_every_transition(kmc, tmp_path: Path) -> None:
     out = tmp_path / "leaders.dot"
-    code, stdout, err = kmc("graph", "replication", "-p", "kip-320", "--field", "quorumState.leader",
-                            "--self-loops", "-o", out)  # fmt: skip
+    code, stdout, err = kmc(
+        "graph", "replication", "-p", "kip-320", "--field", "quorumState.leader", "--self-loops", "-o", out
+    )
     assert code == 0, err
     dot = out.read_text()
     nodes, _boxes, _points, edges = _laid_out(graphviz.Source(dot))
@@ -207,8 +225,9 @@ def test_graph_bad_field(kmc, tmp_path: Path) -> None:
 
 
 def test_check_render_writes_charts_and_report(kmc, tmp_path: Path) -> None:
-    code, _, _ = kmc("check", "replication", "-p", "kip-101", "-P", "StrongIsr", "--out", tmp_path / "t",
-                     "--render", tmp_path / "r")  # fmt: skip
+    code, _, _ = kmc(
+        "check", "replication", "-p", "kip-101", "-P", "StrongIsr", "--out", tmp_path / "t", "--render", tmp_path / "r"
+    )
     assert code == 1
     assert (tmp_path / "r" / "kip-101-StrongIsr.svg").read_bytes().startswith(b"<?xml")
     report = (tmp_path / "r" / "kip-101-report.html").read_text()
@@ -228,11 +247,25 @@ def test_html_report_shows_every_step_in_chromium(kmc, tmp_path: Path) -> None:
     assert kmc("render", TRUNCATE, "-o", page)[0] == 0
     assert "http" not in page.read_text().split("<svg", 1)[0].replace("http-equiv", "")  # self-contained
     done = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     dom = done.stdout
     assert 'data-ready="yes"' in dom, done.stderr[-2000:]
     trace = read_trace(TRUNCATE)

@@ -12,7 +12,7 @@ from kmc.checker.result import Status
 from kmc.checker.search.explored import explore_graph
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
-from kmc.models.replication.model import ReplicationModel, _permute
+from kmc.models.replication.model import ReplicationModel, permute_replicas
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "counterexamples" / "replication").glob("*.itf.json"))
@@ -99,7 +99,7 @@ def test_checked_in_counterexamples_are_current_shortest_traces() -> None:
 def orbit_count(model: ReplicationModel) -> int:
     graph = explore_graph(model)
     perms = list(itertools.permutations(model.replica_ids))
-    return len({frozenset(_permute(s, p) for p in perms) for s in graph})
+    return len({frozenset(permute_replicas(s, p) for p in perms) for s in graph})
 
 
 @pytest.mark.parametrize("preset", ["truncate-to-hw", "kip-320"])

@@ -33,8 +33,17 @@ def run_kmc(*args: str | Path) -> int:
 def demo() -> dict[str, Path]:
     """The demo's counterexample checked afresh, rendered to HTML and SVG."""
     traces = OUT / "traces"
-    code = run_kmc("check", "replication", "--preset", "truncate-to-hw", "--property", "StrongIsr", "--out", traces,
-                   "--no-progress")  # fmt: skip
+    code = run_kmc(
+        "check",
+        "replication",
+        "--preset",
+        "truncate-to-hw",
+        "--property",
+        "StrongIsr",
+        "--out",
+        traces,
+        "--no-progress",
+    )
     assert code == 1
     trace = traces / "truncate-to-hw-StrongIsr.itf.json"
     files = {"trace": trace, "html": OUT / "demo.html", "svg": OUT / "demo.svg"}

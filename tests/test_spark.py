@@ -135,11 +135,16 @@ def test_the_other_models_match_bfs(sc, model: str, preset: str, overrides: dict
 def test_model_bounds_make_spark_bounded_too(sc) -> None:
     """The group model's within_bounds cuts the slow-member state space: both engines say bounded."""
     checks = {
-        engine: Check("group", preset="slow-member", property_names=["CommitFencedByGeneration"],
-                      engine_name=engine, settings={"partitions": 3} if engine == "spark" else {},
-                      spark_context=sc).run()
+        engine: Check(
+            "group",
+            preset="slow-member",
+            property_names=["CommitFencedByGeneration"],
+            engine_name=engine,
+            settings={"partitions": 3} if engine == "spark" else {},
+            spark_context=sc,
+        ).run()
         for engine in ("bfs", "spark")
-    }  # fmt: skip
+    }
     reference, spark = checks["bfs"], checks["spark"]
     assert reference.status is Status.HOLDS_BOUNDED
     assert reference.bound_reason == spark.bound_reason == "the model's own bounds (within_bounds)"
@@ -170,14 +175,32 @@ def _spark_cli(*args: str) -> list[str]:
 
 def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
-    common = ["replication", "-p", "kip-320", "--set", "max_leader_epoch=4", "--engine", "spark",
-              "--spark-master", "local[2]", "--partitions", "3",
-              "--json", "--no-progress", "--out", str(tmp_path)]  # fmt: skip
+    common = [
+        "replication",
+        "-p",
+        "kip-320",
+        "--set",
+        "max_leader_epoch=4",
+        "--engine",
+        "spark",
+        "--spark-master",
+        "local[2]",
+        "--partitions",
+        "3",
+        "--json",
+        "--no-progress",
+        "--out",
+        str(tmp_path),
+    ]
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     proc = subprocess.Popen(
         _spark_cli(*common, "--checkpoint", str(checkpoint)),
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     meta = checkpoint / "meta.json"
     deadline = time.time() + 240
     level = 0
@@ -208,23 +231,32 @@ def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
 def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
     checkpoint = tmp_path / "ckpt"
     Check(
-        "replication", preset="kip-320", engine_name="spark",
-        settings={"max_depth": 3, "partitions": 3, "checkpoint": str(checkpoint)}, spark_context=sc,
-    ).run()  # fmt: skip
+        "replication",
+        preset="kip-320",
+        engine_name="spark",
+        settings={"max_depth": 3, "partitions": 3, "checkpoint": str(checkpoint)},
+        spark_context=sc,
+    ).run()
     with pytest.raises(UserError, match="checkpoint is of a different check"):
         Check(
-            "replication", preset="kip-101", engine_name="spark",
-            settings={"partitions": 3, "resume": str(checkpoint)}, spark_context=sc,
-        ).run()  # fmt: skip
+            "replication",
+            preset="kip-101",
+            engine_name="spark",
+            settings={"partitions": 3, "resume": str(checkpoint)},
+            spark_context=sc,
+        ).run()
     meta = checkpoint / "meta.json"
     older = json.loads(meta.read_text())
     del older["format"]  # as the first format wrote it
     meta.write_text(json.dumps(older))
     with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 4\)"):
         Check(
-            "replication", preset="kip-320", engine_name="spark",
-            settings={"partitions": 3, "resume": str(checkpoint)}, spark_context=sc,
-        ).run()  # fmt: skip
+            "replication",
+            preset="kip-320",
+            engine_name="spark",
+            settings={"partitions": 3, "resume": str(checkpoint)},
+            spark_context=sc,
+        ).run()
 
 
 def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> None:
@@ -232,9 +264,13 @@ def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> No
     spec.write_text("from kmc.checker import invariant\n\n@invariant\ndef Oops(s):\n    return {}[s.x]\n")
     with pytest.raises(UserError, match=r"property Oops raised KeyError: 0 -- in state Grid\(x=0, y=0\)"):
         Check(
-            f"{TOY}:CounterGrid", spec_files=[spec], property_names=["Oops"], engine_name="spark",
-            settings={"partitions": 3}, spark_context=sc,
-        ).run()  # fmt: skip
+            f"{TOY}:CounterGrid",
+            spec_files=[spec],
+            property_names=["Oops"],
+            engine_name="spark",
+            settings={"partitions": 3},
+            spark_context=sc,
+        ).run()
     with pytest.raises(UserError, match=r"raised KeyError in successors\(\).*in state 2"):
         Check(f"{TOY}:Crashy", engine_name="spark", settings={"partitions": 3}, spark_context=sc).run()
 
@@ -242,13 +278,24 @@ def test_user_errors_on_executors_are_reported_as_such(sc, tmp_path: Path) -> No
 def test_a_resumed_run_reports_its_own_bounds_and_the_uninterrupted_counts(sc, tmp_path: Path) -> None:
     """A run stopped by --max-depth, resumed without it, ends exactly as one run without a bound."""
     checkpoint = tmp_path / "ckpt"
-    whole = Check("replication", preset="kip-320", engine_name="spark", settings={"partitions": 3},
-                  spark_context=sc).run()  # fmt: skip
-    first = Check("replication", preset="kip-320", engine_name="spark", spark_context=sc,
-                  settings={"max_depth": 6, "partitions": 3, "checkpoint": str(checkpoint)}).run()  # fmt: skip
+    whole = Check(
+        "replication", preset="kip-320", engine_name="spark", settings={"partitions": 3}, spark_context=sc
+    ).run()
+    first = Check(
+        "replication",
+        preset="kip-320",
+        engine_name="spark",
+        spark_context=sc,
+        settings={"max_depth": 6, "partitions": 3, "checkpoint": str(checkpoint)},
+    ).run()
     assert first.bound_reason == "max depth 6" and not first.complete
-    resumed = Check("replication", preset="kip-320", engine_name="spark", spark_context=sc,
-                    settings={"partitions": 3, "resume": str(checkpoint)}).run()  # fmt: skip
+    resumed = Check(
+        "replication",
+        preset="kip-320",
+        engine_name="spark",
+        spark_context=sc,
+        settings={"partitions": 3, "resume": str(checkpoint)},
+    ).run()
     assert resumed.complete and resumed.bound_reason is None and resumed.status is Status.HOLDS_COMPLETE
     for stat in ("distinct_states", "generated_states", "depth"):
         assert getattr(resumed.stats, stat) == getattr(whole.stats, stat), stat

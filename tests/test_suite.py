@@ -138,10 +138,21 @@ def test_entries_run_in_parallel_give_the_same_outcomes_in_the_suite_order(kmc, 
     assert code == 1 and out_one.strip().splitlines()[-1] == "2 passed, 3 failed"
     # the `kmc` command itself, as CI runs it: a fresh process that forks its workers
     run = subprocess.run(
-        [Path(sys.executable).parent / "kmc", "ci", suite, "--junit", many, "--jobs", "3",
-         "--out", tmp_path / "traces"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            Path(sys.executable).parent / "kmc",
+            "ci",
+            suite,
+            "--junit",
+            many,
+            "--jobs",
+            "3",
+            "--out",
+            tmp_path / "traces",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     code, out_many = run.returncode, run.stdout
     assert code == 1 and out_many.strip().splitlines()[-1] == "2 passed, 3 failed", run.stderr
 

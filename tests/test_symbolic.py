@@ -16,8 +16,13 @@ from kmc.models.replication.model import ReplicationModel
 from kmc.models.zk_controller.model import LeaderAndIsr, PartitionState, ZkControllerModel
 
 ZK_LEMMAS = ["ControllerEpochsBoundedByZooKeeper", "NewestControllerHoldsTheNode", "NodeHolderIsRegistered"]
-BEYOND_BFS = {"brokers": 4, "max_controller_epoch": 5, "max_leader_epoch": 5, "max_session_expiries": 3,
-              "max_restarts": 3}  # fmt: skip
+BEYOND_BFS = {
+    "brokers": 4,
+    "max_controller_epoch": 5,
+    "max_leader_epoch": 5,
+    "max_session_expiries": 3,
+    "max_restarts": 3,
+}
 
 
 def _agree(model, stride: int) -> int:  # type: ignore[no-untyped-def]

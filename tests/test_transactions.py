@@ -100,12 +100,20 @@ class NoTimeoutFairness(TransactionsModel):
 def test_the_coordinator_timeout_closes_what_a_self_fenced_producer_left_open() -> None:
     """Before KAFKA-18464 the producer fences itself with a record open on the partition; only the
     coordinator's timeout aborts it, so the LSO advances under its fairness and not without."""
-    result = Check("transactions", preset="pre-kafka-18464", overrides={"partitions": 1},
-                   property_names=["LastStableOffsetAdvances"]).run()  # fmt: skip
+    result = Check(
+        "transactions",
+        preset="pre-kafka-18464",
+        overrides={"partitions": 1},
+        property_names=["LastStableOffsetAdvances"],
+    ).run()
     assert (result.status, result.stats.distinct_states) == (Status.HOLDS_COMPLETE, 1292)
     assert result.coverage["actions"]["AbortTimedOutTransaction"] == [6, 6]
-    unfair = Check(f"{Path(__file__)}:NoTimeoutFairness", preset="pre-kafka-18464", overrides={"partitions": 1},
-                   property_names=["LastStableOffsetAdvances"]).run()  # fmt: skip
+    unfair = Check(
+        f"{Path(__file__)}:NoTimeoutFairness",
+        preset="pre-kafka-18464",
+        overrides={"partitions": 1},
+        property_names=["LastStableOffsetAdvances"],
+    ).run()
     [violation] = unfair.violations
     assert violation.property == "LastStableOffsetAdvances"
     assert violation.trace.states[-1].clients[0].state == "FATAL_ERROR"

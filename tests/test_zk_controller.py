@@ -35,8 +35,12 @@ def test_kafka_1120_a_fast_bounce_is_missed() -> None:
     trace = violation.trace
     assert (violation.kind, trace.loop, len(trace.states)) == ("liveness", 5, 6)
     assert [a.name for a in trace.actions[1:]] == [
-        "Elect", "ElectLeader", "BrokerRestart", "HandleLeaderAndIsr", "HandleLeaderAndIsr",
-    ]  # fmt: skip
+        "Elect",
+        "ElectLeader",
+        "BrokerRestart",
+        "HandleLeaderAndIsr",
+        "HandleLeaderAndIsr",
+    ]
     last = trace.states[-1]
     assert (last.zk.partition.leaderEpoch, last.brokers[1].leaderEpoch, last.requests) == (0, NO_EPOCH, frozenset())
     controller = last.brokers[0]
@@ -52,8 +56,12 @@ def test_with_the_fix_the_bounced_broker_is_started_again() -> None:
     for the old incarnation and sends the new one the partition state, which it applies."""
     model = ZkControllerModel.build("kip-380")
     [s] = model.init_states()
-    for name, args in [("Elect", {"broker": 0}), ("ElectLeader", {"controller": 0, "leader": 0}),
-                       ("BrokerRestart", {"broker": 1}), ("BrokerChange", {"controller": 0})]:  # fmt: skip
+    for name, args in [
+        ("Elect", {"broker": 0}),
+        ("ElectLeader", {"controller": 0, "leader": 0}),
+        ("BrokerRestart", {"broker": 1}),
+        ("BrokerChange", {"controller": 0}),
+    ]:
         [s] = [t for a, t in model.successors(s) if a.name == name and a.args == args]
     assert s.brokers[0].liveBrokerEpochs == (1, 3)
     assert s.requests == {LeaderAndIsr(1, 0, 1, 0, 0), LeaderAndIsr(1, 1, 3, 0, 0)}
@@ -95,10 +103,14 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
             6,
             ["Elect", "ZkSessionExpire", "ZkReconnect", "Elect", "ElectLeader"],
         ),
-        ("pre-kip-380", "NoRequestForEarlierIncarnation", 5, ["Elect", "ElectLeader", "BrokerRestart",
-                                                              "HandleLeaderAndIsr"]),
+        (
+            "pre-kip-380",
+            "NoRequestForEarlierIncarnation",
+            5,
+            ["Elect", "ElectLeader", "BrokerRestart", "HandleLeaderAndIsr"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_bugs_before_their_fix(preset: str, prop: str, length: int, actions: list[str]) -> None:
     result = bfs(ZkControllerModel.build(preset), select_properties(ZkControllerModel, names=[prop]))
     [violation] = result.violations
@@ -122,11 +134,19 @@ def test_controller_epoch_check_is_defence_in_depth() -> None:
     zombie's request after hearing from its successor; with conditional writes alone it cannot,
     because the zombie cannot write a newer leader epoch."""
     prop = ["NoStaleControllerEpochApplied"]
-    unguarded = Check("zk-controller", preset="pre-kafka-6082", overrides={"controller_epoch_check": False,
-                      "max_leader_epoch": 2}, property_names=prop).run()  # fmt: skip
+    unguarded = Check(
+        "zk-controller",
+        preset="pre-kafka-6082",
+        overrides={"controller_epoch_check": False, "max_leader_epoch": 2},
+        property_names=prop,
+    ).run()
     assert unguarded.status is Status.VIOLATED
-    guarded = Check("zk-controller", preset="kip-380", overrides={"controller_epoch_check": False,
-                    "max_leader_epoch": 2}, property_names=prop).run()  # fmt: skip
+    guarded = Check(
+        "zk-controller",
+        preset="kip-380",
+        overrides={"controller_epoch_check": False, "max_leader_epoch": 2},
+        property_names=prop,
+    ).run()
     assert guarded.status is Status.HOLDS_COMPLETE
 
 

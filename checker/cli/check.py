@@ -184,8 +184,9 @@ def with_engine_settings(command: Any) -> Any:
         derived.append(_setting_parameter(spec))
     engine = signature.parameters["engine"]
     names = ", ".join(ENGINES)
-    own = [p.replace(annotation=Annotated[str, typer.Option(help=f"One of: {names}.")]) if p is engine else p
-           for p in own]  # fmt: skip
+    own = [
+        p.replace(annotation=Annotated[str, typer.Option(help=f"One of: {names}.")]) if p is engine else p for p in own
+    ]
 
     def with_settings(**kwargs: Any) -> Any:
         return command(**kwargs)

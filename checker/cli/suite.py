@@ -174,8 +174,15 @@ def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -
         if spec.path and spec.name in settings:
             settings[spec.name] = str(base / settings[spec.name])
     overrides = _typed(raw, "set", dict, where) or {}
-    check = Check(model_name=model, preset=_typed(raw, "preset", str, where), overrides=overrides,
-                  property_names=props, spec_files=specs, engine_name=engine, settings=settings)  # fmt: skip
+    check = Check(
+        model_name=model,
+        preset=_typed(raw, "preset", str, where),
+        overrides=overrides,
+        property_names=props,
+        spec_files=specs,
+        engine_name=engine,
+        settings=settings,
+    )
     engine_cls, _bounds, _options = _planned(check, where)
     explicit_vacuity = _typed(raw, "fail_on_vacuity", bool, where)
     if explicit_vacuity and not engine_cls.observes:
@@ -441,9 +448,8 @@ def _run_entry(entry: Entry, out_dir: str | Path | None) -> Outcome:
             summary = (
                 f"{result.verdict}: {result.stats.distinct_states} distinct states, depth {result.stats.depth}"
                 + (f", {', '.join(v.property for v in result.violations)} violated" if result.violations else "")
-                + (_vacuity_summary(entry) if entry.fail_on_vacuity and not problems and not result.violations
-                   else "")
-            )  # fmt: skip
+                + (_vacuity_summary(entry) if entry.fail_on_vacuity and not problems and not result.violations else "")
+            )
             ok, message = not problems, "; ".join(problems) or summary
         else:
             problems, where = _judge_replay(entry)

@@ -30,8 +30,12 @@ def all_options() -> dict[str, OptionSpec]:
             takers.setdefault(spec.name, []).append((name, spec))
     for option, declared in takers.items():
         first = declared[0][1]
-        clash = [name for name, spec in declared if (spec.kind, spec.cli_flag, spec.toml_key, spec.path)
-                 != (first.kind, first.cli_flag, first.toml_key, first.path)]  # fmt: skip
+        clash = [
+            name
+            for name, spec in declared
+            if (spec.kind, spec.cli_flag, spec.toml_key, spec.path)
+            != (first.kind, first.cli_flag, first.toml_key, first.path)
+        ]
         if clash:
             raise UserError(f"engines {declared[0][0]} and {clash[0]} declare option {option} differently")
         helps = list(dict.fromkeys(spec.help for _name, spec in declared))

@@ -110,10 +110,17 @@ def simulate(
         extra={"walks": walks_done},
     )
     result = sampling_result(
-        "simulate", model, props, options.deadlock, found, stats,
+        "simulate",
+        model,
+        props,
+        options.deadlock,
+        found,
+        stats,
         bound_reason=f"{walks_done} random walks of at most {options.depth} steps"
-        + (", interrupted (Ctrl-C)" if interrupted else ""), seed=seed, preset=preset,
-    )  # fmt: skip
+        + (", interrupted (Ctrl-C)" if interrupted else ""),
+        seed=seed,
+        preset=preset,
+    )
     result.interrupted = interrupted
     return result
 
@@ -131,6 +138,11 @@ class SimulateEngine(Engine):
 
     def run(self, task: EngineTask) -> CheckResult:
         o = task.options
-        options = SimulationOptions(seed=o["seed"], depth=o["depth"], walks=o["walks"],
-                                    deadlock=task.bounds.deadlock, keep_going=task.bounds.keep_going)  # fmt: skip
+        options = SimulationOptions(
+            seed=o["seed"],
+            depth=o["depth"],
+            walks=o["walks"],
+            deadlock=task.bounds.deadlock,
+            keep_going=task.bounds.keep_going,
+        )
         return simulate(task.model, task.props, options, task.progress, task.preset, task.observers)

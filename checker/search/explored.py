@@ -20,8 +20,16 @@ class ExploredGraph:
     rows: 4 bytes an edge and 1 for its action while a model has at most 256 distinct actions).
     ``cut`` marks the states no search expanded (a bound cut them off); their rows are empty."""
 
-    def __init__(self, index: dict[State, int], extra: dict[State, int], offsets: array, targets: array,
-                 action_ids: array, actions: list[Action], cut: bytearray) -> None:  # fmt: skip
+    def __init__(
+        self,
+        index: dict[State, int],
+        extra: dict[State, int],
+        offsets: array,
+        targets: array,
+        action_ids: array,
+        actions: list[Action],
+        cut: bytearray,
+    ) -> None:
         self.index = index
         self.extra = extra
         """States reached but beyond ``--max-states``: numbered after ``index``, never expanded."""
@@ -101,8 +109,9 @@ class GraphRows:
             self.offsets = array("q", self.offsets)
             self.offsets.append(len(self.targets))
 
-    def finish(self, index: dict[State, int], extra: dict[State, int], unexpanded: Iterable[int],
-               size: int) -> ExploredGraph:  # fmt: skip
+    def finish(
+        self, index: dict[State, int], extra: dict[State, int], unexpanded: Iterable[int], size: int
+    ) -> ExploredGraph:
         """The graph of ``size`` states: rows past the last one ended are empty, and cut with ``unexpanded``."""
         rows = len(self.offsets) - 1
         last = self.offsets[-1]

@@ -387,8 +387,7 @@ class LivenessSearch:
                     queue.append(s)
         return seen
 
-    def _shortest_path(self, sources: Iterable[int], targets: bytearray,
-                       allowed: bytearray | None) -> Steps | None:  # fmt: skip
+    def _shortest_path(self, sources: Iterable[int], targets: bytearray, allowed: bytearray | None) -> Steps | None:
         """BFS from any source to any target through allowed states (all, for None): the first edge
         in row order wins, so the path is the same every run."""
         offsets, succ, action_ids, cut = self.offsets, self.targets, self.action_ids, self.cut
@@ -446,10 +445,14 @@ class LivenessSearch:
             if satisfied(fair, covered):
                 continue
             edge = next(
-                ((s, action_ids[e], succ[e]) for s in comp for e in range(offsets[s], offsets[s + 1])
-                 if action_ids[e] in covered and in_comp[succ[e]]),
+                (
+                    (s, action_ids[e], succ[e])
+                    for s in comp
+                    for e in range(offsets[s], offsets[s + 1])
+                    if action_ids[e] in covered and in_comp[succ[e]]
+                ),
                 None,
-            )  # fmt: skip
+            )
             if edge is not None:
                 source, action, target = edge
                 walk(source)

@@ -116,8 +116,10 @@ class CoverageReport:
                 have[1] += counts[1]
 
     def to_json(self) -> dict[str, Any]:
-        return {"actions": {k: list(v) for k, v in self.actions.items()},
-                "properties": {k: list(v) for k, v in self.properties.items()}}  # fmt: skip
+        return {
+            "actions": {k: list(v) for k, v in self.actions.items()},
+            "properties": {k: list(v) for k, v in self.properties.items()},
+        }
 
 
 class Coverage(SearchObserver):

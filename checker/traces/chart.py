@@ -171,8 +171,9 @@ ALERT = "#b03030"
 ALERT_FILL = "#fdeaea"
 
 
-def _nodes(lanes: list[str], rows: list[_Row], marked: int | None, violated: str | None,
-           loop: int | None) -> tuple[dict[str, dict[str, str]], dict[int, str]]:  # fmt: skip
+def _nodes(
+    lanes: list[str], rows: list[_Row], marked: int | None, violated: str | None, loop: int | None
+) -> tuple[dict[str, dict[str, str]], dict[int, str]]:
     """Every node of the chart with its attributes (its place comes later), and how each message's
     label is justified: away from the lane it leaves, so the arrow starts under its first letter."""
     nodes: dict[str, dict[str, str]] = {}
@@ -183,28 +184,49 @@ def _nodes(lanes: list[str], rows: list[_Row], marked: int | None, violated: str
             "fillcolor": LANE_FILL,
             "label": graphviz.nohtml(lane),
         }
-    nodes["hs"] = {"shape": "plaintext", "width": "0", "height": "0", "margin": "0.02,0.02",
-                   "label": "state after the step"}  # fmt: skip
+    nodes["hs"] = {
+        "shape": "plaintext",
+        "width": "0",
+        "height": "0",
+        "margin": "0.02,0.02",
+        "label": "state after the step",
+    }
     justify: dict[int, str] = {}
     for k, row in enumerate(rows):
         if row.local:
             box = "#f6f6f6" if k == 0 else "#fff7d6"
-            nodes[f"r{k}_{row.source}"] = {"shape": "box", "style": "filled,rounded", "fillcolor": box,
-                                           "label": graphviz.nohtml(row.label)}  # fmt: skip
+            nodes[f"r{k}_{row.source}"] = {
+                "shape": "box",
+                "style": "filled,rounded",
+                "fillcolor": box,
+                "label": graphviz.nohtml(row.label),
+            }
         else:
             justify[k] = "l" if min(row.targets) > row.source else "r" if max(row.targets) < row.source else "n"
             nodes[f"m{k}"] = {
-                "shape": "plaintext", "width": "0", "height": "0", "margin": "0.03,0.01", "style": "filled",
-                "fillcolor": ALERT_FILL if k == marked else "white", "fontcolor": MESSAGE, "class": "msg-label",
+                "shape": "plaintext",
+                "width": "0",
+                "height": "0",
+                "margin": "0.03,0.01",
+                "style": "filled",
+                "fillcolor": ALERT_FILL if k == marked else "white",
+                "fontcolor": MESSAGE,
+                "class": "msg-label",
                 "label": graphviz.nohtml(_label_lines(row.label, justify[k])),
-            }  # fmt: skip
+            }
         nodes[f"t{k}"] = {"shape": "plaintext", "label": table_label(row.tables)}
     if marked is not None:
         what = f"{violated} violated" + ("\\nloop starts here" if loop is not None else "")
         nodes[f"v{marked}"] = {
-            "shape": "box", "style": "filled,rounded", "fillcolor": ALERT_FILL, "color": ALERT, "fontcolor": ALERT,
-            "penwidth": "1.5", "class": "violation", "label": graphviz.nohtml(what),
-        }  # fmt: skip
+            "shape": "box",
+            "style": "filled,rounded",
+            "fillcolor": ALERT_FILL,
+            "color": ALERT,
+            "fontcolor": ALERT,
+            "penwidth": "1.5",
+            "class": "violation",
+            "label": graphviz.nohtml(what),
+        }
     if loop is not None:
         last = len(rows) - 1
         repeat = (
@@ -212,8 +234,15 @@ def _nodes(lanes: list[str], rows: list[_Row], marked: int | None, violated: str
             if loop == last
             else f"after step {last}, back to step {loop}:\\nsteps {loop} to {last} repeat forever"
         )
-        nodes["ll"] = {"shape": "plaintext", "width": "0", "height": "0", "margin": "0.03,0.01", "fontcolor": ALERT,
-                       "class": "loop-label", "label": graphviz.nohtml(_label_lines(repeat, "r"))}  # fmt: skip
+        nodes["ll"] = {
+            "shape": "plaintext",
+            "width": "0",
+            "height": "0",
+            "margin": "0.03,0.01",
+            "fontcolor": ALERT,
+            "class": "loop-label",
+            "label": graphviz.nohtml(_label_lines(repeat, "r")),
+        }
     return nodes, justify
 
 
@@ -237,8 +266,9 @@ class _Layout:
         return self.size[name][1]
 
 
-def _columns(layout: _Layout, lanes: list[str], rows: list[_Row], justify: dict[int, str], marked: int | None,
-             loop: int | None) -> dict[int, float]:  # fmt: skip
+def _columns(
+    layout: _Layout, lanes: list[str], rows: list[_Row], justify: dict[int, str], marked: int | None, loop: int | None
+) -> dict[int, float]:
     """The lanes, then (for a lasso) the loop's arrow, then the tables; the marker on the left. Returns
     the x of each message's label."""
     width = layout.width
@@ -263,8 +293,9 @@ def _columns(layout: _Layout, lanes: list[str], rows: list[_Row], justify: dict[
     return label_x
 
 
-def _rows_placed(layout: _Layout, lanes: list[str], rows: list[_Row], label_x: dict[int, float],
-                 marked: int | None, loop: int | None) -> None:  # fmt: skip
+def _rows_placed(
+    layout: _Layout, lanes: list[str], rows: list[_Row], label_x: dict[int, float], marked: int | None, loop: int | None
+) -> None:
     """Rows, top to bottom: each as high as its label, its marker and its tables."""
     width, height, pos = layout.width, layout.height, layout.pos
     header = max(height(f"h{i}") for i in range(len(lanes)))
@@ -305,12 +336,20 @@ class _Chart:
         self.layout, self.nodes = layout, nodes
         self.graph = graphviz.Digraph(
             "msc",
-            graph_attr={"layout": "neato", "inputscale": "72", "splines": "false", "outputorder": "edgesfirst",
-                        "pad": "0.2", "fontname": FONT, "fontsize": "12", "labelloc": "t",
-                        "label": graphviz.nohtml(title)},
+            graph_attr={
+                "layout": "neato",
+                "inputscale": "72",
+                "splines": "false",
+                "outputorder": "edgesfirst",
+                "pad": "0.2",
+                "fontname": FONT,
+                "fontsize": "12",
+                "labelloc": "t",
+                "label": graphviz.nohtml(title),
+            },
             node_attr={"fontname": FONT, "fontsize": "9", "fixedsize": "true"},
             edge_attr={"arrowsize": "0.8"},
-        )  # fmt: skip
+        )
 
     def place(self, name: str) -> None:
         x, y = self.layout.pos[name]
@@ -330,8 +369,9 @@ def _draw(chart: _Chart, lanes: list[str], rows: list[_Row], marked: int | None,
         full_right = layout.tables_left + max(layout.width(f"t{k}") for k in range(len(rows))) + 8
         chart.point("band_a", full_left, (y0 + y1) / 2, style="invis")
         chart.point("band_b", full_right, (y0 + y1) / 2, style="invis")
-        graph.edge("band_a", "band_b", arrowhead="none", color=ALERT_FILL, penwidth=f"{y1 - y0:.2f}",
-                   **{"class": "band"})  # fmt: skip
+        graph.edge(
+            "band_a", "band_b", arrowhead="none", color=ALERT_FILL, penwidth=f"{y1 - y0:.2f}", **{"class": "band"}
+        )
     for i, x in enumerate(layout.lane_x):
         chart.place(f"h{i}")
         chart.point(f"end{i}", x, layout.arrow_y[-1], style="invis")

@@ -82,8 +82,12 @@ def _kv_table(pairs: dict[str, Any]) -> str:
     return f"<table>{rows}</table>"
 
 
-KIND_NAMES = {"invariant": "invariant", "step": "step property", "liveness": "liveness property",
-              "deadlock": "deadlock check"}  # fmt: skip
+KIND_NAMES = {
+    "invariant": "invariant",
+    "step": "step property",
+    "liveness": "liveness property",
+    "deadlock": "deadlock check",
+}
 
 
 def property_doc(done: Replayed) -> str:
@@ -158,8 +162,15 @@ def _trace_section(index: int, done: Replayed) -> str:
     ]
     for k, (_action, state) in enumerate(trace.steps()):
         label = labels[k]
-        classes = [c for c, on in (("loop-start", loop == k), ("in-loop", loop is not None and k >= loop),
-                                   ("violating", k == start and meta.get("property"))) if on]  # fmt: skip
+        classes = [
+            c
+            for c, on in (
+                ("loop-start", loop == k),
+                ("in-loop", loop is not None and k >= loop),
+                ("violating", k == start and meta.get("property")),
+            )
+            if on
+        ]
         badges = ""
         if loop == k:
             badges += " <span class='badge loop'>&#8635; loop starts</span>"
@@ -232,10 +243,14 @@ def _coverage_html(coverage: dict[str, Any], vacuity: list[str]) -> str:
     out = ["<h2>coverage</h2>"]
     if vacuity:
         out.append("<ul class='vacuity'>" + "".join(f"<li>{_esc(v)}</li>" for v in vacuity) + "</ul>")
-    out.append("<table class='coverage'><tr><th>action</th><th>enabled in</th><th>taken</th></tr>"
-               f"{rows(coverage.get('actions', {}), 1)}</table>")  # fmt: skip
-    out.append("<table class='coverage'><tr><th>property</th><th>evaluated</th><th>exercised</th></tr>"
-               f"{rows(coverage.get('properties', {}), 1)}</table>")  # fmt: skip
+    out.append(
+        "<table class='coverage'><tr><th>action</th><th>enabled in</th><th>taken</th></tr>"
+        f"{rows(coverage.get('actions', {}), 1)}</table>"
+    )
+    out.append(
+        "<table class='coverage'><tr><th>property</th><th>evaluated</th><th>exercised</th></tr>"
+        f"{rows(coverage.get('properties', {}), 1)}</table>"
+    )
     return "".join(out)
 
 
@@ -256,20 +271,40 @@ def html_report(
     parts.append(f"<h1>{_esc(title)}</h1>")
     if stats:
         verdict = stats.get("verdict", "")
-        parts.append(f"<p>verdict: <span class='verdict-{_esc(verdict)}'>{_esc(verdict)}</span>"
-                     f"{'' if stats.get('complete') else ' (not a complete search)'}</p>")  # fmt: skip
-        shown = {k: stats[k] for k in (
-            "engine", "distinct_states", "generated_states", "depth", "elapsed_s", "states_per_s",
-            "peak_memory_bytes", "collision_probability", "bound_reason", "seed") if stats.get(k) is not None}  # fmt: skip
+        parts.append(
+            f"<p>verdict: <span class='verdict-{_esc(verdict)}'>{_esc(verdict)}</span>"
+            f"{'' if stats.get('complete') else ' (not a complete search)'}</p>"
+        )
+        shown = {
+            k: stats[k]
+            for k in (
+                "engine",
+                "distinct_states",
+                "generated_states",
+                "depth",
+                "elapsed_s",
+                "states_per_s",
+                "peak_memory_bytes",
+                "collision_probability",
+                "bound_reason",
+                "seed",
+            )
+            if stats.get(k) is not None
+        }
         parts.append("<h2>statistics</h2>" + _kv_table(shown))
     if config:
         parts.append("<h2>configuration</h2>" + _kv_table(config))
     if stats and stats.get("coverage"):
         parts.append(_coverage_html(stats["coverage"], stats.get("vacuity", [])))
     if traces:
-        parts.append("<h2>traces</h2><ul>" + "".join(
-            f'<li><a href="#trace-{i}">{_esc(t.meta.get("property", "trace"))}: {len(t.trace)} states</a></li>'
-            for i, t in enumerate(traces)) + "</ul>")  # fmt: skip
+        parts.append(
+            "<h2>traces</h2><ul>"
+            + "".join(
+                f'<li><a href="#trace-{i}">{_esc(t.meta.get("property", "trace"))}: {len(t.trace)} states</a></li>'
+                for i, t in enumerate(traces)
+            )
+            + "</ul>"
+        )
     for i, done in enumerate(traces):
         parts.append(_trace_section(i, done))
     for name, svg in (extra_svg or {}).items():

@@ -58,10 +58,15 @@ def state_diagram(graph: nx.MultiDiGraph, title: str, self_loops: bool = False) 
     diagram = graphviz.Digraph(
         "states",
         graph_attr={"fontname": "Helvetica", "labelloc": "t", "label": graphviz.nohtml(title), "rankdir": "LR"},
-        node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box", "style": "rounded,filled",
-                   "fillcolor": "#e8eef7"},
+        node_attr={
+            "fontname": "Helvetica",
+            "fontsize": "11",
+            "shape": "box",
+            "style": "rounded,filled",
+            "fillcolor": "#e8eef7",
+        },
         edge_attr={"fontname": "Helvetica", "fontsize": "9"},
-    )  # fmt: skip
+    )
     ids = {node: f"n{i}" for i, node in enumerate(graph.nodes)}
     for node, data in graph.nodes(data=True):
         initial = {"peripheries": "2", "fillcolor": "#d7f0dd"} if data.get("initial") else {}

@@ -193,12 +193,12 @@ class GroupMembership:
                 self._join(s, c, me, out)
         elif member is None:
             if me.phase == JOINING:  # removed while joining: the JoinGroup fails
-                nxt = _set(s, c, me._replace(phase=UNJOINED, memberId=NO_MEMBER, generationId=NO_GENERATION))
+                nxt = with_consumer(s, c, me._replace(phase=UNJOINED, memberId=NO_MEMBER, generationId=NO_GENERATION))
                 out.append((self._act("JoinGroup", c, UNKNOWN_MEMBER_ID), nxt))
             elif self._can_revoke(me):
                 # the heartbeat hears UNKNOWN_MEMBER_ID: partitions lost, rejoin as a new member
                 nxt = self._lost(s, c)
-                nxt = _set(nxt, c, nxt.consumers[c]._replace(memberId=NO_MEMBER, generationId=NO_GENERATION))
+                nxt = with_consumer(nxt, c, nxt.consumers[c]._replace(memberId=NO_MEMBER, generationId=NO_GENERATION))
                 out.append((self._act("Heartbeat", c, UNKNOWN_MEMBER_ID, coord.owner), nxt))
         elif coord.state == PREPARING_REBALANCE and not member.joined:
             if self._can_revoke(me):  # the heartbeat (or SyncGroup) said REBALANCE_IN_PROGRESS
@@ -206,7 +206,7 @@ class GroupMembership:
         elif me.phase == JOINING and coord.state == STABLE and coord.generationId > me.generationId:
             owned = coord.owner == me.memberId
             synced = me._replace(phase=RUNNING, generationId=coord.generationId, owned=owned, position=NO_OFFSET)
-            out.append((self._act("SyncGroup", c), _set(s, c, synced)))
+            out.append((self._act("SyncGroup", c), with_consumer(s, c, synced)))
 
     def _join(self, s: DeliveryState, c: int, me: Consumer, out: list[Step]) -> None:
         """onJoinPrepare (commit and revoke), then JoinGroup; a new member starts a rebalance."""
@@ -219,16 +219,17 @@ class GroupMembership:
         member_id = me.memberId
         if _member(coord, member_id) is None:
             if member_id != NO_MEMBER:  # an id the coordinator forgot: UNKNOWN_MEMBER_ID, then join anew
-                nxt = _set(s, c, me._replace(memberId=NO_MEMBER, generationId=NO_GENERATION))
+                nxt = with_consumer(s, c, me._replace(memberId=NO_MEMBER, generationId=NO_GENERATION))
                 out.append((self._act("JoinGroup", c, UNKNOWN_MEMBER_ID), nxt))
                 return
             member_id = fresh_member_id(c, _mentioned_ids(s))
             coord = coord._replace(members=_sorted((*coord.members, Member(member_id, c, 0, True))))
         else:
-            coord = coord._replace(members=tuple(m._replace(joined=True) if m.memberId == member_id else m
-                                                 for m in coord.members))  # fmt: skip
+            coord = coord._replace(
+                members=tuple(m._replace(joined=True) if m.memberId == member_id else m for m in coord.members)
+            )
         coord = coord._replace(state=PREPARING_REBALANCE)
-        nxt = _set(s._replace(coordinator=coord), c, me._replace(phase=JOINING, memberId=member_id))
+        nxt = with_consumer(s._replace(coordinator=coord), c, me._replace(phase=JOINING, memberId=member_id))
         out.append((self._act("JoinGroup", c, NONE), nxt))
 
     def _complete_rebalance(self, s: DeliveryState, out: list[Step]) -> None:
@@ -277,7 +278,7 @@ class GroupMembership:
 
     def _respond(self, s: DeliveryState, c: int, error: str) -> DeliveryState:
         me = s.consumers[c]
-        return _set(s, c, me._replace(response=(error, me.generationId, False)))
+        return with_consumer(s, c, me._replace(response=(error, me.generationId, False)))
 
     def _heartbeat_join(self, s: DeliveryState, c: int) -> list[tuple[str, DeliveryState]]:
         """A heartbeat with epoch 0: a new member, the group epoch bumped, a new target."""
@@ -285,7 +286,7 @@ class GroupMembership:
         member_id = fresh_member_id(c, _mentioned_ids(s))
         members = _sorted((*coord.members, Member(member_id, c, 0, False)))
         joined = s._replace(coordinator=coord._replace(members=members, generationId=coord.generationId + 1))
-        joined = _set(joined, c, s.consumers[c]._replace(phase=RUNNING, memberId=member_id, generationId=0))
+        joined = with_consumer(joined, c, s.consumers[c]._replace(phase=RUNNING, memberId=member_id, generationId=0))
         result = []
         for target in self._targets(joined.coordinator):
             nxt = joined._replace(coordinator=joined.coordinator._replace(owner=target))
@@ -313,7 +314,7 @@ class GroupMembership:
             epoch = coord.generationId
         members = tuple(m._replace(memberEpoch=epoch) if m.memberId == member.memberId else m for m in coord.members)
         coord = coord._replace(members=members, holder=holder, assignmentEpoch=assignment_epoch)
-        return _set(
+        return with_consumer(
             s._replace(coordinator=coord),
             c,
             me._replace(response=(NONE, epoch, holder == member.memberId == coord.owner)),
@@ -323,16 +324,16 @@ class GroupMembership:
         assert me.response is not None
         error, epoch, assigned = me.response
         me = me._replace(response=None)
-        s = _set(s, c, me)
+        s = with_consumer(s, c, me)
         if error != NONE:  # fenced: partitions lost, rejoin with epoch 0
             return self._act("ReceiveHeartbeat", c, error), self._lost(s, c)
         me = me._replace(generationId=epoch)
-        s = _set(s, c, me)
+        s = with_consumer(s, c, me)
         if me.owned and not assigned:
             revoke_error, s = self._revoke(s, c, me)
             return self._act("ReceiveHeartbeat", c, revoke_error), s
         if assigned and not me.owned:
-            s = _set(s, c, me._replace(owned=True, position=NO_OFFSET, dirty=False))
+            s = with_consumer(s, c, me._replace(owned=True, position=NO_OFFSET, dirty=False))
         return self._act("ReceiveHeartbeat", c, NONE), s
 
     # -- membership changes --------------------------------------------------------------------
@@ -351,12 +352,11 @@ class GroupMembership:
 
 
 # -- pure helpers ----------------------------------------------------------------------------------
-def _dropped(me: Consumer) -> Consumer:
-    return me._replace(owned=False, position=NO_OFFSET, fetched=NO_OFFSET, dirty=False, inTxn=False,
-                       offsetsSent=False)  # fmt: skip
+def dropped_consumer(me: Consumer) -> Consumer:
+    return me._replace(owned=False, position=NO_OFFSET, fetched=NO_OFFSET, dirty=False, inTxn=False, offsetsSent=False)
 
 
-def _set(s: DeliveryState, c: int, me: Consumer) -> DeliveryState:
+def with_consumer(s: DeliveryState, c: int, me: Consumer) -> DeliveryState:
     return s._replace(consumers=(*s.consumers[:c], me, *s.consumers[c + 1 :]))
 
 

@@ -63,10 +63,10 @@ from kmc.models.consumer_delivery.group import (
     Member,
     Step,
     Strategy,
-    _dropped,
-    _set,
+    dropped_consumer,
     validate_classic_offset_commit,
     validate_consumer_offset_commit,
+    with_consumer,
 )
 
 __all__ = [
@@ -256,6 +256,7 @@ ACTION_ARGS = {
 
 class ConsumerDeliveryModel(GroupMembership, Model):
     name = "consumer-delivery"
+    actions = tuple(ACTION_ARGS)
     description = "offset commits and at-most / at-least / exactly-once delivery, with rebalances and transactions"
     Config = DeliveryConfig
     presets = PRESETS
@@ -312,8 +313,9 @@ class ConsumerDeliveryModel(GroupMembership, Model):
     # -- init ----------------------------------------------------------------------------------
     def init_states(self) -> list[DeliveryState]:
         coordinator = Coordinator(EMPTY if self.classic else STABLE, 0, (), NO_MEMBER, NO_MEMBER, 0, NO_OFFSET, ())
-        idle = Consumer(STOPPED, NO_MEMBER, NO_GENERATION, False, NO_OFFSET, NO_OFFSET, False, NO_EPOCH, False,
-                        False, None)  # fmt: skip
+        idle = Consumer(
+            STOPPED, NO_MEMBER, NO_GENERATION, False, NO_OFFSET, NO_OFFSET, False, NO_EPOCH, False, False, None
+        )
         consumers = tuple(self._started(idle, c) for c in range(self.config.consumers))
         ids = sorted({self.transactional_id(c) for c in range(self.config.consumers)}) if self.txn else []
         epochs = tuple((t, 1) for t in ids)
@@ -373,7 +375,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             pending = self.config.require_stable and s.coordinator.pendingOffsets
             if not pending:  # else UNSTABLE_OFFSET_COMMIT: the consumer backs off and retries
                 offset = max(s.coordinator.committedOffset, 0)
-                nxt = _set(s, c, me._replace(position=offset, dirty=False))
+                nxt = with_consumer(s, c, me._replace(position=offset, dirty=False))
                 out.append((self._act("OffsetFetch", c, offset), nxt))
             return
         self._poll_loop(s, c, me, out)
@@ -388,9 +390,9 @@ class ConsumerDeliveryModel(GroupMembership, Model):
                 if strategy == "auto" and me.dirty:  # maybeAutoCommitOffsetsAsync: the interval may have passed
                     error, nxt = self._commit(s, c, me, txn=False)
                     if error == NONE:
-                        nxt = _set(nxt, c, polled)
+                        nxt = with_consumer(nxt, c, polled)
                     out.append((self._act("Poll", c, me.position, True, error), nxt))
-                out.append((self._act("Poll", c, me.position, False, NONE), _set(s, c, polled)))
+                out.append((self._act("Poll", c, me.position, False, NONE), with_consumer(s, c, polled)))
         if strategy == "auto" and me.dirty and me.fetched == NO_OFFSET and me.position == self.config.records:
             error, nxt = self._commit(s, c, me, txn=False)  # a poll that returns nothing still auto-commits
             out.append((self._act("Poll", c, me.position, True, error), nxt))
@@ -413,23 +415,25 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         processed = _bump(s.processed, offset)
         if not self.txn:
             nxt = s._replace(processed=processed, output=_bump(s.output, offset))
-            return self._act("Process", c, offset, NONE), _set(nxt, c, me._replace(fetched=NO_OFFSET))
+            return self._act("Process", c, offset, NONE), with_consumer(nxt, c, me._replace(fetched=NO_OFFSET))
         txn_id = self.transactional_id(c)
         if _lookup(s.producerEpochs, txn_id) != me.producerEpoch:  # the send fails: the producer is fenced
             return self._act("Process", c, offset, PRODUCER_FENCED), self._lost(s._replace(processed=processed), c)
         written = (*_lookup(s.ongoing, txn_id, ()), offset)
         nxt = s._replace(processed=processed, ongoing=_put(s.ongoing, txn_id, written))
-        return self._act("Process", c, offset, NONE), _set(nxt, c, me._replace(fetched=NO_OFFSET, inTxn=True))
+        return self._act("Process", c, offset, NONE), with_consumer(nxt, c, me._replace(fetched=NO_OFFSET, inTxn=True))
 
     def _validate(self, s: DeliveryState, member_id: str, generation_id: int, txn: bool) -> str:
         coord = s.coordinator
         if self.classic:
             members = frozenset(m.memberId for m in coord.members)
-            return validate_classic_offset_commit(coord.state, coord.generationId, members, member_id, generation_id,
-                                                  txn)  # fmt: skip
+            return validate_classic_offset_commit(
+                coord.state, coord.generationId, members, member_id, generation_id, txn
+            )
         epochs = tuple((m.memberId, m.memberEpoch) for m in coord.members)
-        return validate_consumer_offset_commit(epochs, coord.holder, coord.assignmentEpoch, member_id, generation_id,
-                                               txn, self.config.kip_1251)  # fmt: skip
+        return validate_consumer_offset_commit(
+            epochs, coord.holder, coord.assignmentEpoch, member_id, generation_id, txn, self.config.kip_1251
+        )
 
     def _commit(self, s: DeliveryState, c: int, me: Consumer, txn: bool) -> tuple[str, DeliveryState]:
         """commitSync of the position: on success it is the committed offset; a CommitFailedException
@@ -437,12 +441,12 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         error = self._validate(s, me.memberId, me.generationId, txn)
         if error == NONE:
             coord = s.coordinator._replace(committedOffset=me.position)
-            return error, _set(s._replace(coordinator=coord), c, me._replace(dirty=False))
+            return error, with_consumer(s._replace(coordinator=coord), c, me._replace(dirty=False))
         return error, self._on_commit_error(s, c, me, error)
 
     def _on_commit_error(self, s: DeliveryState, c: int, me: Consumer, error: str) -> DeliveryState:
         if error == STALE_MEMBER_EPOCH:  # the partitions are kept; the next heartbeat brings the epoch
-            return _set(s, c, me._replace(position=NO_OFFSET, fetched=NO_OFFSET, dirty=False))
+            return with_consumer(s, c, me._replace(position=NO_OFFSET, fetched=NO_OFFSET, dirty=False))
         return self._lost(s, c)
 
     def _send_offsets(self, s: DeliveryState, c: int, me: Consumer) -> Step:
@@ -462,7 +466,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             return action, self._lost(s, c)
         coord = s.coordinator
         coord = coord._replace(pendingOffsets=_put(coord.pendingOffsets, txn_id, me.position))
-        return action, _set(s._replace(coordinator=coord), c, me._replace(offsetsSent=True))
+        return action, with_consumer(s._replace(coordinator=coord), c, me._replace(offsetsSent=True))
 
     def _commit_transaction(self, s: DeliveryState, c: int, me: Consumer) -> Step:
         """EndTxn(COMMIT): the output and the offsets become visible together."""
@@ -476,7 +480,9 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         committed = _lookup(coord.pendingOffsets, txn_id, coord.committedOffset)
         coord = coord._replace(committedOffset=committed, pendingOffsets=_drop(coord.pendingOffsets, txn_id))
         nxt = s._replace(coordinator=coord, ongoing=_drop(s.ongoing, txn_id), output=output)
-        return self._act("CommitTransaction", c, NONE), _set(nxt, c, me._replace(inTxn=False, offsetsSent=False))
+        return self._act("CommitTransaction", c, NONE), with_consumer(
+            nxt, c, me._replace(inTxn=False, offsetsSent=False)
+        )
 
     def _abort(self, s: DeliveryState, txn_id: str) -> DeliveryState:
         """EndTxn(ABORT): the transaction's output and pending offsets are discarded."""
@@ -490,7 +496,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
 
     def _init_producer_id(self, s: DeliveryState, c: int, txn_id: str) -> DeliveryState:
         s = self._fence(s, txn_id)
-        return _set(s, c, s.consumers[c]._replace(producerEpoch=_lookup(s.producerEpochs, txn_id)))
+        return with_consumer(s, c, s.consumers[c]._replace(producerEpoch=_lookup(s.producerEpochs, txn_id)))
 
     def _lost(self, s: DeliveryState, c: int) -> DeliveryState:
         """onPartitionsLost (a fenced commit, producer or member): no commit; an open transaction is
@@ -504,7 +510,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
                 me = me._replace(producerEpoch=NO_EPOCH)  # re-initialised before it is used again
         if self.txn and self.config.transactional_id == "per-partition":
             me = me._replace(producerEpoch=NO_EPOCH)
-        me = _dropped(me)
+        me = dropped_consumer(me)
         if self.classic:
             me = me._replace(phase=UNJOINED)  # rejoin, keeping the member id (it may be unknown by now)
         else:
@@ -512,7 +518,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         if self.txn and me.producerEpoch == NO_EPOCH and self.config.transactional_id == "per-consumer":
             s = self._fence(s, self.transactional_id(c))
             me = me._replace(producerEpoch=_lookup(s.producerEpochs, self.transactional_id(c)))
-        return _set(s, c, me)
+        return with_consumer(s, c, me)
 
     def _revoke(self, s: DeliveryState, c: int, me: Consumer) -> tuple[str, DeliveryState]:
         """onPartitionsRevoked: the auto-commit and the listener's commitSync of the position, then
@@ -522,10 +528,10 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             error, s = self._commit(s, c, me, txn=False)
             if error != NONE:
                 return error, s
-        me = _dropped(s.consumers[c])
+        me = dropped_consumer(s.consumers[c])
         if self.txn and self.config.transactional_id == "per-partition":
             me = me._replace(producerEpoch=NO_EPOCH)  # the task's producer is closed
-        return NONE, _set(s, c, me)
+        return NONE, with_consumer(s, c, me)
 
     def _can_revoke(self, me: Consumer) -> bool:
         """Rebalance callbacks run inside poll(): after the records returned are processed, after the
@@ -535,9 +541,10 @@ class ConsumerDeliveryModel(GroupMembership, Model):
 
     def _crash(self, s: DeliveryState, c: int) -> DeliveryState:
         """The process dies: everything in memory is gone; its open transaction stays open."""
-        idle = Consumer(STOPPED, NO_MEMBER, NO_GENERATION, False, NO_OFFSET, NO_OFFSET, False, NO_EPOCH, False,
-                        False, None)  # fmt: skip
-        return _set(s, c, idle)._replace(faults=s.faults + 1)
+        idle = Consumer(
+            STOPPED, NO_MEMBER, NO_GENERATION, False, NO_OFFSET, NO_OFFSET, False, NO_EPOCH, False, False, None
+        )
+        return with_consumer(s, c, idle)._replace(faults=s.faults + 1)
 
     def _start(self, s: DeliveryState, c: int) -> DeliveryState:
         """A new process; with a transactional.id per consumer, InitProducerId fences the old one."""
@@ -547,7 +554,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         if self.txn and self.config.transactional_id == "per-consumer":
             s = self._fence(s, self.transactional_id(c))
             me = me._replace(producerEpoch=_lookup(s.producerEpochs, self.transactional_id(c)))
-        return _set(s, c, me)
+        return with_consumer(s, c, me)
 
     def drawing(self) -> DeliveryDrawing:
         return DeliveryDrawing(self.config.consumers)
@@ -592,8 +599,9 @@ def _normalise(s: DeliveryState) -> DeliveryState:
         return rank.get(x, x)
 
     members = tuple(m._replace(memberEpoch=g(m.memberEpoch)) for m in coord.members)
-    coord = coord._replace(generationId=g(coord.generationId), assignmentEpoch=g(coord.assignmentEpoch),
-                           members=members)  # fmt: skip
+    coord = coord._replace(
+        generationId=g(coord.generationId), assignmentEpoch=g(coord.assignmentEpoch), members=members
+    )
     consumers = []
     for me in s.consumers:
         response = None if me.response is None else (me.response[0], g(me.response[1]), me.response[2])
@@ -660,21 +668,37 @@ class DeliveryDrawing(Drawing):
         group = Table(
             "group coordinator",
             ["state", "generation / group epoch", "members", "owner", "committed offset", "pending txn offsets"],
-            [[coord.state, str(coord.generationId), members or "-", coord.owner or "-",
-              "-" if coord.committedOffset == NO_OFFSET else str(coord.committedOffset), pending]],
-        )  # fmt: skip
+            [
+                [
+                    coord.state,
+                    str(coord.generationId),
+                    members or "-",
+                    coord.owner or "-",
+                    "-" if coord.committedOffset == NO_OFFSET else str(coord.committedOffset),
+                    pending,
+                ]
+            ],
+        )
         rows = []
         for c, me in enumerate(state.consumers):
             txn = "-" if me.producerEpoch == NO_EPOCH else f"epoch {me.producerEpoch}"
             if me.inTxn:
                 txn += ", open" + (", offsets sent" if me.offsetsSent else "")
-            rows.append([
-                self.consumers[c], me.phase, me.memberId or "-", str(me.generationId), "p0" if me.owned else "-",
-                "-" if me.position == NO_OFFSET else str(me.position),
-                "-" if me.fetched == NO_OFFSET else str(me.fetched), txn,
-            ])  # fmt: skip
-        consumers = Table("consumers", ["", "phase", "memberId", "generation", "owned", "position", "polled", "txn"],
-                          rows)  # fmt: skip
+            rows.append(
+                [
+                    self.consumers[c],
+                    me.phase,
+                    me.memberId or "-",
+                    str(me.generationId),
+                    "p0" if me.owned else "-",
+                    "-" if me.position == NO_OFFSET else str(me.position),
+                    "-" if me.fetched == NO_OFFSET else str(me.fetched),
+                    txn,
+                ]
+            )
+        consumers = Table(
+            "consumers", ["", "phase", "memberId", "generation", "owned", "position", "polled", "txn"], rows
+        )
         open_txns = "; ".join(f"{t}: {list(offs)}" for t, offs in state.ongoing) or "-"
         records = Table(
             "input offsets",

@@ -34,10 +34,10 @@ from kmc.models.group.state import (
     Request,
     Response,
     Step,
-    _disconnect,
-    _member,
-    _parked,
-    _set_consumer,
+    disconnected,
+    find_member,
+    is_parked,
+    with_consumer,
 )
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ class ClientSide:
             action, received = own.receive
             out.append((action, GroupState(s.group, (*before, received, *after), faults)))
         if self._request_may_time_out(s, c, me):
-            abandoned = _set_consumer(s, c, me._replace(phase=UNJOINED))._replace(faults=s.faults + 1)
-            abandoned = abandoned._replace(group=_disconnect(abandoned.group, c, me.incarnation))
+            abandoned = with_consumer(s, c, me._replace(phase=UNJOINED))._replace(faults=s.faults + 1)
+            abandoned = abandoned._replace(group=disconnected(abandoned.group, c, me.incarnation))
             out.append((self._act("RequestTimeout", c), abandoned))
         if me.phase == CONSUMING and me.request is None and me.response is None:
             if own.send_join is not None:  # rejoinRequested
@@ -153,7 +153,7 @@ class ClientSide:
         if not self.config.slow_coordinator or s.faults >= self.config.max_faults:
             return False
         waiting = me.phase in (JOINING, SYNCING) and me.request is None and me.response is None
-        return waiting and _parked(s.group, c, me)
+        return waiting and is_parked(s.group, c, me)
 
     def _metadata(self, me: Consumer) -> tuple[tuple[int, ...], int]:
         """What the JoinGroup subscription says this consumer owned, and of which generation.
@@ -179,7 +179,7 @@ class ClientSide:
         owned = me.owned if self.cooperative else frozenset()
         me = me._replace(owned=owned, rejoinRequested=False)
         request = Request("JoinGroup", me.memberId, me.generationId, self._metadata(me), ())
-        return _set_consumer(s, c, me._replace(phase=JOINING, request=request))
+        return with_consumer(s, c, me._replace(phase=JOINING, request=request))
 
     def _receive(self, s: GroupState, c: int, me: Consumer) -> GroupState:
         response = me.response
@@ -195,9 +195,9 @@ class ClientSide:
             if assignment is None:
                 # ``onLeaderElected`` threw: no SyncGroup; the exception leaves poll() and the next
                 # poll rejoins with the new generation and member id (no onJoinPrepare again).
-                return _set_consumer(s, c, me._replace(phase=UNJOINED))
+                return with_consumer(s, c, me._replace(phase=UNJOINED))
             request = Request("SyncGroup", me.memberId, me.generationId, ((), NO_GENERATION), assignment)
-            return _set_consumer(s, c, me._replace(request=request))
+            return with_consumer(s, c, me._replace(request=request))
         # SyncGroup: onJoinComplete
         new = response.assignment
         if self.cooperative:
@@ -207,7 +207,7 @@ class ClientSide:
             me = me._replace(owned=new, assigned=new, phase=CONSUMING)
         if self.claims_generation == "assignment":  # the assignor's ``onAssignment``
             me = me._replace(assignedGeneration=me.generationId)
-        return _set_consumer(s, c, me)
+        return with_consumer(s, c, me)
 
     def _run_assignor(
         self, subscriptions: tuple[tuple[str, str | None, tuple[tuple[int, ...], int]], ...]
@@ -219,9 +219,13 @@ class ClientSide:
                 for member_id, instance, meta in subscriptions
             ]
             try:
-                result = assign(self.config.assignor, members, {"t": self.config.partitions},
-                                sanitise=self.config.sanitise_owned_partitions,
-                                older_claims=self.config.keep_uncontested_older_claims)  # fmt: skip
+                result = assign(
+                    self.config.assignor,
+                    members,
+                    {"t": self.config.partitions},
+                    sanitise=self.config.sanitise_owned_partitions,
+                    older_claims=self.config.keep_uncontested_older_claims,
+                )
             except AssignorStateError:
                 self._assignments[subscriptions] = None
             else:
@@ -253,15 +257,19 @@ class ClientSide:
         elif error == ILLEGAL_GENERATION:  # onPartitionsLost, keep the member id
             me = me._replace(generationId=NO_GENERATION, owned=self._owned_after_reset(me, response), phase=UNJOINED)
         elif error == UNKNOWN_MEMBER_ID:
-            me = me._replace(memberId=NO_MEMBER, generationId=NO_GENERATION,
-                             owned=self._owned_after_reset(me, response), phase=UNJOINED)  # fmt: skip
+            me = me._replace(
+                memberId=NO_MEMBER,
+                generationId=NO_GENERATION,
+                owned=self._owned_after_reset(me, response),
+                phase=UNJOINED,
+            )
         elif error == FENCED_INSTANCE_ID:  # fatal: the application's poll() throws
             me = me._replace(phase=FENCED, owned=frozenset())
         elif error in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE):  # find the coordinator, retry
             me = me._replace(phase=UNJOINED)
         else:
             raise AssertionError(f"unexpected error {error}")
-        return _set_consumer(s, c, me._replace(rejoinRequested=False))
+        return with_consumer(s, c, me._replace(rejoinRequested=False))
 
     def _owned_after_reset(self, me: Consumer, response: Response | None) -> frozenset[int]:
         """A reset generation makes the next ``onJoinPrepare`` call ``onPartitionsLost``. Before
@@ -304,21 +312,30 @@ class ClientSide:
         stopped = Consumer(
             STOPPED, NO_MEMBER, NO_GENERATION, frozenset(), frozenset(), None, None, me.incarnation, False
         )
-        return _set_consumer(s, c, stopped)._replace(faults=s.faults + 1)
+        return with_consumer(s, c, stopped)._replace(faults=s.faults + 1)
 
     def _start(self, s: GroupState, c: int) -> GroupState:
         me = s.consumers[c]
         fresh = Consumer(
             UNJOINED, NO_MEMBER, NO_GENERATION, frozenset(), frozenset(), None, None, me.incarnation + 1, False
         )
-        return _set_consumer(s, c, fresh)
+        return with_consumer(s, c, fresh)
 
     def _leave(self, s: GroupState, c: int, me: Consumer) -> GroupState:
         """A dynamic consumer closes: it revokes everything and sends LeaveGroup."""
-        s = _set_consumer(s, c, me._replace(phase=STOPPED, memberId=NO_MEMBER, generationId=NO_GENERATION,
-                                            owned=frozenset(), assigned=frozenset(),
-                                            assignedGeneration=NO_GENERATION))  # fmt: skip
+        s = with_consumer(
+            s,
+            c,
+            me._replace(
+                phase=STOPPED,
+                memberId=NO_MEMBER,
+                generationId=NO_GENERATION,
+                owned=frozenset(),
+                assigned=frozenset(),
+                assignedGeneration=NO_GENERATION,
+            ),
+        )
         s = s._replace(faults=s.faults + 1)
-        if s.group.state == DEAD or _member(s.group, me.memberId) is None:
+        if s.group.state == DEAD or find_member(s.group, me.memberId) is None:
             return s
         return self._remove_member_and_update_group(s, me.memberId)

@@ -30,17 +30,17 @@ from kmc.models.group.state import (
     Request,
     Response,
     Step,
-    _behind,
-    _error_response,
-    _holds_id,
-    _member,
-    _mentioned_ids,
-    _set_consumer,
-    _set_group,
-    _store,
-    _sync_response,
-    _without_member,
+    error_response,
+    find_member,
     fresh_member_id,
+    holds_member_id,
+    is_behind,
+    mentioned_member_ids,
+    stored_group,
+    sync_response,
+    with_consumer,
+    with_group,
+    without_member,
 )
 
 if TYPE_CHECKING:
@@ -54,24 +54,29 @@ class CoordinatorSide:
 
     # -- the coordinator: JoinGroup --------------------------------------------------------------
     def _handle_join(self, s: GroupState, c: int, request: Request) -> tuple[str, GroupState]:
-        s = _set_consumer(s, c, s.consumers[c]._replace(request=None))
+        s = with_consumer(s, c, s.consumers[c]._replace(request=None))
         group = s.group
         if group.state == DEAD:
-            response = _error_response("JoinGroup", COORDINATOR_NOT_AVAILABLE)
+            response = error_response("JoinGroup", COORDINATOR_NOT_AVAILABLE)
             return COORDINATOR_NOT_AVAILABLE, self._respond(s, c, response)
         instance = self.instance_id(c)
         if request.memberId == NO_MEMBER:
             return self._join_new_member(s, c, request, instance)
         if request.memberId in group.pendingMembers:
-            s = _set_group(s, group._replace(pendingMembers=group.pendingMembers - {request.memberId}))
+            s = with_group(s, group._replace(pendingMembers=group.pendingMembers - {request.memberId}))
             return NONE, self._add_member_and_rebalance(s, c, request.memberId, instance, request.metadata)
         error = self._member_error(group, request.memberId, instance)
         if error != NONE:
-            return error, self._respond(s, c, _error_response("JoinGroup", error))
-        member = _member(group, request.memberId)
+            return error, self._respond(s, c, error_response("JoinGroup", error))
+        member = find_member(group, request.memberId)
         assert member is not None
-        parked = member._replace(metadata=request.metadata, awaitingJoin=True, consumer=c,
-                                 incarnation=s.consumers[c].incarnation, connected=True)  # fmt: skip
+        parked = member._replace(
+            metadata=request.metadata,
+            awaitingJoin=True,
+            consumer=c,
+            incarnation=s.consumers[c].incarnation,
+            connected=True,
+        )
         if group.state == PREPARING_REBALANCE:
             return NONE, self._try_complete_join(self._update_member(s, parked))
         if group.state == COMPLETING_REBALANCE:
@@ -85,15 +90,15 @@ class CoordinatorSide:
 
     def _join_new_member(self, s: GroupState, c: int, request: Request, instance: str | None) -> tuple[str, GroupState]:
         group = s.group
-        new_id = fresh_member_id(c, _mentioned_ids(s))
+        new_id = fresh_member_id(c, mentioned_member_ids(s))
         if instance is not None:
             old = next((m for m in group.members if m.groupInstanceId == instance), None)
             if old is not None:
                 return NONE, self._replace_static_member(s, c, old, new_id, request)
             return NONE, self._add_member_and_rebalance(s, c, new_id, instance, request.metadata)
         if self.config.require_known_member_id:
-            s = _set_group(s, group._replace(pendingMembers=group.pendingMembers | {new_id}))
-            response = _error_response("JoinGroup", MEMBER_ID_REQUIRED)._replace(memberId=new_id)
+            s = with_group(s, group._replace(pendingMembers=group.pendingMembers | {new_id}))
+            response = error_response("JoinGroup", MEMBER_ID_REQUIRED)._replace(memberId=new_id)
             return MEMBER_ID_REQUIRED, self._respond(s, c, response)
         return NONE, self._add_member_and_rebalance(s, c, new_id, instance, request.metadata)
 
@@ -101,12 +106,13 @@ class CoordinatorSide:
         self, s: GroupState, c: int, member_id: str, instance: str | None, metadata: tuple[tuple[int, ...], int]
     ) -> GroupState:
         group = s.group
-        member = GroupMember(member_id, instance, c, s.consumers[c].incarnation, metadata, True, False, frozenset(),
-                             isNew=True)  # fmt: skip
+        member = GroupMember(
+            member_id, instance, c, s.consumers[c].incarnation, metadata, True, False, frozenset(), isNew=True
+        )
         members = tuple(sorted((*group.members, member)))
         leader = group.leaderId or member_id
         added = group.newMemberAdded or (group.state == PREPARING_REBALANCE and group.generationId == 0)
-        s = _set_group(s, group._replace(members=members, leaderId=leader, newMemberAdded=added))
+        s = with_group(s, group._replace(members=members, leaderId=leader, newMemberAdded=added))
         return self._maybe_prepare_rebalance(s)
 
     def _replace_static_member(
@@ -117,24 +123,37 @@ class CoordinatorSide:
         if not self.config.fence_replaced_static_member and group.state != STABLE:
             # Before KAFKA-8500 the id was replaced only in Stable: otherwise the joining process took
             # over the old member id (``updateMemberAndRebalance``), its callback in place of the old one.
-            taken = old._replace(consumer=c, incarnation=s.consumers[c].incarnation, metadata=request.metadata,
-                                 awaitingJoin=True, connected=True)  # fmt: skip
+            taken = old._replace(
+                consumer=c,
+                incarnation=s.consumers[c].incarnation,
+                metadata=request.metadata,
+                awaitingJoin=True,
+                connected=True,
+            )
             return self._maybe_prepare_rebalance(self._update_member(s, taken))
         # The old id's parked callbacks complete with FENCED_INSTANCE_ID (KAFKA-8500).
         s = self._fence_parked(s, old, c)
         group = s.group
-        new = old._replace(memberId=new_id, consumer=c, incarnation=s.consumers[c].incarnation, connected=True,
-                           metadata=request.metadata, awaitingJoin=True, awaitingSync=False, isNew=False)  # fmt: skip
+        new = old._replace(
+            memberId=new_id,
+            consumer=c,
+            incarnation=s.consumers[c].incarnation,
+            connected=True,
+            metadata=request.metadata,
+            awaitingJoin=True,
+            awaitingSync=False,
+            isNew=False,
+        )
         members = tuple(sorted((*(m for m in group.members if m.memberId != old.memberId), new)))
         leader = new_id if group.leaderId == old.memberId else group.leaderId
         pending_sync = group.pendingSyncMembers - {old.memberId}
         if old.memberId in group.pendingSyncMembers:
             pending_sync |= {new_id}
-        s = _set_group(s, group._replace(members=members, leaderId=leader, pendingSyncMembers=pending_sync))
+        s = with_group(s, group._replace(members=members, leaderId=leader, pendingSyncMembers=pending_sync))
         group = s.group
         if group.state == STABLE:
             if self.config.persist_static_replacement:
-                s = _set_group(s, group._replace(stored=_store(group)))
+                s = with_group(s, group._replace(stored=stored_group(group)))
             s = self._update_member(s, new._replace(awaitingJoin=False))
             # KIP-814: a static leader rejoining a Stable group is told to skip the assignment
             return self._respond(s, c, self._join_response(s.group, new_id)._replace(members=()))
@@ -153,7 +172,7 @@ class CoordinatorSide:
             # that connection (NetworkClient disconnects on a request timeout), the answer is lost.
             return self._update_member(s, old._replace(awaitingJoin=False, awaitingSync=False, connected=True))
         api = "JoinGroup" if old.awaitingJoin else "SyncGroup"
-        return self._deliver(s, old, _error_response(api, FENCED_INSTANCE_ID))
+        return self._deliver(s, old, error_response(api, FENCED_INSTANCE_ID))
 
     def _join_response(self, group: Group, member_id: str) -> Response:
         members: tuple = ()
@@ -171,7 +190,7 @@ class CoordinatorSide:
         if group.state == COMPLETING_REBALANCE:  # parked SyncGroups get REBALANCE_IN_PROGRESS
             for m in group.members:
                 if m.awaitingSync:
-                    s = self._deliver(s, m, _error_response("SyncGroup", REBALANCE_IN_PROGRESS))
+                    s = self._deliver(s, m, error_response("SyncGroup", REBALANCE_IN_PROGRESS))
             group = s.group
             members = tuple(m._replace(assignment=frozenset(), awaitingSync=False) for m in group.members)
             group = group._replace(members=members)
@@ -183,7 +202,7 @@ class CoordinatorSide:
             delayExtensionsLeft=self.config.delay_extensions if initial else 0,
             newMemberAdded=False if initial else group.newMemberAdded,
         )
-        return self._try_complete_join(_set_group(s, group))
+        return self._try_complete_join(with_group(s, group))
 
     def _try_complete_join(self, s: GroupState) -> GroupState:
         group = s.group
@@ -204,9 +223,16 @@ class CoordinatorSide:
             leader = next((m.memberId for m in members if m.awaitingJoin), NO_MEMBER)
         generation = group.generationId + 1
         if not members:
-            empty = group._replace(state=EMPTY, generationId=generation, leaderId=NO_MEMBER, members=(),
-                                   pendingSyncMembers=frozenset(), joinDelay="", newMemberAdded=False)  # fmt: skip
-            return _set_group(s, empty._replace(stored=_store(empty)))
+            empty = group._replace(
+                state=EMPTY,
+                generationId=generation,
+                leaderId=NO_MEMBER,
+                members=(),
+                pendingSyncMembers=frozenset(),
+                joinDelay="",
+                newMemberAdded=False,
+            )
+            return with_group(s, empty._replace(stored=stored_group(empty)))
         group = group._replace(
             state=COMPLETING_REBALANCE,
             generationId=generation,
@@ -216,7 +242,7 @@ class CoordinatorSide:
             joinDelay="",
             newMemberAdded=False,
         )
-        s = _set_group(s, group)
+        s = with_group(s, group)
         for m in members:
             if m.awaitingJoin:
                 s = self._deliver(s, m, self._join_response(group, m.memberId))
@@ -224,10 +250,10 @@ class CoordinatorSide:
 
     # -- the coordinator: SyncGroup --------------------------------------------------------------
     def _handle_sync(self, s: GroupState, c: int, request: Request) -> tuple[str, GroupState]:
-        s = _set_consumer(s, c, s.consumers[c]._replace(request=None))
+        s = with_consumer(s, c, s.consumers[c]._replace(request=None))
         group = s.group
         if group.state == DEAD:
-            response = _error_response("SyncGroup", COORDINATOR_NOT_AVAILABLE)
+            response = error_response("SyncGroup", COORDINATOR_NOT_AVAILABLE)
             return COORDINATOR_NOT_AVAILABLE, self._respond(s, c, response)
         error = self._member_error(group, request.memberId, self.instance_id(c))
         if error == NONE and request.generationId != group.generationId:
@@ -237,13 +263,13 @@ class CoordinatorSide:
         if error == NONE and group.state == EMPTY:
             error = UNKNOWN_MEMBER_ID
         if error != NONE:
-            return error, self._respond(s, c, _error_response("SyncGroup", error))
-        member = _member(group, request.memberId)
+            return error, self._respond(s, c, error_response("SyncGroup", error))
+        member = find_member(group, request.memberId)
         assert member is not None
         group = group._replace(pendingSyncMembers=group.pendingSyncMembers - {member.memberId})
-        s = _set_group(s, group)
+        s = with_group(s, group)
         if group.state == STABLE:
-            return NONE, self._respond(s, c, _sync_response(member.assignment))
+            return NONE, self._respond(s, c, sync_response(member.assignment))
         # CompletingRebalance: park; the leader's assignment is stored, then everyone is answered.
         synced = member._replace(awaitingSync=True, consumer=c, incarnation=s.consumers[c].incarnation, connected=True)
         s = self._update_member(s, synced)
@@ -252,11 +278,11 @@ class CoordinatorSide:
         given = dict(request.assignment)
         members = tuple(m._replace(assignment=given.get(m.memberId, frozenset())) for m in s.group.members)
         group = s.group._replace(members=members, state=STABLE)
-        group = group._replace(stored=_store(group))
-        s = _set_group(s, group)
+        group = group._replace(stored=stored_group(group))
+        s = with_group(s, group)
         for m in group.members:
             if m.awaitingSync:
-                s = self._deliver(s, m, _sync_response(m.assignment))
+                s = self._deliver(s, m, sync_response(m.assignment))
         return NONE, s
 
     # -- the coordinator: timers and removal ------------------------------------------------------
@@ -265,9 +291,9 @@ class CoordinatorSide:
         if group.state == PREPARING_REBALANCE and group.joinDelay == "initial":
             if group.newMemberAdded and group.delayExtensionsLeft > 0:
                 extended = group._replace(newMemberAdded=False, delayExtensionsLeft=group.delayExtensionsLeft - 1)
-                out.append((self._act("InitialDelayExpired"), _set_group(s, extended)))
+                out.append((self._act("InitialDelayExpired"), with_group(s, extended)))
             else:
-                nxt = self._complete_join(_set_group(s, group._replace(joinDelay="join")))
+                nxt = self._complete_join(with_group(s, group._replace(joinDelay="join")))
                 out.append((self._act("InitialDelayExpired"), nxt))
         instant = self.config.join_group_v0 and not self.config.v0_rebalance_timeout  # KAFKA-8653: 0 ms
         if group.state == PREPARING_REBALANCE and group.joinDelay == "join":
@@ -286,8 +312,8 @@ class CoordinatorSide:
             if instant or self._may_expire(s, waiting, frozenset()):
                 nxt = s
                 for m in late:
-                    nxt = _set_group(nxt, _without_member(nxt.group, m.memberId))
-                nxt = self._prepare_rebalance(_set_group(nxt, nxt.group._replace(pendingSyncMembers=frozenset())))
+                    nxt = with_group(nxt, without_member(nxt.group, m.memberId))
+                nxt = self._prepare_rebalance(with_group(nxt, nxt.group._replace(pendingSyncMembers=frozenset())))
                 out.append((self._act("SyncTimeout"), nxt))
         for m in group.members:
             if m.isNew and m.awaitingJoin:
@@ -308,7 +334,7 @@ class CoordinatorSide:
                     out.append((self._act("ConsumerPause", m.memberId), removed._replace(faults=removed.faults + 1)))
         for member_id in sorted(group.pendingMembers):
             if self._may_expire(s, [], frozenset({member_id})):
-                nxt = _set_group(s, group._replace(pendingMembers=group.pendingMembers - {member_id}))
+                nxt = with_group(s, group._replace(pendingMembers=group.pendingMembers - {member_id}))
                 out.append((self._act("PendingMemberTimeout", member_id), self._try_complete_join(nxt)))
 
     def _may_expire(
@@ -324,9 +350,9 @@ class CoordinatorSide:
         for m in members:
             me = s.consumers[m.consumer]
             alive = me.phase not in (STOPPED, FENCED) and me.incarnation == m.incarnation
-            if alive and _behind(me, m) and (heartbeat_thread or not me.stalled):
+            if alive and is_behind(me, m) and (heartbeat_thread or not me.stalled):
                 return False
-        return not any(_holds_id(me, member_id) for member_id in pending for me in s.consumers)
+        return not any(holds_member_id(me, member_id) for member_id in pending for me in s.consumers)
 
     def _pending_blocking(self, group: Group) -> frozenset[str]:
         """The KIP-394 pending member ids that hold the join open (``hasAllMembersJoined``)."""
@@ -334,12 +360,12 @@ class CoordinatorSide:
 
     def _remove_member_and_update_group(self, s: GroupState, member_id: str) -> GroupState:
         group = s.group
-        member = _member(group, member_id)
+        member = find_member(group, member_id)
         assert member is not None
         if member.awaitingJoin or member.awaitingSync:
             api = "JoinGroup" if member.awaitingJoin else "SyncGroup"
-            s = self._deliver(s, member, _error_response(api, UNKNOWN_MEMBER_ID))
-        s = _set_group(s, _without_member(s.group, member_id))
+            s = self._deliver(s, member, error_response(api, UNKNOWN_MEMBER_ID))
+        s = with_group(s, without_member(s.group, member_id))
         if s.group.state in (STABLE, COMPLETING_REBALANCE):
             return self._prepare_rebalance(s)
         return self._try_complete_join(s)
@@ -351,10 +377,11 @@ class CoordinatorSide:
         for m in s.group.members:
             if m.awaitingJoin or m.awaitingSync:
                 api = "JoinGroup" if m.awaitingJoin else "SyncGroup"
-                s = self._deliver(s, m, _error_response(api, NOT_COORDINATOR))
+                s = self._deliver(s, m, error_response(api, NOT_COORDINATOR))
         members = tuple(m._replace(isNew=False, connected=True) for m in s.group.members)  # a group nobody reads
-        dead = s.group._replace(state=DEAD, members=members, pendingSyncMembers=frozenset(), pendingMembers=frozenset(),
-                                joinDelay="")  # fmt: skip
+        dead = s.group._replace(
+            state=DEAD, members=members, pendingSyncMembers=frozenset(), pendingMembers=frozenset(), joinDelay=""
+        )
         return GroupState(dead, s.consumers, s.faults + 1)
 
     def _load(self, s: GroupState) -> GroupState:
@@ -365,18 +392,28 @@ class CoordinatorSide:
             group = Group(EMPTY, 0, NO_MEMBER, (), frozenset(), frozenset(), "", False, 0, None)
         else:
             state = STABLE if stored.members else EMPTY
-            group = Group(state, stored.generationId, stored.leaderId, stored.members, frozenset(), frozenset(), "",
-                          False, 0, stored)  # fmt: skip
+            group = Group(
+                state,
+                stored.generationId,
+                stored.leaderId,
+                stored.members,
+                frozenset(),
+                frozenset(),
+                "",
+                False,
+                0,
+                stored,
+            )
         return s._replace(group=group)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _respond(self, s: GroupState, c: int, response: Response) -> GroupState:
-        return _set_consumer(s, c, s.consumers[c]._replace(response=response))
+        return with_consumer(s, c, s.consumers[c]._replace(response=response))
 
     def _deliver(self, s: GroupState, member: GroupMember, response: Response) -> GroupState:
         """Complete a parked callback: the response reaches the consumer if its connection is still
         the one that sent the request."""
-        current = _member(s.group, member.memberId)
+        current = find_member(s.group, member.memberId)
         if current is not None and (member.awaitingJoin or member.awaitingSync):
             s = self._update_member(s, current._replace(awaitingJoin=False, awaitingSync=False, connected=True))
         me = s.consumers[member.consumer]
@@ -390,7 +427,7 @@ class CoordinatorSide:
     def _update_member(self, s: GroupState, member: GroupMember) -> GroupState:
         group = s.group
         members = tuple(member if m.memberId == member.memberId else m for m in group.members)
-        return _set_group(s, group._replace(members=members))
+        return with_group(s, group._replace(members=members))
 
     def _member_error(self, group: Group, member_id: str, instance: str | None) -> str:
         """``validateCurrentMember``."""
@@ -401,7 +438,7 @@ class CoordinatorSide:
             if holder != member_id:
                 return FENCED_INSTANCE_ID
             return NONE
-        return NONE if _member(group, member_id) is not None else UNKNOWN_MEMBER_ID
+        return NONE if find_member(group, member_id) is not None else UNKNOWN_MEMBER_ID
 
     def _leader_cannot_assign(self, group: Group) -> bool:
         """In CompletingRebalance the leader's assignor throws on the group's subscriptions: its

@@ -52,9 +52,17 @@ class GroupDrawing(Drawing):
         coordinator = Table(
             "group coordinator (* = leader)",
             ["state", "generation", "members → assignment", "pending", "awaiting sync", "stored record"],
-            [[group.state, str(group.generationId), members or "-", describe(group.pendingMembers),
-              describe(group.pendingSyncMembers), stored]],
-        )  # fmt: skip
+            [
+                [
+                    group.state,
+                    str(group.generationId),
+                    members or "-",
+                    describe(group.pendingMembers),
+                    describe(group.pendingSyncMembers),
+                    stored,
+                ]
+            ],
+        )
         rows = []
         for c, me in enumerate(state.consumers):
             waiting = me.request.api if me.request else (f"{me.response.api} response" if me.response else "-")

@@ -64,21 +64,21 @@ from kmc.models.group.state import (
     Response,
     Step,
     StoredGroup,
-    _canonical,
-    _error_response,
-    _generations,
-    _holds_id,
-    _max_generation,
-    _member,
-    _mentioned_ids,
-    _normalise,
-    _parked,
-    _set_consumer,
-    _set_group,
-    _store,
-    _sync_response,
-    _without_member,
+    canonical_state,
+    error_response,
+    find_member,
     fresh_member_id,
+    generations_of,
+    highest_generation,
+    holds_member_id,
+    is_parked,
+    mentioned_member_ids,
+    normalised,
+    stored_group,
+    sync_response,
+    with_consumer,
+    with_group,
+    without_member,
 )
 
 __all__ = [
@@ -118,26 +118,27 @@ __all__ = [
     "Response",
     "Step",
     "StoredGroup",
-    "_error_response",
-    "_generations",
-    "_holds_id",
-    "_max_generation",
-    "_member",
-    "_mentioned_ids",
-    "_normalise",
-    "_parked",
-    "_set_consumer",
-    "_set_group",
-    "_store",
-    "_sync_response",
-    "_without_member",
+    "error_response",
+    "find_member",
     "fresh_member_id",
+    "generations_of",
+    "highest_generation",
+    "holds_member_id",
+    "is_parked",
+    "mentioned_member_ids",
+    "normalised",
+    "stored_group",
+    "sync_response",
+    "with_consumer",
+    "with_group",
+    "without_member",
 ]
 """What other modules import from here (the state lives in :mod:`.group_state`)."""
 
 
 class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
     name = "group"
+    actions = tuple(ACTION_ARGS)
     description = "the classic consumer-group coordinator with eager or cooperative consumers"
     Config = GroupConfig
     presets = PRESETS
@@ -272,20 +273,53 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
         config as small ints."""
         c = self.config
         flags = (
-            c.consumers, self.cooperative, self.sticky, ("none", "current", "assignment").index(self.claims_generation),
-            self.claimless_generation_matters, c.static_membership, c.require_known_member_id,
-            c.new_member_join_timeout, c.pending_members_block_join, c.join_group_v0, c.v0_rebalance_timeout,
-            c.initial_rebalance_delay, c.delay_extensions, c.delayed_sync, c.rebalance_static_rejoin_in_completing,
-            c.join_prepare_after_reset, c.sync_rebalance_resets_generation, c.fence_replaced_static_member,
-            c.persist_static_replacement, c.timeouts == "any", c.max_faults, c.coordinator_failover,
-            c.slow_coordinator, c.consumer_pauses, c.poll_stalls,
-        )  # fmt: skip
+            c.consumers,
+            self.cooperative,
+            self.sticky,
+            ("none", "current", "assignment").index(self.claims_generation),
+            self.claimless_generation_matters,
+            c.static_membership,
+            c.require_known_member_id,
+            c.new_member_join_timeout,
+            c.pending_members_block_join,
+            c.join_group_v0,
+            c.v0_rebalance_timeout,
+            c.initial_rebalance_delay,
+            c.delay_extensions,
+            c.delayed_sync,
+            c.rebalance_static_rejoin_in_completing,
+            c.join_prepare_after_reset,
+            c.sync_rebalance_resets_generation,
+            c.fence_replaced_static_member,
+            c.persist_static_replacement,
+            c.timeouts == "any",
+            c.max_faults,
+            c.coordinator_failover,
+            c.slow_coordinator,
+            c.consumer_pauses,
+            c.poll_stalls,
+        )
         return (
-            GroupState, Group, GroupMember, StoredGroup, Consumer, Request, Response,
+            GroupState,
+            Group,
+            GroupMember,
+            StoredGroup,
+            Consumer,
+            Request,
+            Response,
             (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD),
             (STOPPED, UNJOINED, JOINING, SYNCING, CONSUMING, FENCED),
-            (NONE, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED,
-             FENCED_INSTANCE_ID, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ASSIGNOR_FAILED),
+            (
+                NONE,
+                UNKNOWN_MEMBER_ID,
+                ILLEGAL_GENERATION,
+                REBALANCE_IN_PROGRESS,
+                MEMBER_ID_REQUIRED,
+                FENCED_INSTANCE_ID,
+                NOT_COORDINATOR,
+                COORDINATOR_NOT_AVAILABLE,
+                ASSIGNOR_FAILED,
+            ),
             ("JoinGroup", "SyncGroup"),
             ("", "initial", "join"),
             _FAST_ACTIONS,
@@ -293,7 +327,7 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
             self._act,
             self._run_assignor,
             tuple(int(f) for f in flags),
-        )  # fmt: skip
+        )
 
     # -- next ----------------------------------------------------------------------------------
     def _successors(self, s: GroupState) -> list[Step]:
@@ -308,7 +342,7 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
             if self.config.coordinator_failover and s.faults < self.config.max_faults:
                 out.append((self._act("CoordinatorUnload"), self._unload(s)))
         group = s.group  # canonical already: a successor that keeps it needs no canonical form
-        return [(a, _normalise(n if n.group is group else _canonical(n))) for a, n in out]
+        return [(a, normalised(n if n.group is group else canonical_state(n))) for a, n in out]
 
     def within_bounds(self, s: GroupState) -> bool:
         """Generations stay finite only if bounded when timers can expire at any moment: a consumer
@@ -317,16 +351,33 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
             highest = self._fast_max_generation(self._fast_ctx, s)
             if highest is not None:
                 return highest < self.config.max_generation
-        return _max_generation(s) < self.config.max_generation
+        return highest_generation(s) < self.config.max_generation
 
     def drawing(self) -> GroupDrawing:
         return GroupDrawing(self.processes)
 
 
 _FAST_ACTIONS = (
-    "SendJoinGroup", "HandleJoinGroup", "HandleSyncGroup", "ReceiveJoinGroup", "ReceiveSyncGroup", "Heartbeat",
-    "OffsetCommit", "LeaveGroup", "ConsumerCrash", "ConsumerStart", "ConsumerStall", "RequestTimeout",
-    "InitialDelayExpired", "RebalanceTimeout", "SyncTimeout", "SessionTimeout", "ConsumerPause",
-    "PendingMemberTimeout", "NewMemberJoinTimeout", "CoordinatorUnload", "CoordinatorLoad",
-)  # fmt: skip
+    "SendJoinGroup",
+    "HandleJoinGroup",
+    "HandleSyncGroup",
+    "ReceiveJoinGroup",
+    "ReceiveSyncGroup",
+    "Heartbeat",
+    "OffsetCommit",
+    "LeaveGroup",
+    "ConsumerCrash",
+    "ConsumerStart",
+    "ConsumerStall",
+    "RequestTimeout",
+    "InitialDelayExpired",
+    "RebalanceTimeout",
+    "SyncTimeout",
+    "SessionTimeout",
+    "ConsumerPause",
+    "PendingMemberTimeout",
+    "NewMemberJoinTimeout",
+    "CoordinatorUnload",
+    "CoordinatorLoad",
+)
 """The actions in the order of the C's action kinds."""

@@ -145,7 +145,7 @@ Step = tuple[Action, GroupState]
 
 
 # -- pure helpers --------------------------------------------------------------------------------
-def _parked(group: Group, c: int, me: Consumer) -> bool:
+def is_parked(group: Group, c: int, me: Consumer) -> bool:
     """Whether the coordinator holds a callback that will answer this consumer."""
     return any(
         m.consumer == c and m.incarnation == me.incarnation and m.connected and (m.awaitingJoin or m.awaitingSync)
@@ -153,7 +153,7 @@ def _parked(group: Group, c: int, me: Consumer) -> bool:
     )
 
 
-def _disconnect(group: Group, c: int, incarnation: int) -> Group:
+def disconnected(group: Group, c: int, incarnation: int) -> Group:
     """The client closed the connection of its parked request (a request timeout): a late answer
     is lost, and nobody stands behind that callback any more."""
     members = tuple(
@@ -165,14 +165,14 @@ def _disconnect(group: Group, c: int, incarnation: int) -> Group:
     return group._replace(members=members)
 
 
-def _member(group: Group, member_id: str) -> GroupMember | None:
+def find_member(group: Group, member_id: str) -> GroupMember | None:
     for m in group.members:
         if m.memberId == member_id:
             return m
     return None
 
 
-def _without_member(group: Group, member_id: str) -> Group:
+def without_member(group: Group, member_id: str) -> Group:
     members = tuple(m for m in group.members if m.memberId != member_id)
     leader = group.leaderId
     if leader == member_id:
@@ -180,19 +180,19 @@ def _without_member(group: Group, member_id: str) -> Group:
     return group._replace(members=members, leaderId=leader, pendingSyncMembers=group.pendingSyncMembers - {member_id})
 
 
-def _store(group: Group) -> StoredGroup:
+def stored_group(group: Group) -> StoredGroup:
     members = tuple(m._replace(awaitingJoin=False, awaitingSync=False, connected=True) for m in group.members)
     return StoredGroup(group.generationId, group.leaderId, members)
 
 
-def _holds_id(me: Consumer, member_id: str) -> bool:
+def holds_member_id(me: Consumer, member_id: str) -> bool:
     """A running consumer that has (or is about to learn) this member id."""
     if me.phase in (STOPPED, FENCED):
         return False
     return me.memberId == member_id or (me.response is not None and me.response.memberId == member_id)
 
 
-def _behind(me: Consumer, m: GroupMember) -> bool:
+def is_behind(me: Consumer, m: GroupMember) -> bool:
     """This consumer holds the member's id, or is about to learn it: its JoinGroup is parked on an
     open connection, or the answer is on its way. (A member minted by a JoinGroup the client gave
     up on is behind nobody.)"""
@@ -203,23 +203,23 @@ def _behind(me: Consumer, m: GroupMember) -> bool:
     return (m.awaitingJoin and m.connected) or (me.response is not None and me.response.memberId == m.memberId)
 
 
-def _error_response(api: str, error: str) -> Response:
+def error_response(api: str, error: str) -> Response:
     return Response(api, error, NO_MEMBER, NO_GENERATION, NO_MEMBER, (), frozenset())
 
 
-def _sync_response(assignment: frozenset[int]) -> Response:
+def sync_response(assignment: frozenset[int]) -> Response:
     return Response("SyncGroup", NONE, NO_MEMBER, NO_GENERATION, NO_MEMBER, (), assignment)
 
 
-def _set_consumer(s: GroupState, c: int, consumer: Consumer) -> GroupState:
+def with_consumer(s: GroupState, c: int, consumer: Consumer) -> GroupState:
     return s._replace(consumers=(*s.consumers[:c], consumer, *s.consumers[c + 1 :]))
 
 
-def _set_group(s: GroupState, group: Group) -> GroupState:
+def with_group(s: GroupState, group: Group) -> GroupState:
     return s._replace(group=group)
 
 
-def _mentioned_ids(s: GroupState) -> set[str]:
+def mentioned_member_ids(s: GroupState) -> set[str]:
     group = s.group
     ids = {m.memberId for m in group.members} | set(group.pendingMembers) | {group.leaderId}
     if group.stored is not None:
@@ -243,7 +243,7 @@ def fresh_member_id(consumer: int, mentioned: set[str]) -> str:
     return f"c{consumer}-{n}"
 
 
-def _generations(s: GroupState) -> list[int]:
+def generations_of(s: GroupState) -> list[int]:
     gens = [s.group.generationId]
     if s.group.stored is not None:
         gens.append(s.group.stored.generationId)
@@ -263,21 +263,21 @@ def _generations(s: GroupState) -> list[int]:
 
 
 def _some_generation_at_most_one(s: GroupState) -> bool:
-    """``min(_generations(s)) <= 1``, stopping at the first one found (most states have one)."""
+    """``min(generations_of(s)) <= 1``, stopping at the first one found (most states have one)."""
     group = s.group
     if 0 <= group.generationId <= 1:
         return True
     for me in s.consumers:
         if 0 <= me.generationId <= 1:
             return True
-    return min(_generations(s)) <= 1
+    return min(generations_of(s)) <= 1
 
 
-def _max_generation(s: GroupState) -> int:
-    return max(_generations(s))
+def highest_generation(s: GroupState) -> int:
+    return max(generations_of(s))
 
 
-def _canonical(s: GroupState) -> GroupState:
+def canonical_state(s: GroupState) -> GroupState:
     """Forget the connection of a callback no longer parked (only a parked one can be lost)."""
     if all(m.connected or m.awaitingJoin or m.awaitingSync for m in s.group.members):
         return s
@@ -285,12 +285,12 @@ def _canonical(s: GroupState) -> GroupState:
     return s._replace(group=s.group._replace(members=members))
 
 
-def _normalise(s: GroupState) -> GroupState:
+def normalised(s: GroupState) -> GroupState:
     """Shift every generation so the smallest is 1 (when none is 0): only their differences, and
     comparisons with 0 and -1, matter to the protocol."""
     if _some_generation_at_most_one(s):
         return s
-    lowest = min(_generations(s))
+    lowest = min(generations_of(s))
     shift = lowest - 1
 
     def g(x: int) -> int:

@@ -233,6 +233,7 @@ ACTION_ARGS = {
 
 class Kip848Model(Model):
     name = "group-kip848"
+    actions = tuple(ACTION_ARGS)
     description = "KIP-848 consumer groups: member epochs and server-side reconciliation"
     Config = Kip848Config
     presets = PRESETS
@@ -346,8 +347,9 @@ class Kip848Model(Model):
         crashed = Consumer(STOPPED, "", JOIN_EPOCH, frozenset(), frozenset(), None, None)
         faults.append((self._act("ConsumerCrash", c), crashed))
         if me.phase == RUNNING and me.memberId:
-            leaving = me._replace(phase=LEAVING, owned=frozenset(), assignment=frozenset(), reconciling=None,
-                                  synced=True)  # fmt: skip
+            leaving = me._replace(
+                phase=LEAVING, owned=frozenset(), assignment=frozenset(), reconciling=None, synced=True
+            )
             faults.append((self._act("Unsubscribe", c), leaving))
         return OwnSteps(tuple(first), tuple(then), bool(me.owned) and me.phase == RUNNING, tuple(faults))
 
@@ -457,11 +459,13 @@ class Kip848Model(Model):
         moved = member._replace(previousMemberEpoch=member.memberEpoch)
         if revoke & owned if self.config.revoke_only_owned else revoke:
             # the consumer must first revoke what it still owns; what it never took is dropped at once
-            return moved._replace(state=UNREVOKED_PARTITIONS, memberEpoch=epoch, assigned=keep,
-                                  pendingRevocation=revoke)  # fmt: skip
+            return moved._replace(
+                state=UNREVOKED_PARTITIONS, memberEpoch=epoch, assigned=keep, pendingRevocation=revoke
+            )
         state = UNRELEASED_PARTITIONS if unreleased else STABLE
-        return moved._replace(state=state, memberEpoch=target_epoch, assigned=keep | pending,
-                              pendingRevocation=frozenset())  # fmt: skip
+        return moved._replace(
+            state=state, memberEpoch=target_epoch, assigned=keep | pending, pendingRevocation=frozenset()
+        )
 
     def _without_member(self, coord: Coordinator, member_id: str) -> Coordinator:
         member = _member(coord, member_id)
@@ -632,15 +636,34 @@ class Kip848Drawing(Drawing):
         members = Table(
             "members",
             ["memberId", "epoch", "previous", "state", "assigned", "pending revocation"],
-            [[m.memberId, str(m.memberEpoch), str(m.previousMemberEpoch), m.state, describe(m.assigned),
-              describe(m.pendingRevocation)] for m in coord.members] or [["-", "", "", "", "", ""]],
-        )  # fmt: skip
+            [
+                [
+                    m.memberId,
+                    str(m.memberEpoch),
+                    str(m.previousMemberEpoch),
+                    m.state,
+                    describe(m.assigned),
+                    describe(m.pendingRevocation),
+                ]
+                for m in coord.members
+            ]
+            or [["-", "", "", "", "", ""]],
+        )
         consumers = Table(
             "consumers",
             ["", "phase", "memberId", "epoch", "owned", "assignment", "reconciling", "in flight"],
-            [[self.consumers[c], me.phase, me.memberId or "-", str(me.memberEpoch), describe(me.owned),
-              describe(me.assignment), "-" if me.reconciling is None else describe(me.reconciling),
-              "Heartbeat" if me.request else ("response" if me.response else "-")]
-             for c, me in enumerate(state.consumers)],
-        )  # fmt: skip
+            [
+                [
+                    self.consumers[c],
+                    me.phase,
+                    me.memberId or "-",
+                    str(me.memberEpoch),
+                    describe(me.owned),
+                    describe(me.assignment),
+                    "-" if me.reconciling is None else describe(me.reconciling),
+                    "Heartbeat" if me.request else ("response" if me.response else "-"),
+                ]
+                for c, me in enumerate(state.consumers)
+            ],
+        )
         return [group, members, consumers]

@@ -51,14 +51,14 @@ may lose its disk (``max_disk_losses``) and come back empty.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Any
 
-from kmc.checker import Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker import Action, Model
 from kmc.checker.extension import SuccessorsInC
 from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import least_renaming, put
+from kmc.models.kraft_quorum.config import ACTION_ARGS, PRESETS, KraftQuorumConfig
+from kmc.models.kraft_quorum.drawing import KraftQuorumDrawing
 from kmc.models.kraft_quorum.state import (
     CANDIDATE,
     DATA,
@@ -81,137 +81,36 @@ from kmc.models.kraft_quorum.state import (
 from kmc.models.kraft_quorum.voters import DynamicVoters
 
 __all__ = [
-    "CANDIDATE", "DATA", "FOLLOWER", "LEADER", "LEADER_CHANGE", "NONE", "PROSPECTIVE", "RESIGNED", "ROLES",
-    "UNATTACHED", "VOTERS", "Committed", "KraftQuorumConfig", "KraftQuorumModel", "QuorumState", "Record",
-    "ReplicaKey", "Voter", "VotersRecord", "end_offset_for_epoch",
-]  # fmt: skip
+    "CANDIDATE",
+    "DATA",
+    "FOLLOWER",
+    "LEADER",
+    "LEADER_CHANGE",
+    "NONE",
+    "PROSPECTIVE",
+    "RESIGNED",
+    "ROLES",
+    "UNATTACHED",
+    "VOTERS",
+    "Committed",
+    "KraftQuorumConfig",
+    "KraftQuorumModel",
+    "QuorumState",
+    "Record",
+    "ReplicaKey",
+    "Voter",
+    "VotersRecord",
+    "end_offset_for_epoch",
+]
 
 _NOBODY: frozenset[int] = frozenset()
 _new = tuple.__new__
 """Builds a NamedTuple from a tuple of its fields without NamedTuple's keyword machinery (hot path)."""
 
 
-ACTION_ARGS = {
-    "ElectionTimeout": ("voter",),
-    "FetchTimeout": ("voter",),
-    "RequestVote": ("candidate", "voter", "preVote"),
-    "BeginQuorumEpoch": ("leader", "voter"),
-    "Fetch": ("follower", "leader"),
-    "ClientWrite": ("leader",),
-    "CheckQuorumResign": ("leader",),
-    "Isolate": ("voter",),
-    "Heal": ("voter",),
-    "Restart": ("voter",),
-    "AddVoter": ("leader", "voter"),
-    "RemoveVoter": ("leader", "voter"),
-    "ResignRemoved": ("leader",),
-    "LoseDisk": ("voter",),
-}
-"""Every action of the model and the names of its arguments."""
-
-
-@dataclass(frozen=True)
-class KraftQuorumConfig:
-    voters: int = param(3, "how many voters (controllers) form the quorum", min=1, max=5)
-    max_epoch: int = param(2, "states with an epoch beyond this are not expanded (within_bounds)", min=1, max=6)
-    max_records: int = param(1, "how many metadata records the active controllers write in all", min=0, max=4)
-    max_partitions: int = param(1, "how many times a voter may be cut off from the others", min=0, max=3)
-    max_restarts: int = param(0, "how many times a voter may restart (durable log and quorum-state)", min=0, max=3)
-    fetch_max_records: int = param(0, "the most records one Fetch response carries (0: all it has)", min=0, max=4)
-    pre_vote: bool = param(True, "KIP-996: an election starts with pre-votes that bump no epoch")
-    check_quorum: bool = param(True, "KAFKA-15489: a leader not fetched from by a majority resigns")
-    single_voter_exemption: bool = param(True, "KAFKA-16144: a one-voter quorum never fails check-quorum")
-    prevote_from_unfetched_follower: bool = param(
-        True, "KAFKA-17641: a follower that has not fetched from its leader grants pre-votes"
-    )
-    hw_needs_current_epoch: bool = param(True, "the leader's HW moves only over a record of its own epoch")
-    observers: int = param(0, "replicas outside the bootstrap voter set, fetching as observers (KIP-853)", min=0, max=2)
-    max_voter_changes: int = param(
-        0, "AddVoter/RemoveVoter records the leaders append in all (KIP-853; 0: a static voter set)", min=0, max=3
-    )
-    max_disk_losses: int = param(0, "how many times a replica may come back with an empty log directory", min=0, max=2)
-    directory_ids: bool = param(True, "KIP-853: a voter is (id, directory id); a re-formatted disk is not the voter")
-    one_voter_change_at_a_time: bool = param(
-        True, "KIP-853: no AddVoter/RemoveVoter while the last VotersRecord is uncommitted"
-    )
-
-
-ALL_HOLD = {
-    "ElectionSafety": "holds",
-    "LogMatching": "holds",
-    "LeaderCompleteness": "holds",
-    "Durability": "holds",
-    "ReadCommitted": "holds",
-    "ResignOnlyWithoutQuorum": "holds",
-    "HighWatermarkMonotonic": "holds",
-    "EventuallyLeaderElected": "holds",
-    "NotStuckInProspective": "holds",
-    "DeposedLeaderResigns": "holds",
-    "NoDisruptiveCandidate": "holds",
-}
-
-PRESETS = {
-    "kip-996": Preset.of("Kafka 4.0: pre-vote, check-quorum and every fix below", ALL_HOLD),
-    "kip-595": Preset.of(
-        "Kafka 3.0 to 3.6: KIP-595 elections without pre-vote or check-quorum",
-        {"DeposedLeaderResigns": "violated", "NoDisruptiveCandidate": "violated"},
-        pre_vote=False,
-        check_quorum=False,
-    ),
-    "pre-kafka-15489": Preset.of(
-        "Kafka 4.0 without check-quorum: a leader cut off from the quorum never resigns",
-        {"DeposedLeaderResigns": "violated", "EventuallyLeaderElected": "holds"},
-        check_quorum=False,
-    ),
-    "pre-kafka-16144": Preset.of(
-        "Kafka 3.7.0: check-quorum expires a single voter's timer",
-        {"ResignOnlyWithoutQuorum": "violated"},
-        voters=1,
-        single_voter_exemption=False,
-    ),
-    "pre-kafka-17641": Preset.of(
-        "the first KIP-996 code: followers of a dead leader refuse each other's pre-votes",
-        {"EventuallyLeaderElected": "violated", "NotStuckInProspective": "violated"},
-        prevote_from_unfetched_follower=False,
-    ),
-    "raft-figure-8": Preset.of(
-        "a leader that commits a record of an older epoch by counting replicas (Raft paper, Figure 8)",
-        {"LeaderCompleteness": "violated"},
-        hw_needs_current_epoch=False,
-        max_epoch=4,
-        max_partitions=0,
-        fetch_max_records=1,
-    ),
-    "kip-853": Preset.of(
-        "Kafka 3.9 and 4.x dynamic voters: RemoveVoter/AddVoter, one change at a time, a controller restart",
-        {**ALL_HOLD, "EventuallyLeaderElected": "violated"},
-        max_voter_changes=2,
-        max_records=0,
-        max_partitions=0,
-        max_restarts=1,
-    ),
-    "no-voter-change-guard": Preset.of(
-        "what if AddVoter/RemoveVoter did not wait for the last VotersRecord to commit (never a Kafka release)",
-        {"LeaderCompleteness": "violated"},
-        max_voter_changes=2,
-        max_records=0,
-        max_partitions=0,
-        max_restarts=1,
-        one_voter_change_at_a_time=False,
-    ),
-    "pre-kip-853": Preset.of(
-        "Kafka 3.x static voters (kraft.version 0): a controller whose disk is lost votes again as the old voter",
-        {"ElectionSafety": "violated", "Durability": "violated"},
-        max_disk_losses=1,
-        max_records=0,
-        max_partitions=0,
-        directory_ids=False,
-    ),
-}
-
-
 class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
     name = "kraft-quorum"
+    actions = tuple(ACTION_ARGS)
     description = (
         "the KRaft metadata quorum (KIP-595, KIP-996, KIP-853): elections, fetch replication, check-quorum, "
         "dynamic voters"
@@ -276,22 +175,52 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
 
         votes = [[[act["RequestVote", c, v, p] for p in (False, True)] for v in ids] for c in ids]
         tables = (
-            by_voter("ElectionTimeout"), by_voter("FetchTimeout"), votes, by_pair("BeginQuorumEpoch"), by_pair("Fetch"),
+            by_voter("ElectionTimeout"),
+            by_voter("FetchTimeout"),
+            votes,
+            by_pair("BeginQuorumEpoch"),
+            by_pair("Fetch"),
             *map(by_voter, ("ClientWrite", "CheckQuorumResign", "Isolate", "Heal", "Restart")),
-            by_pair("AddVoter"), by_pair("RemoveVoter"), by_voter("ResignRemoved"), by_voter("LoseDisk"),
-        )  # fmt: skip
+            by_pair("AddVoter"),
+            by_pair("RemoveVoter"),
+            by_voter("ResignRemoved"),
+            by_voter("LoseDisk"),
+        )
         sizes = (
-            len(ids), cfg.voters, self.majority, cfg.max_records, cfg.max_partitions, cfg.max_restarts,
-            cfg.fetch_max_records, cfg.max_voter_changes, cfg.max_disk_losses,
-        )  # fmt: skip
+            len(ids),
+            cfg.voters,
+            self.majority,
+            cfg.max_records,
+            cfg.max_partitions,
+            cfg.max_restarts,
+            cfg.fetch_max_records,
+            cfg.max_voter_changes,
+            cfg.max_disk_losses,
+        )
         flags = (
-            cfg.pre_vote, cfg.check_quorum, cfg.single_voter_exemption, cfg.prevote_from_unfetched_follower,
-            cfg.hw_needs_current_epoch, cfg.directory_ids, cfg.one_voter_change_at_a_time,
-        )  # fmt: skip
+            cfg.pre_vote,
+            cfg.check_quorum,
+            cfg.single_voter_exemption,
+            cfg.prevote_from_unfetched_follower,
+            cfg.hw_needs_current_epoch,
+            cfg.directory_ids,
+            cfg.one_voter_change_at_a_time,
+        )
         return (
-            QuorumState, Voter, Record, Committed, VotersRecord, ROLES, LEADER_CHANGE, DATA, VOTERS, _NOBODY,
-            *tables, *sizes, *[int(f) for f in flags],
-        )  # fmt: skip
+            QuorumState,
+            Voter,
+            Record,
+            Committed,
+            VotersRecord,
+            ROLES,
+            LEADER_CHANGE,
+            DATA,
+            VOTERS,
+            _NOBODY,
+            *tables,
+            *sizes,
+            *[int(f) for f in flags],
+        )
 
     def _act(self, name: str, *values: Any) -> Action:
         return self._actions[(name, *values)]
@@ -346,15 +275,17 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
 
     def _unattached(self, me: Voter, epoch: int) -> Voter:
         """QuorumState.transitionToUnattached: a new epoch, no vote, no leader known yet."""
-        return _new(Voter, (UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False,
-                            me.directoryId))  # fmt: skip
+        return _new(
+            Voter, (UNATTACHED, epoch, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False, me.directoryId)
+        )
 
     def _follower(self, me: Voter, leader: int, epoch: int) -> Voter:
         """QuorumState.transitionToFollower. Kafka keeps a vote cast in this epoch, but once the
         epoch's leader is known the vote can never matter again (every vote request of the epoch is
         refused), so the model forgets it: states that differ only there behave alike."""
-        return _new(Voter, (FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False,
-                            me.directoryId))  # fmt: skip
+        return _new(
+            Voter, (FOLLOWER, epoch, NONE, leader, me.log, me.highWatermark, _NOBODY, (), False, False, me.directoryId)
+        )
 
     def _learn(self, v: int, me: Voter, epoch: int, leader: int) -> Voter:
         """maybeHandleCommonResponse: a response from a higher epoch, or naming this epoch's leader
@@ -380,8 +311,9 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
     def _candidate(self, v: int, me: Voter) -> Voter:
         """QuorumState.transitionToCandidate: bump the epoch and vote for itself, durably."""
         own = frozenset((v,))
-        candidate = Voter(CANDIDATE, me.epoch + 1, v, NONE, me.log, me.highWatermark, own, (), False, False,
-                          me.directoryId)  # fmt: skip
+        candidate = Voter(
+            CANDIDATE, me.epoch + 1, v, NONE, me.log, me.highWatermark, own, (), False, False, me.directoryId
+        )
         return self._tally(v, candidate)
 
     def _tally(self, v: int, me: Voter) -> Voter:
@@ -399,8 +331,9 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         """transitionToLeader: append the LeaderChangeMessage at the epoch start offset."""
         log = (*me.log, Record(me.epoch, LEADER_CHANGE))
         offsets = tuple(len(log) if w == v else 0 for w in self.replica_ids)
-        leader = Voter(LEADER, me.epoch, me.votedId, v, log, me.highWatermark, _NOBODY, offsets, False, False,
-                       me.directoryId)  # fmt: skip
+        leader = Voter(
+            LEADER, me.epoch, me.votedId, v, log, me.highWatermark, _NOBODY, offsets, False, False, me.directoryId
+        )
         return self._advance_hw(leader)
 
     def _advance_hw(self, leader: Voter) -> Voter:
@@ -423,8 +356,12 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         """The definition of the model's steps (the C extension's successors return the same list)."""
         out: list[tuple[Action, QuorumState]] = []
         cfg = self.config
-        faults = bool(s.isolated) or s.partitions < cfg.max_partitions or s.restarts < cfg.max_restarts or (
-            s.diskLosses < cfg.max_disk_losses)  # fmt: skip
+        faults = (
+            bool(s.isolated)
+            or s.partitions < cfg.max_partitions
+            or s.restarts < cfg.max_restarts
+            or (s.diskLosses < cfg.max_disk_losses)
+        )
         for v in self.replica_ids:
             me = s.voters[v]
             role = me.role
@@ -659,8 +596,12 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         elif s.partitions < cfg.max_partitions and len(self.replica_ids) > 1:
             out.append((self._act("Isolate", v), s._replace(isolated=s.isolated | {v}, partitions=s.partitions + 1)))
         if s.restarts < cfg.max_restarts:
-            out.append((self._act("Restart", v), self._set(s, (v, self._restarted(v, s.voters[v])))._replace(
-                restarts=s.restarts + 1)))  # fmt: skip
+            out.append(
+                (
+                    self._act("Restart", v),
+                    self._set(s, (v, self._restarted(v, s.voters[v])))._replace(restarts=s.restarts + 1),
+                )
+            )
         self._lose_disk(s, v, out)
 
     def _restarted(self, v: int, me: Voter) -> Voter:
@@ -743,74 +684,21 @@ def _permute(s: QuorumState, perm: tuple[int, ...]) -> QuorumState:
 def _sort_key(s: QuorumState) -> tuple:
     return (
         tuple(
-            (v.role, v.epoch, v.votedId, v.leaderId, v.log, v.highWatermark, tuple(sorted(v.votes)),
-             v.endOffsets, v.hasFetched, v.hwKnown, v.directoryId)
+            (
+                v.role,
+                v.epoch,
+                v.votedId,
+                v.leaderId,
+                v.log,
+                v.highWatermark,
+                tuple(sorted(v.votes)),
+                v.endOffsets,
+                v.hasFetched,
+                v.hwKnown,
+                v.directoryId,
+            )
             for v in s.voters
         ),
         tuple(sorted(s.isolated)),
         tuple(sorted(s.hopeless)),
-    )  # fmt: skip
-
-
-_MARK = {LEADER_CHANGE: "*", VOTERS: "V"}
-
-
-class KraftQuorumDrawing(Drawing):
-    """Lanes: a client and one per replica. Tables: every replica's quorum state and log, the network;
-    with KIP-853 in play, each replica's directory id and voter set too."""
-
-    def __init__(self, voters: int, observers: int = 0, keys: bool = False) -> None:
-        self.voters = [f"voter {v}" for v in range(voters)] + [f"observer {voters + o}" for o in range(observers)]
-        self.keys = keys
-
-    def lanes(self) -> list[str]:
-        return ["client", *self.voters]
-
-    def arrow(self, action: Action, before: QuorumState, after: QuorumState) -> Arrow:
-        args, name = action.args, action.name
-        if name == "RequestVote":
-            c, v = args["candidate"], args["voter"]
-            granted = v in after.voters[c].votes or after.voters[c].role != before.voters[c].role
-            kind = "PreVote" if args["preVote"] else "Vote"
-            note = f"{kind}(epoch {before.voters[c].epoch})" + (" granted" if granted else " refused")
-            return Arrow(self.voters[c], (self.voters[v],), note)
-        if name == "BeginQuorumEpoch":
-            leader = args["leader"]
-            note = f"BeginQuorumEpoch({before.voters[leader].epoch})"
-            return Arrow(self.voters[leader], (self.voters[args["voter"]],), note)
-        if name == "Fetch":
-            f = args["follower"]
-            return Arrow(self.voters[f], (self.voters[args["leader"]],), f"Fetch(offset {len(before.voters[f].log)})")
-        if name == "ClientWrite":
-            return Arrow("client", (self.voters[args["leader"]],), "write")
-        if name in ("AddVoter", "RemoveVoter"):
-            return Arrow(self.voters[args["leader"]], (self.voters[args["voter"]],), f"{name}({args['voter']})")
-        voter = args.get("voter", args.get("leader", 0))
-        return Arrow(self.voters[voter], (), name)
-
-    def tables(self, state: QuorumState) -> list[Table]:
-        rows = []
-        for v, me in enumerate(state.voters):
-            log = " ".join(f"{o}:e{r.epoch}{_MARK.get(r.kind, '')}" for o, r in enumerate(me.log))
-            rows.append([
-                self.voters[v] + (" (cut off)" if v in state.isolated else ""),
-                me.role,
-                str(me.epoch),
-                "-" if me.votedId == NONE else str(me.votedId),
-                "-" if me.leaderId == NONE else str(me.leaderId),
-                log or "(empty)",
-                str(me.highWatermark),
-                describe(me.votes) if me.role in (PROSPECTIVE, CANDIDATE) else "-",
-                " ".join(str(o) for o in me.endOffsets) or "-",
-            ])  # fmt: skip
-            if self.keys:
-                voter_set = next((r.voters for r in reversed(me.log) if r.kind == VOTERS), None)  # type: ignore[union-attr]
-                shown = "bootstrap" if voter_set is None else " ".join(f"{i}/{d}" for i, d in sorted(voter_set))
-                rows[-1] += [str(me.directoryId), shown]
-        columns = ["", "state", "epoch", "voted", "leader", "log", "HW", "votes", "end offsets"]
-        if self.keys:
-            columns += ["directory", "voter set (id/directory)"]
-        voters = Table("replicas (log = offset:epoch, * = LeaderChangeMessage, V = VotersRecord)", columns, rows)
-        committed = " ".join(f"{o}:e{c.epoch}@{c.commitEpoch}" for o, c in enumerate(state.committed)) or "-"
-        history = Table("committed (offset:epoch@committed in epoch)", ["records"], [[committed]])
-        return [voters, history]
+    )

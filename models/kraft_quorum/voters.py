@@ -169,8 +169,9 @@ class DynamicVoters:
     def _leave_resigned(self, me: Voter) -> Voter:
         """``pollResigned`` for a leader no longer in the voter set: Unattached in the next epoch
         (so that no Fetch response names it leader again)."""
-        return Voter(UNATTACHED, me.epoch + 1, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False,
-                     me.directoryId)  # fmt: skip
+        return Voter(
+            UNATTACHED, me.epoch + 1, NONE, NONE, me.log, me.highWatermark, _NOBODY, (), False, False, me.directoryId
+        )
 
     # -- a lost disk -----------------------------------------------------------------------------
     def _lose_disk(self, s: QuorumState, v: int, out: list) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from kmc.checker import Action
 from kmc.models.common.tuples import put
+from kmc.models.kraft_replication.config import KraftReplicationConfig
 from kmc.models.kraft_replication.state import (
     AWAITING_METADATA,
     ERROR_NONE,
@@ -29,9 +30,6 @@ from kmc.models.kraft_replication.state import (
     with_controller,
     with_pending,
 )
-
-if TYPE_CHECKING:
-    from kmc.models.kraft_replication.model import KraftReplicationConfig
 
 Step = tuple[Action, KraftReplicationState]
 
@@ -324,9 +322,16 @@ class KraftController:
             if epoch >= self.config.max_leader_epoch:
                 return None
             epoch += 1
-        return c._replace(leader=new_leader, leaderEpoch=epoch, partitionEpoch=c.partitionEpoch + 1, isr=new_isr,
-                          elr=new_elr, replicas=new_replicas, addingReplicas=new_adding,
-                          removingReplicas=new_removing)  # fmt: skip
+        return c._replace(
+            leader=new_leader,
+            leaderEpoch=epoch,
+            partitionEpoch=c.partitionEpoch + 1,
+            isr=new_isr,
+            elr=new_elr,
+            replicas=new_replicas,
+            addingReplicas=new_adding,
+            removingReplicas=new_removing,
+        )
 
     def elect_leader(
         self, c: Controller, isr: frozenset[int], elr: frozenset[int]

@@ -127,8 +127,9 @@ class KraftReplicationDrawing(Drawing):
             fetch = "-" if flight is None else FLIGHT[type(flight)]
             if r.fetchState == TRUNCATING:
                 fetch = f"truncating, {fetch}"
-            rows.append([f"broker {b}", entries, str(len(r.log)), str(r.highWatermark), role, isr, str(r.brokerEpoch),
-                         fetch])  # fmt: skip
+            rows.append(
+                [f"broker {b}", entries, str(len(r.log)), str(r.highWatermark), role, isr, str(r.brokerEpoch), fetch]
+            )
         replicas = Table(
             "replicas (log = offset:record/epoch)",
             ["", "log", "LEO", "HW", "role", "ISR", "broker epoch", "fetch"],
@@ -136,9 +137,14 @@ class KraftReplicationDrawing(Drawing):
         )
         header = ["leader", "epoch", "partition epoch", "ISR", "ELR", "fenced", "broker epochs"]
         row = [
-            "none" if c.leader == NO_LEADER else f"broker {c.leader}", str(c.leaderEpoch), str(c.partitionEpoch),
-            describe(c.isr), describe(c.elr), describe(c.fenced), " ".join(map(str, c.brokerEpochs)),
-        ]  # fmt: skip
+            "none" if c.leader == NO_LEADER else f"broker {c.leader}",
+            str(c.leaderEpoch),
+            str(c.partitionEpoch),
+            describe(c.isr),
+            describe(c.elr),
+            describe(c.fenced),
+            " ".join(map(str, c.brokerEpochs)),
+        ]
         if self.reassignments:
             header += ["replicas", "adding", "removing"]
             row += [" ".join(map(str, c.replicas)), describe(c.addingReplicas), describe(c.removingReplicas)]
@@ -149,10 +155,12 @@ class KraftReplicationDrawing(Drawing):
         clients = Table(
             "clients",
             ["acknowledged", "committed", "consumed"],
-            [[
-                describe(state.acked),
-                " ".join(f"r{rec.id}" for rec in state.committed) or "-",
-                " ".join(f"r{rec.id}" for rec in state.consumed) or "-",
-            ]],
-        )  # fmt: skip
+            [
+                [
+                    describe(state.acked),
+                    " ".join(f"r{rec.id}" for rec in state.committed) or "-",
+                    " ".join(f"r{rec.id}" for rec in state.consumed) or "-",
+                ]
+            ],
+        )
         return [replicas, controller, clients]

@@ -3,7 +3,7 @@ context it reads. The Python in ``model.py`` stays the definition of every step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from kmc.models.kraft_replication.controller import action_label
 from kmc.models.kraft_replication.state import (
@@ -26,14 +26,12 @@ from kmc.models.kraft_replication.state import (
     dense_partition_epochs,
 )
 
-if TYPE_CHECKING:
-    from kmc.models.kraft_replication.model import KraftReplicationModel
 
-
-def fast_context(model: KraftReplicationModel) -> tuple:
+def fast_context(model: Any) -> tuple:
     """What the C successor function reads: the state types, the strings it compares and builds,
     the action tables, the controller-change memo, the Python helpers it calls for the rare
-    controller steps, and the config as small ints."""
+    controller steps, and the config as small ints. ``model`` is the KraftReplicationModel (this module
+    is its, and so does not import it back)."""
     c, n, ids = model.config, model.config.brokers, model.ids
     records = range(c.max_records + 1)
 
@@ -57,27 +55,68 @@ def fast_context(model: KraftReplicationModel) -> tuple:
         table("HandleAlterPartition", "leader"),
     )
     types = (
-        KraftReplicationState, Replica, Record, AlterPartition, FetchRequest, FetchResponse,
-        OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
-    )  # fmt: skip
+        KraftReplicationState,
+        Replica,
+        Record,
+        AlterPartition,
+        FetchRequest,
+        FetchResponse,
+        OffsetsForLeaderEpochRequest,
+        OffsetsForLeaderEpochResponse,
+    )
     strings = (
-        ERROR_NONE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, DIVERGING_EPOCH,
-        OFFSET_OUT_OF_RANGE, FETCHING, TRUNCATING,
-    )  # fmt: skip
+        ERROR_NONE,
+        NOT_LEADER_OR_FOLLOWER,
+        FENCED_LEADER_EPOCH,
+        UNKNOWN_LEADER_EPOCH,
+        DIVERGING_EPOCH,
+        OFFSET_OUT_OF_RANGE,
+        FETCHING,
+        TRUNCATING,
+    )
     callbacks = (
-        model._handle_alter_partition, model._controlled_shutdown, model._restart, model._unfence, model._fence,
-        model._controller_failover, model._alter_partition_reassignments, model._handle_offsets_for_leader_epoch,
-        model._handle_offsets_for_leader_epoch_response, model._apply_metadata,
-    )  # fmt: skip
+        model._handle_alter_partition,
+        model._controlled_shutdown,
+        model._restart,
+        model._unfence,
+        model._fence,
+        model._controller_failover,
+        model._alter_partition_reassignments,
+        model._handle_offsets_for_leader_epoch,
+        model._handle_offsets_for_leader_epoch_response,
+        model._apply_metadata,
+    )
     ints = (
-        n, c.min_insync_replicas, ("0", "1", "all").index(c.acks), c.max_records, c.max_crashes, c.max_fences,
-        c.max_shutdowns, ("power", "process", "disk").index(c.crash),
-        ("hw", "offsets_for_leader_epoch", "diverging_epoch").index(c.truncation), c.fetch_fencing,
-        c.maximal_isr, c.isr_expand_leso, c.isr_broker_epoch, c.hw_min_isr, c.diverging_fetch_not_counted,
-        c.max_controller_failovers, c.max_reassignments, c.alter_partition_awaits_metadata,
-    )  # fmt: skip
+        n,
+        c.min_insync_replicas,
+        ("0", "1", "all").index(c.acks),
+        c.max_records,
+        c.max_crashes,
+        c.max_fences,
+        c.max_shutdowns,
+        ("power", "process", "disk").index(c.crash),
+        ("hw", "offsets_for_leader_epoch", "diverging_epoch").index(c.truncation),
+        c.fetch_fencing,
+        c.maximal_isr,
+        c.isr_expand_leso,
+        c.isr_broker_epoch,
+        c.hw_min_isr,
+        c.diverging_fetch_not_counted,
+        c.max_controller_failovers,
+        c.max_reassignments,
+        c.alter_partition_awaits_metadata,
+    )
     memo = model.controller_changes
     return (
-        types, strings, model.unknown_followers, memo, dense_partition_epochs, "unfence", "fence", callbacks,
-        tables, tuple(int(i) for i in ints), "commit",
-    )  # fmt: skip
+        types,
+        strings,
+        model.unknown_followers,
+        memo,
+        dense_partition_epochs,
+        "unfence",
+        "fence",
+        callbacks,
+        tables,
+        tuple(int(i) for i in ints),
+        "commit",
+    )

@@ -125,8 +125,7 @@ def rebuild(replica: Replica, retain: int) -> Replica:
     for offset in range(replica.logStartOffset, len(replica.log)):
         batch = replica.log[offset]
         if batch.producerId != NO_PRODUCER_ID:
-            entry = add_batch(entry_of(replica._replace(producers=producers), batch.producerId), batch, offset,
-                              retain)  # fmt: skip
+            entry = add_batch(entry_of(replica._replace(producers=producers), batch.producerId), batch, offset, retain)
             producers = with_entry(producers, entry)
     return replica._replace(producers=producers)
 

@@ -38,11 +38,7 @@ record takes only sequence 0 from a producer without state, which closes the 4.x
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
-
-from kmc.checker import Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import put
 from kmc.models.producer.broker import (
@@ -70,254 +66,43 @@ from kmc.models.producer.broker import (
     rebuild,
     with_entry,
 )
+from kmc.models.producer.config import ACTION_ARGS, PRESETS, ProducerConfig
+from kmc.models.producer.drawing import ProducerDrawing
+from kmc.models.producer.state import (
+    Client,
+    ClientBatch,
+    ProduceRequest,
+    ProduceResponse,
+    ProducerState,
+    high_watermark,
+)
 
 __all__ = [
-    "DUPLICATE", "INVALID_PRODUCER_EPOCH", "NETWORK_EXCEPTION", "NONE", "NOT_ENOUGH_REPLICAS",
-    "NOT_LEADER_OR_FOLLOWER", "NO_PRODUCER_EPOCH", "NO_PRODUCER_ID", "NO_SEQUENCE", "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    "PENDING", "RETRIABLE", "UNKNOWN_PRODUCER_ID", "Batch", "BatchMetadata", "ProducerDrawing", "ProducerModel",
-    "ProducerState", "ProducerStateEntry", "Replica", "entry_of",
-]  # fmt: skip
+    "DUPLICATE",
+    "INVALID_PRODUCER_EPOCH",
+    "NETWORK_EXCEPTION",
+    "NONE",
+    "NOT_ENOUGH_REPLICAS",
+    "NOT_LEADER_OR_FOLLOWER",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "PENDING",
+    "RETRIABLE",
+    "UNKNOWN_PRODUCER_ID",
+    "Batch",
+    "BatchMetadata",
+    "ProducerDrawing",
+    "ProducerModel",
+    "ProducerState",
+    "ProducerStateEntry",
+    "Replica",
+    "entry_of",
+]
 
-
-class ClientBatch(NamedTuple):
-    """A ProducerBatch the client has not completed: queued in the accumulator or in flight."""
-
-    record: int
-    producerId: int
-    producerEpoch: int
-    baseSequence: int
-    inFlight: bool
-    sequenceHasBeenReset: bool = False
-    inRetry: bool = False
-    """ProducerBatch.inRetry: it was sent and put back for another attempt."""
-
-
-class Client(NamedTuple):
-    producerId: int
-    producerEpoch: int
-    nextSequence: int
-    lastAckedSequence: int
-    lastAckedOffset: int
-    batches: tuple[ClientBatch, ...]
-    """The accumulator's deque in drain order, in-flight batches kept where they were."""
-    epochBumpRequired: bool
-    connection: int
-    """The generation of the connection to the brokers: a disconnect opens a new one."""
-    unresolvedSequence: int = NO_SEQUENCE
-    """TransactionManager.partitionsWithUnresolvedSequences: after a batch that was being retried
-    expired, the sequence after it; new batches wait until it is resolved."""
-
-
-class ProduceRequest(NamedTuple):
-    connection: int
-    """With ``broker``: which connection it travels on (one per broker, FIFO)."""
-    broker: int
-    batch: Batch
-
-
-class ProduceResponse(NamedTuple):
-    connection: int
-    record: int
-    error: str
-    baseOffset: int
-    logStartOffset: int
-    broker: int
-    leaderEpoch: int
-    """For a PENDING response: the leader and epoch that wrote it (it completes when replicated)."""
-
-
-class ProducerState(NamedTuple):
-    client: Client
-    requests: tuple[ProduceRequest, ...]
-    """Sent and not yet handled, in sending order; FIFO per connection. Requests of a closed
-    connection may still be handled (their answers are dropped)."""
-    responses: tuple[ProduceResponse, ...]
-    replicas: tuple[Replica, ...]
-    leader: int
-    leaderEpoch: int
-    acked: frozenset[int]
-    """Ghost: records whose send the client completed successfully."""
-    failed: frozenset[int]
-    """Ghost: records whose send the client reported failed."""
-    faults: int
-    """Disconnects so far."""
-    rejections: int
-    timeouts: int
-    failovers: int
-    deletions: int
-    expirations: int
-
-
-ACTION_ARGS = {
-    "SendProduce": ("record",),
-    "HandleProduce": ("connection", "broker", "record", "outcome"),
-    "HandleProduceResponse": ("connection", "broker", "record", "error"),
-    "Disconnect": ("connection",),
-    "DeliveryTimeout": ("record",),
-    "ResolveSequences": ("bump",),
-    "BumpEpoch": ("producerId", "producerEpoch"),
-    "Replicate": ("follower", "offset"),
-    "ElectLeader": ("broker", "leaderEpoch"),
-    "DeleteRecords": ("broker", "logStartOffset"),
-    "ExpireProducer": ("broker", "producerId"),
-}
-
-Acks = Literal["0", "1", "all"]
-
-
-@dataclass(frozen=True)
-class ProducerConfig:
-    max_records: int = param(2, "records the application sends (one batch each)", min=1, max=4)
-    enable_idempotence: bool = param(True, "enable.idempotence")
-    acks: Acks = param("all", "acks")
-    max_in_flight: int = param(2, "max.in.flight.requests.per.connection", min=1, max=5)
-    retries: bool = param(True, "retries > 0 (a retriable error is retried; bounded by the faults)")
-    num_batches_to_retain: int = param(
-        5, "ProducerStateEntry.NUM_BATCHES_TO_RETAIN: batches cached for duplicate detection (1 before KAFKA-5494)",
-        min=1, max=5,
-    )  # fmt: skip
-    max_disconnects: int = param(2, "connection drops (and request timeouts), in all", min=0, max=4)
-    max_rejections: int = param(0, "NOT_ENOUGH_REPLICAS answers: the leader refuses a request without writing it",
-                                min=0, max=4)  # fmt: skip
-    max_delivery_timeouts: int = param(0, "batches that reach delivery.timeout.ms (queued or in flight)", min=0, max=3)
-    max_failovers: int = param(1, "leader elections", min=0, max=3)
-    max_deletions: int = param(0, "retention deletes the head of the leader's log (one batch each)", min=0, max=3)
-    max_expirations: int = param(0, "a broker expires an idle producer's state", min=0, max=3)
-    max_producer_epoch: int = param(2, "epoch bumps (or new producer ids) stop here", min=0, max=4)
-    kafka_7190: bool = param(True, "KAFKA-7190: producer state outlives the retention of its batches")
-    kafka_8710: bool = param(True, "KAFKA-8710: the broker accepts any sequence from a producer it has no state for")
-    kafka_8805: bool = param(True, "KAFKA-8805 (KIP-360 client): bump the epoch to recover from a sequence error")
-    kafka_15591: bool = param(False, "KAFKA-15591 (Kafka 4.5): a never-written partition takes only sequence 0 "
-                              "from a producer without state")  # fmt: skip
-
-    def __post_init__(self) -> None:
-        if self.enable_idempotence and self.acks != "all":
-            raise ValueError("enable.idempotence requires acks=all (ProducerConfig)")
-        if self.enable_idempotence and not self.retries:
-            raise ValueError("enable.idempotence requires retries > 0 (ProducerConfig)")
-
-
-PROPERTIES = ("NoDuplicates", "PerProducerOrder", "AcknowledgedSendNeverLost", "EpochFencing", "EverySendCompletes")
-_ALL_HOLD = {name: "holds" for name in PROPERTIES}
-_STUCK = {"EverySendCompletes": "violated"}
-"""A batch refused OUT_OF_ORDER_SEQUENCE_NUMBER behind an acknowledged later one is retried until
-delivery.timeout.ms, which these presets never reach."""
-_PRE_KIP_360 = {"kafka_7190": False, "kafka_8710": False, "kafka_8805": False}
-
-_BOUNDS = {"max_records": 3, "max_failovers": 0, "max_expirations": 1}
-"""The idempotent producer's bounds: three records, two requests in flight, two disconnects."""
-
-_RETENTION = {"max_deletions": 1, "max_disconnects": 1, "max_failovers": 0}
-"""Bounds where retention deletes a batch whose answer was lost."""
-_ZOMBIE = {"max_records": 2, "max_deletions": 2, "max_disconnects": 2, "max_rejections": 1, "max_failovers": 0}
-"""Bounds where an epoch bump leaves a request of the old epoch behind on a closed connection."""
-
-PRESETS = {
-    "idempotent": Preset.of(
-        "Kafka 4.x: idempotent producer, acks=all, 2 requests in flight, retries, 2 disconnects, expiry",
-        _ALL_HOLD,
-        **_BOUNDS,
-    ),
-    "cache-1": Preset.of(
-        "idempotent's bounds with a broker that caches 1 batch (NUM_BATCHES_TO_RETAIN before KAFKA-5494)",
-        {"NoDuplicates": "violated", "PerProducerOrder": "holds", "EverySendCompletes": "holds"},
-        **_BOUNDS,
-        num_batches_to_retain=1,
-    ),
-    "non-idempotent": Preset.of(
-        "enable.idempotence=false with 2 requests in flight and retries: the log reorders and duplicates",
-        {"NoDuplicates": "violated", "PerProducerOrder": "violated"},
-        enable_idempotence=False,
-        max_failovers=0,
-    ),
-    "in-flight-1": Preset.of(
-        "Kafka 4.x, idempotent, one request in flight: survives a failover, two disconnects and a delivery timeout",
-        _ALL_HOLD,
-        max_in_flight=1,
-        max_delivery_timeouts=1,
-    ),
-    "leader-change": Preset.of(
-        "Kafka 4.x before KAFKA-15591, idempotent, 2 in flight, a failover and a disconnect: the new leader takes "
-        "the producer's second batch as its first, and the epoch bump after OUT_OF_ORDER_SEQUENCE_NUMBER rewrites it",
-        {"NoDuplicates": "violated", "PerProducerOrder": "violated", **_STUCK},
-        max_disconnects=1,
-    ),
-    "not-enough-replicas": Preset.of(
-        "Kafka 4.x, idempotent, 2 in flight, one NOT_ENOUGH_REPLICAS answer and a disconnect: the same, on one leader",
-        {"NoDuplicates": "violated", "PerProducerOrder": "violated", **_STUCK},
-        max_rejections=1,
-        max_failovers=0,
-        max_disconnects=1,
-    ),
-    "kafka-15591": Preset.of(
-        "leader-change's bounds with KAFKA-15591 (Kafka 4.5): the new leader, never written, refuses the "
-        "second batch OUT_OF_ORDER_SEQUENCE_NUMBER; the first is written first",
-        _ALL_HOLD,
-        max_disconnects=1,
-        kafka_15591=True,
-    ),
-    "delivery-timeout": Preset.of(
-        "Kafka 4.x, idempotent, 2 in flight, a disconnect and a delivery timeout: requests left on the closed "
-        "connection are written after the epoch bump that resolved the expired batch's sequence",
-        {"NoDuplicates": "violated"},
-        **_BOUNDS,
-        max_disconnects=1,
-        max_delivery_timeouts=1,
-    ),
-    "acks-1": Preset.of(
-        "acks=1 (idempotence off): the leader answers before the follower has the record, then fails over",
-        {"AcknowledgedSendNeverLost": "violated", "NoDuplicates": "violated"},
-        enable_idempotence=False,
-        acks="1",
-        max_in_flight=1,
-        max_records=1,
-    ),
-    "pre-kip-360": Preset.of(
-        "Kafka 1.0 to 2.3: retention drops producer state (before KAFKA-7190), UNKNOWN_PRODUCER_ID (before "
-        "KAFKA-8710), the client restarts its sequences at 0 (before KAFKA-8805); an election then takes a retry "
-        "for a duplicate",
-        {"AcknowledgedSendNeverLost": "violated"},
-        **_PRE_KIP_360,
-        max_deletions=1,
-        max_disconnects=0,
-    ),
-    "kip-360": Preset.of(
-        "pre-kip-360's bounds with the three KIP-360 fixes (Kafka 2.5 and later)",
-        {**_ALL_HOLD, **_STUCK},
-        max_deletions=1,
-        max_disconnects=0,
-    ),
-    "pre-kafka-7190": Preset.of(
-        "Kafka 4.x but retention drops producer state with its batches: the retry of a written batch whose "
-        "answer was lost is written again",
-        {"NoDuplicates": "violated"},
-        **_RETENTION,
-        kafka_7190=False,
-    ),
-    "kafka-7190": Preset.of(
-        "pre-kafka-7190's bounds with producer state retained (KAFKA-7190, Kafka 2.4 and later)",
-        _ALL_HOLD,
-        **_RETENTION,
-    ),
-    "zombie": Preset.of(
-        "before KAFKA-7190: once retention drops the state of the new epoch, a request of the old epoch left "
-        "on a closed connection is written after it",
-        {"EpochFencing": "violated", "NoDuplicates": "violated", "PerProducerOrder": "violated", **_STUCK},
-        **_ZOMBIE,
-        kafka_7190=False,
-    ),
-}
 
 Step = tuple[Action, ProducerState]
-
-
-def high_watermark(s: ProducerState) -> int:
-    """Both replicas are the ISR: the HW is the length of the prefix both logs share."""
-    a, b = s.replicas[0].log, s.replicas[1].log
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 class ProducerModel(Model):
@@ -407,8 +192,9 @@ class ProducerModel(Model):
                     return
                 batch = batch._replace(inFlight=True, sequenceHasBeenReset=False)
             else:
-                batch = batch._replace(producerId=c.producerId, producerEpoch=c.producerEpoch,
-                                       baseSequence=c.nextSequence, inFlight=True)  # fmt: skip
+                batch = batch._replace(
+                    producerId=c.producerId, producerEpoch=c.producerEpoch, baseSequence=c.nextSequence, inFlight=True
+                )
                 client = c._replace(nextSequence=c.nextSequence + 1)
         else:
             batch = batch._replace(inFlight=True)
@@ -438,8 +224,18 @@ class ProducerModel(Model):
             nxt = self.complete_batch(s._replace(responses=rest), mine[0], response)
         else:
             nxt = s._replace(responses=rest)  # the batch expired meanwhile: the answer is ignored
-        out.append((Action("HandleProduceResponse", connection=connection, broker=broker, record=response.record,
-                           error=response.error), nxt))  # fmt: skip
+        out.append(
+            (
+                Action(
+                    "HandleProduceResponse",
+                    connection=connection,
+                    broker=broker,
+                    record=response.record,
+                    error=response.error,
+                ),
+                nxt,
+            )
+        )
 
     @staticmethod
     def complete_delayed(s: ProducerState) -> ProducerState:
@@ -465,8 +261,10 @@ class ProducerModel(Model):
             client = c._replace(batches=remove)
             current = (batch.producerId, batch.producerEpoch) == (c.producerId, c.producerEpoch)
             if self.config.enable_idempotence and current:
-                client = client._replace(lastAckedSequence=max(c.lastAckedSequence, batch.baseSequence),
-                                         lastAckedOffset=max(c.lastAckedOffset, r.baseOffset))  # fmt: skip
+                client = client._replace(
+                    lastAckedSequence=max(c.lastAckedSequence, batch.baseSequence),
+                    lastAckedOffset=max(c.lastAckedOffset, r.baseOffset),
+                )
             return s._replace(client=client, acked=s.acked | {batch.record})
         if not self.config.enable_idempotence:
             if r.error in RETRIABLE and self.config.retries:
@@ -512,10 +310,16 @@ class ProducerModel(Model):
         seqs = sorted(b.baseSequence for b in c.batches if b.baseSequence != NO_SEQUENCE)
         renumber = {old: new for new, old in enumerate(seqs)}
         batches = tuple(
-            b._replace(producerId=c.producerId, producerEpoch=c.producerEpoch, baseSequence=renumber[b.baseSequence],
-                       sequenceHasBeenReset=True) if b.baseSequence != NO_SEQUENCE else b
+            b._replace(
+                producerId=c.producerId,
+                producerEpoch=c.producerEpoch,
+                baseSequence=renumber[b.baseSequence],
+                sequenceHasBeenReset=True,
+            )
+            if b.baseSequence != NO_SEQUENCE
+            else b
             for b in c.batches
-        )  # fmt: skip
+        )
         return c._replace(batches=batches, nextSequence=len(seqs), lastAckedSequence=NO_SEQUENCE)
 
     @staticmethod
@@ -616,22 +420,33 @@ class ProducerModel(Model):
         def answer(nxt: ProducerState, error: str, offset: int = -1) -> ProducerState:
             if not live:
                 return nxt
-            response = ProduceResponse(connection, record, error, offset, nxt.replicas[b].logStartOffset, b,
-                                       nxt.leaderEpoch)  # fmt: skip
+            response = ProduceResponse(
+                connection, record, error, offset, nxt.replicas[b].logStartOffset, b, nxt.leaderEpoch
+            )
             return nxt._replace(responses=(*nxt.responses, response))
 
         if b != s.leader:
             nxt = answer(base, NOT_LEADER_OR_FOLLOWER)
-            out.append((Action("HandleProduce", connection=connection, broker=b, record=record,
-                               outcome=NOT_LEADER_OR_FOLLOWER), nxt))  # fmt: skip
+            out.append(
+                (
+                    Action(
+                        "HandleProduce", connection=connection, broker=b, record=record, outcome=NOT_LEADER_OR_FOLLOWER
+                    ),
+                    nxt,
+                )
+            )
             return
         outcome, offset = self.check_produce(replica, request.batch)
         if outcome == NONE:
             offset = len(replica.log)
             appended = replica._replace(log=(*replica.log, request.batch))
             if request.batch.producerId != NO_PRODUCER_ID:
-                entry = add_batch(entry_of(replica, request.batch.producerId), request.batch, offset,
-                                  self.config.num_batches_to_retain)  # fmt: skip
+                entry = add_batch(
+                    entry_of(replica, request.batch.producerId),
+                    request.batch,
+                    offset,
+                    self.config.num_batches_to_retain,
+                )
                 appended = appended._replace(producers=with_entry(replica.producers, entry))
             nxt = base._replace(replicas=put(s.replicas, b, appended))
             nxt = answer(nxt, PENDING if self.config.acks == "all" else NONE, offset)
@@ -640,12 +455,22 @@ class ProducerModel(Model):
             nxt = answer(base, PENDING if self.config.acks == "all" else DUPLICATE, offset)
         else:
             nxt = answer(base, outcome)
-        out.append((Action("HandleProduce", connection=connection, broker=b, record=record, outcome=outcome),
-                    self.complete_delayed(nxt)))  # fmt: skip
+        out.append(
+            (
+                Action("HandleProduce", connection=connection, broker=b, record=record, outcome=outcome),
+                self.complete_delayed(nxt),
+            )
+        )
         if s.rejections < self.config.max_rejections:
             failed = answer(base, NOT_ENOUGH_REPLICAS)._replace(rejections=s.rejections + 1)
-            out.append((Action("HandleProduce", connection=connection, broker=b, record=record,
-                               outcome=NOT_ENOUGH_REPLICAS), failed))  # fmt: skip
+            out.append(
+                (
+                    Action(
+                        "HandleProduce", connection=connection, broker=b, record=record, outcome=NOT_ENOUGH_REPLICAS
+                    ),
+                    failed,
+                )
+            )
 
     def check_produce(self, replica: Replica, batch: Batch) -> tuple[str, int]:
         """The leader's decision for a client batch (kmc.models.producer.broker.check_produce)."""
@@ -682,8 +507,12 @@ class ProducerModel(Model):
         rebuilt = rebuild(
             Replica(truncated, min(old.logStartOffset, len(truncated)), ()), self.config.num_batches_to_retain
         )
-        nxt = s._replace(leader=new, leaderEpoch=s.leaderEpoch + 1, replicas=put(s.replicas, s.leader, rebuilt),
-                         failovers=s.failovers + 1)  # fmt: skip
+        nxt = s._replace(
+            leader=new,
+            leaderEpoch=s.leaderEpoch + 1,
+            replicas=put(s.replicas, s.leader, rebuilt),
+            failovers=s.failovers + 1,
+        )
         out.append((Action("ElectLeader", broker=new, leaderEpoch=s.leaderEpoch + 1), self.complete_delayed(nxt)))
 
     def _delete_records(self, s: ProducerState, out: list[Step]) -> None:
@@ -709,83 +538,10 @@ class ProducerModel(Model):
         for b, replica in enumerate(s.replicas):
             for entry in replica.producers:
                 kept = tuple(e for e in replica.producers if e.producerId != entry.producerId)
-                nxt = s._replace(replicas=put(s.replicas, b, replica._replace(producers=kept)),
-                                 expirations=s.expirations + 1)  # fmt: skip
+                nxt = s._replace(
+                    replicas=put(s.replicas, b, replica._replace(producers=kept)), expirations=s.expirations + 1
+                )
                 out.append((Action("ExpireProducer", broker=b, producerId=entry.producerId), nxt))
 
     def drawing(self) -> ProducerDrawing:
         return ProducerDrawing()
-
-
-# -- how traces are drawn --------------------------------------------------------------------------
-def _batch(b: Batch) -> str:
-    if b.producerId == NO_PRODUCER_ID:
-        return f"r{b.record}"
-    return f"r{b.record}(p{b.producerId} e{b.producerEpoch} s{b.baseSequence})"
-
-
-def _client_batch(b: ClientBatch) -> str:
-    sequence = f"/s{b.baseSequence}" if b.baseSequence != NO_SEQUENCE else ""
-    return f"r{b.record}{sequence}" + ("*" if b.inFlight else "")
-
-
-def _entry(e: ProducerStateEntry) -> str:
-    cached = " ".join(f"s{m.lastSeq}@{m.lastOffset}" for m in e.batchMetadata)
-    return f"p{e.producerId} e{e.producerEpoch} [{cached}]"
-
-
-class ProducerDrawing(Drawing):
-    """Lanes: the producer and both brokers. Tables: the client's sequences and batches, each
-    replica's log and producer state (epoch and cached batches), what the application was told."""
-
-    BROKERS = ("broker 0", "broker 1")
-
-    def lanes(self) -> list[str]:
-        return ["producer", *self.BROKERS]
-
-    def arrow(self, action: Action, before: ProducerState, after: ProducerState) -> Arrow:
-        a, name = action.args, action.name
-        if name == "SendProduce":
-            req = after.requests[-1]
-            return Arrow("producer", (self.BROKERS[req.broker],), f"Produce {_batch(req.batch)}")
-        if name == "HandleProduce":
-            outcome = a["outcome"]
-            note = f"r{a['record']}: " + ("appended" if outcome == NONE else outcome.lower().replace("_", " "))
-            return Arrow(self.BROKERS[a["broker"]], ("producer",), note)
-        if name == "HandleProduceResponse":
-            return Arrow("producer", (), f"r{a['record']} {a['error']}")
-        if name == "Disconnect":
-            return Arrow("producer", (), f"connection {a['connection']} drops")
-        if name == "BumpEpoch":
-            return Arrow("producer", (), f"bump to p{a['producerId']} e{a['producerEpoch']}")
-        if name == "Replicate":
-            leader = 1 - a["follower"]
-            return Arrow(self.BROKERS[leader], (self.BROKERS[a["follower"]],), f"Fetch offset {a['offset']}")
-        if name == "ElectLeader":
-            old = 1 - a["broker"]
-            return Arrow(self.BROKERS[a["broker"]], (self.BROKERS[old],), f"leader, epoch {a['leaderEpoch']}")
-        if name == "DeleteRecords":
-            return Arrow(self.BROKERS[a["broker"]], (), f"log start offset {a['logStartOffset']}")
-        if name == "ExpireProducer":
-            return Arrow(self.BROKERS[a["broker"]], (), f"expire producer {a['producerId']}")
-        return Arrow("producer")
-
-    def tables(self, state: ProducerState) -> list[Table]:
-        c = state.client
-        batches = " ".join(_client_batch(b) for b in c.batches)
-        client = Table(
-            "producer (* = in flight)",
-            ["producerId", "epoch", "nextSequence", "lastAckedSequence", "batches", "bump", "acked", "failed"],
-            [[str(c.producerId), str(c.producerEpoch), str(c.nextSequence), str(c.lastAckedSequence), batches or "-",
-              "yes" if c.epochBumpRequired else "-", describe(state.acked), describe(state.failed)]],
-        )  # fmt: skip
-        rows = []
-        hw = high_watermark(state)
-        for b, r in enumerate(state.replicas):
-            log = " ".join(f"{o}:{_batch(x)}" for o, x in enumerate(r.log)) or "(empty)"
-            cache = "; ".join(_entry(e) for e in r.producers)
-            role = f"leader e{state.leaderEpoch}" if b == state.leader else "follower"
-            rows.append([f"broker {b}", role, log, str(r.logStartOffset), str(hw), cache or "-"])
-        replicas = Table("replicas (log = offset:record(producerId epoch sequence))",
-                         ["", "role", "log", "logStartOffset", "HW", "producer state"], rows)  # fmt: skip
-        return [client, replicas]

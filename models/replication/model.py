@@ -27,69 +27,26 @@ what changed in Kafka, so the rule that a KIP fixed can be switched on and off o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from kmc.checker import Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.checker.extension import SuccessorsInC
 from kmc.models.common.tuples import least_renaming, put
-
-NO_LEADER = -1
-"""Kafka's LeaderAndIsr.NoLeader: the partition has no leader."""
-NO_EPOCH = -1
-"""A replica that has not yet received a LeaderAndIsr request has no leader epoch."""
-
-
-class Record(NamedTuple):
-    id: int
-    epoch: int
-
-
-class ReplicaState(NamedTuple):
-    """A replica's cached view of the partition (from LeaderAndIsr) and its local high watermark."""
-
-    hw: int
-    leaderEpoch: int
-    leader: int
-    isr: frozenset[int]
-
-
-class LeaderAndIsr(NamedTuple):
-    """The partition state in ZooKeeper, and the LeaderAndIsr request that carries it."""
-
-    leaderEpoch: int
-    leader: int
-    isr: frozenset[int]
-
-
-class ReplicationState(NamedTuple):
-    replicaLog: tuple[tuple[Record, ...], ...]
-    """Each replica's log; offset i holds replicaLog[r][i]. The log end offset is its length."""
-    replicaState: tuple[ReplicaState, ...]
-    nextRecordId: int
-    nextLeaderEpoch: int
-    leaderAndIsrRequests: frozenset[LeaderAndIsr]
-    """Every LeaderAndIsr request sent: a replica may receive any of them, late or twice."""
-    quorumState: LeaderAndIsr
-
+from kmc.models.replication.drawing import ReplicationDrawing
+from kmc.models.replication.state import (
+    ACTION_ARGS,
+    NO_EPOCH,
+    NO_LEADER,
+    LeaderAndIsr,
+    Record,
+    ReplicaState,
+    ReplicationState,
+)
 
 Step = tuple[Action, ReplicationState]
 Change = tuple[Action, tuple[tuple[Record, ...], ...], tuple[ReplicaState, ...]]
 """A step that changes only the replicas' logs and states: the action, the new logs and states."""
 
-ACTION_ARGS = {
-    "ControllerElectLeader": ("leader",),
-    "ControllerShrinkIsr": ("replica",),
-    "BecomeLeader": ("leader", "leaderEpoch"),
-    "BecomeFollower": ("replica", "leader", "leaderEpoch"),
-    "LeaderWrite": ("leader", "id"),
-    "LeaderIncHighWatermark": ("leader",),
-    "LeaderShrinkIsr": ("leader", "replica"),
-    "LeaderExpandIsr": ("leader", "replica"),
-    "FollowerFetch": ("follower", "leader"),
-    "FollowerTruncate": ("follower", "leader"),
-}
-"""Every action of the model and the names of its arguments."""
 
 Truncation = Literal["hw", "leader_epoch", "matching_offset", "on_fetch", "fenced"]
 FetchFencing = Literal["none", "last_fetched_epoch", "current_leader_epoch"]
@@ -157,6 +114,7 @@ PRESETS = {
 
 class ReplicationModel(SuccessorsInC, Model):
     name = "replication"
+    actions = tuple(ACTION_ARGS)
     description = "partition replication as in the TLA+ spec hachikuji/kafka-specification"
     Config = ReplicationConfig
     presets = PRESETS
@@ -209,13 +167,28 @@ class ReplicationModel(SuccessorsInC, Model):
             _ISR_RULES.index(c.isr_rules),
         )
         tables = (
-            self._elect, self._shrink_by_controller, self._become_leader_act, self._become_follower_act, self._write,
-            self._inc_hw, self._shrink_isr, self._expand_isr, self._fetch, self._truncate,
-        )  # fmt: skip
+            self._elect,
+            self._shrink_by_controller,
+            self._become_leader_act,
+            self._become_follower_act,
+            self._write,
+            self._inc_hw,
+            self._shrink_isr,
+            self._expand_isr,
+            self._fetch,
+            self._truncate,
+        )
         return (
-            ReplicationState, ReplicaState, Record, LeaderAndIsr, *tables,
-            c.log_size, c.max_records, c.max_leader_epoch, *modes,
-        )  # fmt: skip
+            ReplicationState,
+            ReplicaState,
+            Record,
+            LeaderAndIsr,
+            *tables,
+            c.log_size,
+            c.max_records,
+            c.max_leader_epoch,
+            *modes,
+        )
 
     # -- next ----------------------------------------------------------------------------------
     def _successors(self, s: ReplicationState) -> list[Step]:
@@ -528,7 +501,7 @@ class ReplicationModel(SuccessorsInC, Model):
     # -- symmetry ------------------------------------------------------------------------------
     def symmetry(self, s: ReplicationState) -> ReplicationState:
         """Replicas are interchangeable: the least state over all permutations of replica ids."""
-        return least_renaming(s, self.replica_ids, _permute, _sort_key)
+        return least_renaming(s, self.replica_ids, permute_replicas, _sort_key)
 
 
 # -- the C successor function --------------------------------------------------------------------
@@ -626,7 +599,7 @@ def _first_non_matching_offset_from_tail(leader_log: tuple[Record, ...], log: tu
     return 0
 
 
-def _permute(s: ReplicationState, perm: tuple[int, ...]) -> ReplicationState:
+def permute_replicas(s: ReplicationState, perm: tuple[int, ...]) -> ReplicationState:
     """Rename replica i to perm[i]."""
 
     def rid(r: int) -> int:
@@ -663,55 +636,3 @@ def _sort_key(s: ReplicationState) -> tuple:
         tuple(sorted((q.leaderEpoch, q.leader, isr_key(q.isr)) for q in s.leaderAndIsrRequests)),
         (s.quorumState.leaderEpoch, s.quorumState.leader, isr_key(s.quorumState.isr)),
     )
-
-
-# -- how traces are drawn --------------------------------------------------------------------------
-class ReplicationDrawing(Drawing):
-    """Lanes: producer, controller (with ZooKeeper), one per broker. Tables: every replica's log
-    with LEO, HW, epoch, leader and ISR, and the partition state in ZooKeeper."""
-
-    def __init__(self, replicas: int) -> None:
-        self.brokers = [f"broker {r}" for r in range(replicas)]
-
-    def lanes(self) -> list[str]:
-        return ["producer", "controller", *self.brokers]
-
-    def arrow(self, action: Action, before: ReplicationState, after: ReplicationState) -> Arrow:
-        args = action.args
-        name = action.name
-        if name in ("BecomeLeader", "BecomeFollower"):
-            target = args["leader"] if name == "BecomeLeader" else args["replica"]
-            return Arrow("controller", (self.brokers[target],), f"LeaderAndIsr(epoch {args['leaderEpoch']})")
-        if name == "LeaderWrite":
-            return Arrow("producer", (self.brokers[args["leader"]],), f"Produce(record {args['id']})")
-        if name == "FollowerFetch":
-            return Arrow(self.brokers[args["follower"]], (self.brokers[args["leader"]],), "Fetch")
-        if name in ("LeaderShrinkIsr", "LeaderExpandIsr"):
-            return Arrow(self.brokers[args["leader"]], ("controller",), "ISR write to ZooKeeper")
-        if name in ("ControllerElectLeader", "ControllerShrinkIsr"):
-            return Arrow("controller")
-        owner = args.get("leader", args.get("follower", 0))
-        if name == "FollowerTruncate":
-            owner = args["follower"]
-        return Arrow(self.brokers[owner])
-
-    def tables(self, state: ReplicationState) -> list[Table]:
-        rows = []
-        for r, (log, st) in enumerate(zip(state.replicaLog, state.replicaState, strict=True)):
-            entries = " ".join(f"{offset}:r{rec.id}/e{rec.epoch}" for offset, rec in enumerate(log)) or "(empty)"
-            role = "leader" if st.leader == r else ("-" if st.leader == NO_LEADER else f"follows {st.leader}")
-            epoch = "-" if st.leaderEpoch == NO_EPOCH else str(st.leaderEpoch)
-            rows.append([f"broker {r}", entries, str(len(log)), str(st.hw), epoch, role, describe(st.isr)])
-        replicas = Table("replicas (log = offset:record/epoch)", ["", "log", "LEO", "HW", "epoch", "role", "ISR"], rows)
-        quorum = state.quorumState
-        zk = Table(
-            "ZooKeeper",
-            ["leader", "epoch", "ISR", "LeaderAndIsr sent"],
-            [[
-                "none" if quorum.leader == NO_LEADER else f"broker {quorum.leader}",
-                "-" if quorum.leaderEpoch == NO_EPOCH else str(quorum.leaderEpoch),
-                describe(quorum.isr),
-                ", ".join(f"e{q.leaderEpoch}->{q.leader}" for q in sorted(state.leaderAndIsrRequests)) or "-",
-            ]],
-        )  # fmt: skip
-        return [replicas, zk]

@@ -10,15 +10,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import z3
-from kmc.checker import Action
+from kmc.checker import Action, Model
 from kmc.checker.engines.symbolic.encoding import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
-from kmc.models.replication.model import (
+from kmc.models.replication.state import (
     ACTION_ARGS,
     NO_LEADER,
     LeaderAndIsr,
     Record,
     ReplicaState,
-    ReplicationModel,
     ReplicationState,
 )
 
@@ -31,7 +30,7 @@ OUT_OF_RANGE = z3.IntVal(-2)
 class ReplicationEncoding(SymbolicEncoding):
     action_schema: ClassVar[dict[str, Var]] = LABELS.schema
 
-    def __init__(self, model: ReplicationModel) -> None:
+    def __init__(self, model: Model) -> None:
         super().__init__(model)
         c = model.config
         self.n, self.size, self.epochs = c.replicas, c.log_size, c.max_leader_epoch + 1
@@ -119,8 +118,11 @@ class ReplicationEncoding(SymbolicEncoding):
         for epoch in range(e):
             unsent = epoch >= v.nextLeaderEpoch
             parts.append(ids(v.requestLeader[epoch]))
-            parts.append(z3.Implies(unsent, z3.And(v.requestLeader[epoch] == NO_LEADER,
-                                                   *(z3.Not(x) for x in v.requestIsr[epoch]))))  # fmt: skip
+            parts.append(
+                z3.Implies(
+                    unsent, z3.And(v.requestLeader[epoch] == NO_LEADER, *(z3.Not(x) for x in v.requestIsr[epoch]))
+                )
+            )
         return z3.And(parts)
 
     def init(self, v: Frame) -> z3.BoolRef:
@@ -259,10 +261,14 @@ class ReplicationEncoding(SymbolicEncoding):
         end = v.logEnd[r]
         guard = z3.And(v.nextRecordId <= self.config.max_records - 1, v.leader[r] == r, end < self.size)
         updates = self._log_updates(
-            v, r, end + 1,
-            lambda i: (z3.If(i == end, v.nextRecordId, v.logId[r][i]),
-                       z3.If(i == end, v.leaderEpoch[r], v.logEpoch[r][i])),
-        )  # fmt: skip
+            v,
+            r,
+            end + 1,
+            lambda i: (
+                z3.If(i == end, v.nextRecordId, v.logId[r][i]),
+                z3.If(i == end, v.leaderEpoch[r], v.logEpoch[r][i]),
+            ),
+        )
         updates[("nextRecordId",)] = v.nextRecordId + 1
         return "LeaderWrite", (r, v.nextRecordId), z3.And(guard, becomes(v, w, updates))
 
@@ -271,8 +277,11 @@ class ReplicationEncoding(SymbolicEncoding):
         presumes = v.leader[r] == r
         members = [(f, v.isr[r][f]) for f in range(n)]
         if mode == "isr_offsets":
-            ok = z3.And(presumes, hw < self.size,
-                        *(z3.Implies(m, z3.And(v.leader[f] == r, v.logEnd[f] > hw)) for f, m in members))  # fmt: skip
+            ok = z3.And(
+                presumes,
+                hw < self.size,
+                *(z3.Implies(m, z3.And(v.leader[f] == r, v.logEnd[f] > hw)) for f, m in members),
+            )
         elif mode == "epoch_match":
             caught_up = [z3.Implies(m, self.caught_up_to_leader_epoch(v, r, f, hw + 1)) for f, m in members]
             ok = z3.And(presumes, v.logEnd[r] > hw, *caught_up)
@@ -333,10 +342,14 @@ class ReplicationEncoding(SymbolicEncoding):
         elif mode == "current_leader_epoch":
             guard.append(v.leaderEpoch[f] == v.leaderEpoch[leader])
         updates = self._log_updates(
-            v, f, end + 1,
-            lambda i: (z3.If(i == end, v.logId[leader][i], v.logId[f][i]),
-                       z3.If(i == end, v.logEpoch[leader][i], v.logEpoch[f][i])),
-        )  # fmt: skip
+            v,
+            f,
+            end + 1,
+            lambda i: (
+                z3.If(i == end, v.logId[leader][i], v.logId[f][i]),
+                z3.If(i == end, v.logEpoch[leader][i], v.logEpoch[f][i]),
+            ),
+        )
         updates[("hw", f)] = z3.If(v.hw[leader] < end + 1, v.hw[leader], end + 1)
         return "FollowerFetch", (f, leader), z3.And(*guard, becomes(v, w, updates))
 
@@ -367,9 +380,10 @@ def replicated_below_hw(enc: ReplicationEncoding, v: Frame, leader: int, members
     hw = v.hw[leader]
     return z3.Or(
         hw == 0,
-        z3.And(v.logEnd[leader] >= hw, *(z3.Implies(members[m], prefix_equal(enc, v, leader, m, hw))
-                                          for m in range(enc.n))),
-    )  # fmt: skip
+        z3.And(
+            v.logEnd[leader] >= hw, *(z3.Implies(members[m], prefix_equal(enc, v, leader, m, hw)) for m in range(enc.n))
+        ),
+    )
 
 
 def weak_isr(enc: ReplicationEncoding, v: Frame) -> z3.BoolRef:

@@ -8,7 +8,7 @@ from kmc.checker import Action
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
 from kmc.models.transactions.coordinator import NONE, TxnMeta
 from kmc.models.transactions.log import aborted_index, last_stable_offset
-from kmc.models.transactions.model import COORDINATOR, TransactionsModel, TransactionsState, client_lane, leader_lane
+from kmc.models.transactions.state import COORDINATOR, TransactionsState, client_lane, leader_lane
 
 
 class TransactionsDrawing(Drawing):
@@ -16,10 +16,9 @@ class TransactionsDrawing(Drawing):
     (in memory and in __transaction_state), each producer, each partition (log, LSO, open
     transaction, aborted index, epochs), and the messages in flight."""
 
-    def __init__(self, model: TransactionsModel) -> None:
-        self.model = model
-        self.producers = [client_lane(c) for c in range(model.config.producers)]
-        self.leaders = [leader_lane(p) for p in range(model.n_partitions)]
+    def __init__(self, producers: int, partitions: int) -> None:
+        self.producers = [client_lane(c) for c in range(producers)]
+        self.leaders = [leader_lane(p) for p in range(partitions)]
 
     def lanes(self) -> list[str]:
         return [*self.producers, COORDINATOR, *self.leaders, "consumer"]
@@ -61,8 +60,14 @@ class TransactionsDrawing(Drawing):
         def meta_row(label: str, meta: TxnMeta | None) -> list[str]:
             if meta is None:
                 return [label, "-", "-", "-", "-", "-"]
-            return [label, meta.state, str(meta.producerId), str(meta.producerEpoch), str(meta.lastProducerEpoch),
-                    describe(meta.topicPartitions)]  # fmt: skip
+            return [
+                label,
+                meta.state,
+                str(meta.producerId),
+                str(meta.producerEpoch),
+                str(meta.lastProducerEpoch),
+                describe(meta.topicPartitions),
+            ]
 
         txn = Table(
             f"transaction coordinator (coordinatorEpoch {co.coordinatorEpoch}, markers pending "
@@ -73,20 +78,44 @@ class TransactionsDrawing(Drawing):
         producers = Table(
             "producers",
             ["", "state", "producerEpoch", "txn", "added", "produced", "acked", "awaiting"],
-            [[client_lane(c), cl.state, str(cl.producerEpoch), str(cl.txn), describe(cl.added), describe(cl.produced),
-              describe(cl.acked), cl.awaiting or "-"] for c, cl in enumerate(state.clients)],
-        )  # fmt: skip
+            [
+                [
+                    client_lane(c),
+                    cl.state,
+                    str(cl.producerEpoch),
+                    str(cl.txn),
+                    describe(cl.added),
+                    describe(cl.produced),
+                    describe(cl.acked),
+                    cl.awaiting or "-",
+                ]
+                for c, cl in enumerate(state.clients)
+            ],
+        )
         rows = []
         for i, p in enumerate(state.partitions):
-            entries = " ".join(
-                f"{o}:{'COMMIT' if b.commit else 'ABORT'}/e{b.producerEpoch}" if b.control
-                else f"{o}:t{b.txn}/e{b.producerEpoch}"
-                for o, b in enumerate(p.log)
-            ) or "(empty)"  # fmt: skip
+            entries = (
+                " ".join(
+                    f"{o}:{'COMMIT' if b.commit else 'ABORT'}/e{b.producerEpoch}"
+                    if b.control
+                    else f"{o}:t{b.txn}/e{b.producerEpoch}"
+                    for o, b in enumerate(p.log)
+                )
+                or "(empty)"
+            )
             index = " ".join(f"[{a},{b}]" for a, b in aborted_index(p)) or "-"
-            rows.append([leader_lane(i), entries, str(len(p.log)), str(last_stable_offset(p)),
-                         str(p.producerEpoch), str(p.coordinatorEpoch), index,
-                         str(state.consumerPositions[i])])  # fmt: skip
+            rows.append(
+                [
+                    leader_lane(i),
+                    entries,
+                    str(len(p.log)),
+                    str(last_stable_offset(p)),
+                    str(p.producerEpoch),
+                    str(p.coordinatorEpoch),
+                    index,
+                    str(state.consumerPositions[i]),
+                ]
+            )
         partitions = Table(
             "partitions (log = offset:txn/epoch; markers COMMIT/ABORT)",
             ["", "log", "HW", "LSO", "producerEpoch", "coordinatorEpoch", "aborted index", "consumer"],

@@ -33,12 +33,10 @@ Flags, each a fix in Kafka's history:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
-
-from kmc.checker import WF, Action, Model, Preset, param
+from kmc.checker import WF, Action, Model
 from kmc.checker.drawing import Drawing
 from kmc.models.transactions import coordinator as tc
+from kmc.models.transactions.config import ACTION_ARGS, FAULTS, PRESETS, TransactionsConfig
 from kmc.models.transactions.coordinator import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -54,255 +52,24 @@ from kmc.models.transactions.coordinator import (
     TxnMeta,
 )
 from kmc.models.transactions.log import NO_OFFSET, Batch, Partition, last_stable_offset
-
-# Client (TransactionManager) states.
-UNINITIALIZED = "UNINITIALIZED"
-INITIALIZING = "INITIALIZING"
-READY = "READY"
-IN_TRANSACTION = "IN_TRANSACTION"
-COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
-ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
-ABORTABLE_ERROR = "ABORTABLE_ERROR"
-FATAL_ERROR = "FATAL_ERROR"
-
-COORDINATOR = "coordinator"
-
-
-def client_lane(c: int) -> str:
-    return f"producer {c}"
-
-
-def leader_lane(p: int) -> str:
-    return f"leader {p}"
-
-
-class Client(NamedTuple):
-    """A transactional producer (KafkaProducer's TransactionManager) for the one transactional id."""
-
-    state: str
-    producerId: int
-    producerEpoch: int
-    txn: int
-    """Ghost: the number of the transaction the application is running (-1: none)."""
-    added: frozenset[int]
-    """Partitions the coordinator confirmed in this transaction (AddPartitionsToTxn; TV2: a produce answered)."""
-    produced: frozenset[int]
-    """Partitions this transaction sent a record to (one record each)."""
-    acked: frozenset[int]
-    """Partitions whose record was acknowledged."""
-    awaiting: str
-    """The coordinator request in flight ("" for none)."""
-
-
-class Message(NamedTuple):
-    api: str
-    src: str
-    dst: str
-    client: int = -1
-    partition: int = -1
-    producerEpoch: int = NO_PRODUCER_EPOCH
-    commit: bool = False
-    coordinatorEpoch: int = -1
-    txn: int = -1
-    error: str = NONE
-
-
-class Decision(NamedTuple):
-    """Ghost: a coordinator's PrepareCommit/PrepareAbort and the partitions it covers."""
-
-    commit: bool
-    partitions: frozenset[int]
-
-
-class Coordinator(NamedTuple):
-    coordinatorEpoch: int
-    metadata: TxnMeta | None
-    """The in-memory TransactionMetadata."""
-    pendingMarkers: frozenset[int]
-    """Partitions whose marker has not been acknowledged (TransactionMarkerChannelManager)."""
-    decision: int
-    """Ghost: the decision being written (-1 none)."""
-
-
-class TransactionsState(NamedTuple):
-    clients: tuple[Client, ...]
-    coordinator: Coordinator
-    transactionLog: TxnMeta | None
-    """The last record of the transactional id in __transaction_state."""
-    partitions: tuple[Partition, ...]
-    network: tuple[Message, ...]
-    consumerPositions: tuple[int, ...]
-    """A read_committed consumer's fetch position in each partition."""
-    decisions: tuple[Decision, ...]
-    aborted: frozenset[int]
-    """Ghost: application transactions the producer aborted or gave up."""
-    nextTxn: int
-    requestTimeouts: int
-    txnTimeouts: int
-    failovers: int
-
-
-ACTION_ARGS = {
-    "InitProducerId": ("client",),
-    "BeginTransaction": ("client",),
-    "AddPartitionsToTxn": ("client", "partition"),
-    "Produce": ("client", "partition"),
-    "AddOffsetsToTxn": ("client", "partition"),
-    "TxnOffsetCommit": ("client", "partition"),
-    "EndTxn": ("client", "commit"),
-    "AbortLocally": ("client",),
-    "RequestTimeout": ("client", "api", "partition"),
-    "HandleInitProducerIdResponse": ("client",),
-    "HandleAddPartitionsToTxnResponse": ("client", "partition"),
-    "HandleProduceResponse": ("client", "partition"),
-    "HandleEndTxnResponse": ("client",),
-    "HandleInitProducerId": ("client",),
-    "HandleAddPartitionsToTxn": ("client", "partition"),
-    "HandleEndTxn": ("client", "commit", "producerEpoch"),
-    "HandleVerifyPartition": ("partition",),
-    "HandleWriteTxnMarkersResponse": ("partition",),
-    "WriteTxnCompletion": (),
-    "TxnTimeout": (),
-    "AbortTimedOutTransaction": (),
-    "CoordinatorFailover": (),
-    "HandleProduce": ("partition", "client", "producerEpoch", "txn"),
-    "HandleVerifyResponse": ("partition",),
-    "HandleWriteTxnMarkers": ("partition", "commit", "coordinatorEpoch"),
-    "ConsumerFetch": ("partition",),
-}
-"""Every action of the model and the names of its arguments."""
-
-FAULTS = ("RequestTimeout", "TxnTimeout", "CoordinatorFailover")
-
-Delivery = Literal["fifo", "any"]
-
-
-@dataclass(frozen=True)
-class TransactionsConfig:
-    producers: int = param(
-        1, "producer incarnations with the transactional id (the second fences the first)", min=1, max=2
-    )
-    partitions: int = param(2, "data partitions", min=1, max=3)
-    offsets: bool = param(False, "sendOffsetsToTransaction: the consumer-offsets partition joins as one more partition")
-    max_transactions: int = param(2, "transactions the applications begin in all", min=1, max=4)
-    max_request_timeouts: int = param(1, "times a producer gives up on a request in flight", min=0, max=3)
-    max_txn_timeouts: int = param(0, "times the coordinator aborts a transaction that timed out", min=0, max=2)
-    max_failovers: int = param(
-        0, "coordinator failovers (a new leader of the __transaction_state partition)", min=0, max=2
-    )
-    delivery: Delivery = param("any", "fifo: each connection delivers in order; any: any message may be delayed")
-    verification: bool = param(True, "KIP-890 part 1 (KAFKA-14561): leaders verify a partition is in the transaction")
-    verification_guard: bool = param(True, "KAFKA-14884: a verification races no marker (unique guard)")
-    transaction_version: int = param(2, "2: KIP-890 part 2 (KAFKA-14562), epoch bump per transaction", min=0, max=2)
-    kafka_18464: bool = param(
-        True, "KAFKA-18464 (4.0): TV 2's EndTxn answers a pending completion before it checks the epoch"
-    )
-    consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
-
-    def __post_init__(self) -> None:
-        if self.transaction_version >= 2 and not self.verification:
-            raise ValueError("transaction_version 2 adds partitions through the leader's verification")
-
-
-_PROPS = (
-    "AtomicVisibility",
-    "AbortedNeverVisible",
-    "ReadCommittedBoundedByLso",
-    "OpenTransactionKnownToCoordinator",
-    "LegalCoordinatorTransition",
-    "UniqueLiveProducerIdentity",
-    "TransactionCompletes",
-    "LastStableOffsetAdvances",
-    "FencedOnlyByANewerProducer",
+from kmc.models.transactions.state import (
+    ABORTABLE_ERROR,
+    ABORTING_TRANSACTION,
+    COMMITTING_TRANSACTION,
+    COORDINATOR,
+    FATAL_ERROR,
+    IN_TRANSACTION,
+    INITIALIZING,
+    READY,
+    UNINITIALIZED,
+    Client,
+    Coordinator,
+    Decision,
+    Message,
+    TransactionsState,
+    client_lane,
+    leader_lane,
 )
-_ALL_HOLD = {name: "holds" for name in _PROPS}
-_TV1 = {"transaction_version": 1}
-
-PRESETS = {
-    "kip-890-part-2": Preset.of(
-        "Kafka 4.x with transaction version 2: leaders verify and add partitions, every transaction bumps the epoch",
-        _ALL_HOLD,
-    ),
-    "kip-890-part-1": Preset.of(
-        "Kafka 3.6-3.9 (transaction version 1 with verification): a produce delayed past its abort joins the "
-        "next transaction of the same epoch",
-        {
-            **_ALL_HOLD,
-            "AbortedNeverVisible": "violated",
-            "AtomicVisibility": "violated",
-            "FencedOnlyByANewerProducer": "violated",
-        },
-        **_TV1,
-    ),
-    "pre-kafka-14884": Preset.of(
-        "kip-890-part-1 without the verification guard: an answer that raced the abort marker opens a hanging "
-        "transaction",
-        {
-            "OpenTransactionKnownToCoordinator": "violated",
-            "LastStableOffsetAdvances": "violated",
-            "AbortedNeverVisible": "violated",
-            "AtomicVisibility": "violated",
-            "FencedOnlyByANewerProducer": "violated",
-        },
-        **_TV1,
-        verification_guard=False,
-    ),
-    "pre-kip-890": Preset.of(
-        "Kafka before 3.6 (KIP-98 as built): a produce delayed past the abort marker opens a transaction the "
-        "coordinator never heard of, and the LSO hangs",
-        {
-            "OpenTransactionKnownToCoordinator": "violated",
-            "LastStableOffsetAdvances": "violated",
-            "AbortedNeverVisible": "violated",
-            "AtomicVisibility": "violated",
-        },
-        **_TV1,
-        verification=False,
-    ),
-    "pre-kafka-18464": Preset.of(
-        "kip-890-part-2 as first written: an EndTxn at the bumped epoch during the previous transaction's "
-        "markers is told PRODUCER_FENCED, and the producer fences itself",
-        {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated"},
-        kafka_18464=False,
-    ),
-    "failover": Preset.of(
-        "kip-890-part-2 with one coordinator failover (one transaction): the new coordinator reloads "
-        "__transaction_state and resends the markers of a prepared transaction",
-        _ALL_HOLD,
-        max_transactions=1,
-        max_failovers=1,
-    ),
-    "read-committed": Preset.of(
-        "kip-890-part-2 on one partition with a read_committed consumer fetching up to the LSO, through a "
-        "coordinator failover",
-        _ALL_HOLD,
-        partitions=1,
-        consumer=True,
-        max_failovers=1,
-    ),
-    "zombie": Preset.of(
-        "kip-890-part-2 with a second producer incarnation that fences the first (InitProducerId)",
-        _ALL_HOLD,
-        producers=2,
-        max_transactions=1,
-        max_request_timeouts=0,
-    ),
-    "offsets": Preset.of(
-        "kip-890-part-2 with sendOffsetsToTransaction: the consumer-offsets partition is one of the transaction's, "
-        "through a coordinator failover",
-        _ALL_HOLD,
-        partitions=1,
-        offsets=True,
-        max_transactions=1,
-        max_failovers=1,
-    ),
-    "txn-timeout": Preset.of(
-        "kip-890-part-2 where the coordinator times out and aborts an open transaction",
-        _ALL_HOLD,
-        max_txn_timeouts=1,
-        max_request_timeouts=0,
-    ),
-}
 
 Step = tuple[Action, TransactionsState]
 
@@ -359,10 +126,20 @@ class TransactionsModel(Model):
         n = self.n_partitions
         return [
             TransactionsState(
-                (client,) * self.config.producers, Coordinator(0, None, frozenset(), -1), None, (partition,) * n, (),
-                (0,) * n, (), frozenset(), 0, 0, 0, 0,
+                (client,) * self.config.producers,
+                Coordinator(0, None, frozenset(), -1),
+                None,
+                (partition,) * n,
+                (),
+                (0,) * n,
+                (),
+                frozenset(),
+                0,
+                0,
+                0,
+                0,
             )
-        ]  # fmt: skip
+        ]
 
     # -- helpers -------------------------------------------------------------------------------
     def _send(self, s: TransactionsState, *msgs: Message, drop: Message | None = None) -> tuple[Message, ...]:
@@ -420,20 +197,36 @@ class TransactionsModel(Model):
         if cl.state == UNINITIALIZED and (c == 0 or s.clients[c - 1].state != UNINITIALIZED):
             msg = Message("InitProducerId", me, COORDINATOR, client=c)
             new = cl._replace(state=INITIALIZING, awaiting="InitProducerId")
-            out.append((Action("InitProducerId", client=c), s._replace(clients=self._set_client(s, c, new),
-                                                                        network=self._send(s, msg))))  # fmt: skip
+            out.append(
+                (
+                    Action("InitProducerId", client=c),
+                    s._replace(clients=self._set_client(s, c, new), network=self._send(s, msg)),
+                )
+            )
         if cl.state == READY and s.nextTxn < self.config.max_transactions:
-            new = cl._replace(state=IN_TRANSACTION, txn=s.nextTxn, added=frozenset(), produced=frozenset(),
-                              acked=frozenset())  # fmt: skip
-            out.append((Action("BeginTransaction", client=c), s._replace(clients=self._set_client(s, c, new),
-                                                                          nextTxn=s.nextTxn + 1)))  # fmt: skip
+            new = cl._replace(
+                state=IN_TRANSACTION, txn=s.nextTxn, added=frozenset(), produced=frozenset(), acked=frozenset()
+            )
+            out.append(
+                (
+                    Action("BeginTransaction", client=c),
+                    s._replace(clients=self._set_client(s, c, new), nextTxn=s.nextTxn + 1),
+                )
+            )
         if cl.state == IN_TRANSACTION and not cl.awaiting:
             for p in range(self.n_partitions):
                 if p in cl.produced:
                     continue
                 if not self.tv2 and p not in cl.added:
-                    msg = Message("AddPartitionsToTxn", me, COORDINATOR, client=c, partition=p,
-                                  producerEpoch=cl.producerEpoch, txn=cl.txn)  # fmt: skip
+                    msg = Message(
+                        "AddPartitionsToTxn",
+                        me,
+                        COORDINATOR,
+                        client=c,
+                        partition=p,
+                        producerEpoch=cl.producerEpoch,
+                        txn=cl.txn,
+                    )
                     new = cl._replace(awaiting="AddPartitionsToTxn")
                     api = "AddOffsetsToTxn" if p == self.offsets_partition else "AddPartitionsToTxn"
                     out.append(
@@ -443,8 +236,9 @@ class TransactionsModel(Model):
                         )
                     )
                 elif self.tv2 or p in cl.added:
-                    msg = Message("Produce", me, leader_lane(p), client=c, partition=p,
-                                  producerEpoch=cl.producerEpoch, txn=cl.txn)  # fmt: skip
+                    msg = Message(
+                        "Produce", me, leader_lane(p), client=c, partition=p, producerEpoch=cl.producerEpoch, txn=cl.txn
+                    )
                     new = cl._replace(produced=cl.produced | {p})
                     api = "TxnOffsetCommit" if p == self.offsets_partition else "Produce"
                     out.append(
@@ -459,8 +253,12 @@ class TransactionsModel(Model):
             # abortTransaction() before a record was sent: transactionStarted is false, so
             # TransactionManager completes the EndTxn locally and sends nothing.
             new = cl._replace(state=READY, txn=-1)
-            out.append((Action("AbortLocally", client=c),
-                        s._replace(clients=self._set_client(s, c, new), aborted=s.aborted | {cl.txn})))  # fmt: skip
+            out.append(
+                (
+                    Action("AbortLocally", client=c),
+                    s._replace(clients=self._set_client(s, c, new), aborted=s.aborted | {cl.txn}),
+                )
+            )
         elif cl.state == ABORTABLE_ERROR and not cl.awaiting:
             self._end_txn(s, c, False, out)
         if s.requestTimeouts < self.config.max_request_timeouts:
@@ -468,8 +266,9 @@ class TransactionsModel(Model):
 
     def _end_txn(self, s: TransactionsState, c: int, commit: bool, out: list[Step]) -> None:
         cl = s.clients[c]
-        msg = Message("EndTxn", client_lane(c), COORDINATOR, client=c, producerEpoch=cl.producerEpoch, commit=commit,
-                      txn=cl.txn)  # fmt: skip
+        msg = Message(
+            "EndTxn", client_lane(c), COORDINATOR, client=c, producerEpoch=cl.producerEpoch, commit=commit, txn=cl.txn
+        )
         new = cl._replace(state=COMMITTING_TRANSACTION if commit else ABORTING_TRANSACTION, awaiting="EndTxn")
         aborted = s.aborted if commit else s.aborted | {cl.txn}
         out.append(
@@ -487,14 +286,29 @@ class TransactionsModel(Model):
         if cl.state == IN_TRANSACTION:
             for p in sorted(cl.produced - cl.acked):
                 new = cl._replace(state=ABORTABLE_ERROR, acked=cl.acked | {p})
-                out.append((Action("RequestTimeout", client=c, api="Produce", partition=p),
-                            s._replace(clients=self._set_client(s, c, new), requestTimeouts=count)))  # fmt: skip
+                out.append(
+                    (
+                        Action("RequestTimeout", client=c, api="Produce", partition=p),
+                        s._replace(clients=self._set_client(s, c, new), requestTimeouts=count),
+                    )
+                )
         if cl.awaiting == "EndTxn":
             commit = cl.state == COMMITTING_TRANSACTION
-            msg = Message("EndTxn", client_lane(c), COORDINATOR, client=c, producerEpoch=cl.producerEpoch,
-                          commit=commit, txn=cl.txn)  # fmt: skip
-            out.append((Action("RequestTimeout", client=c, api="EndTxn", partition=-1),
-                        s._replace(network=self._send(s, msg), requestTimeouts=count)))  # fmt: skip
+            msg = Message(
+                "EndTxn",
+                client_lane(c),
+                COORDINATOR,
+                client=c,
+                producerEpoch=cl.producerEpoch,
+                commit=commit,
+                txn=cl.txn,
+            )
+            out.append(
+                (
+                    Action("RequestTimeout", client=c, api="EndTxn", partition=-1),
+                    s._replace(network=self._send(s, msg), requestTimeouts=count),
+                )
+            )
 
     # -- deliveries ----------------------------------------------------------------------------
     def _deliver(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
@@ -502,8 +316,9 @@ class TransactionsModel(Model):
         if handler is not None:
             handler(s, m, out)
 
-    def _client_response(self, s: TransactionsState, m: Message, name: str, out: list[Step], new: Client | None,
-                         **extra: object) -> None:  # fmt: skip
+    def _client_response(
+        self, s: TransactionsState, m: Message, name: str, out: list[Step], new: Client | None, **extra: object
+    ) -> None:
         """Deliver a response to a client; ``new`` None means it is stale and ignored."""
         clients = s.clients if new is None else self._set_client(s, m.client, new)
         args = {"client": m.client, **({"partition": m.partition} if "partition" in ACTION_ARGS[name] else {})}
@@ -556,13 +371,27 @@ class TransactionsModel(Model):
         if cl.awaiting != "EndTxn" or cl.txn != m.txn:
             return self._client_response(s, m, "HandleEndTxnResponse", out, None)
         if m.error == CONCURRENT_TRANSACTIONS:
-            retry = Message("EndTxn", m.dst, m.src, client=m.client, producerEpoch=cl.producerEpoch,
-                            commit=cl.state == COMMITTING_TRANSACTION, txn=cl.txn)  # fmt: skip
+            retry = Message(
+                "EndTxn",
+                m.dst,
+                m.src,
+                client=m.client,
+                producerEpoch=cl.producerEpoch,
+                commit=cl.state == COMMITTING_TRANSACTION,
+                txn=cl.txn,
+            )
             return self._retry(s, m, "HandleEndTxnResponse", retry, out)
         if m.error == NONE:
             epoch = m.producerEpoch if self.tv2 else cl.producerEpoch
-            new = cl._replace(state=READY, producerEpoch=epoch, txn=-1, added=frozenset(), produced=frozenset(),
-                              acked=frozenset(), awaiting="")  # fmt: skip
+            new = cl._replace(
+                state=READY,
+                producerEpoch=epoch,
+                txn=-1,
+                added=frozenset(),
+                produced=frozenset(),
+                acked=frozenset(),
+                awaiting="",
+            )
         else:  # the transaction failed: the application treats it as aborted
             new = self._fail(cl, m.error)
             if m.error == tc.INVALID_TXN_STATE:
@@ -606,8 +435,9 @@ class TransactionsModel(Model):
 
     def _on_InitProducerId(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         r = tc.handle_init_producer_id(s.coordinator.metadata, self.tv2)
-        resp = Message("InitProducerIdResponse", COORDINATOR, m.src, client=m.client, producerEpoch=r.producerEpoch,
-                       error=r.error)  # fmt: skip
+        resp = Message(
+            "InitProducerIdResponse", COORDINATOR, m.src, client=m.client, producerEpoch=r.producerEpoch, error=r.error
+        )
         nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
         out.append((Action("HandleInitProducerId", client=m.client), nxt))
 
@@ -664,22 +494,30 @@ class TransactionsModel(Model):
         if s.failovers < self.config.max_failovers:
             epoch = co.coordinatorEpoch + 1
             log = s.transactionLog
-            network = tuple(m for m in s.network if m.dst != COORDINATOR or m.api in ("InitProducerId", "EndTxn",
-                            "AddPartitionsToTxn", "VerifyPartition"))  # fmt: skip
+            network = tuple(
+                m
+                for m in s.network
+                if m.dst != COORDINATOR
+                or m.api in ("InitProducerId", "EndTxn", "AddPartitionsToTxn", "VerifyPartition")
+            )
             pending, markers, decision = frozenset(), [], -1
             if log is not None and log.state in (PREPARE_COMMIT, PREPARE_ABORT):
                 pending, decision = log.topicPartitions, co.decision
                 markers = self._markers(log, epoch, decision)
             coordinator = Coordinator(epoch, log, pending, decision)
-            nxt = s._replace(coordinator=coordinator, network=self._send(s._replace(network=network), *markers),
-                             failovers=s.failovers + 1)  # fmt: skip
+            nxt = s._replace(
+                coordinator=coordinator,
+                network=self._send(s._replace(network=network), *markers),
+                failovers=s.failovers + 1,
+            )
             out.append((Action("CoordinatorFailover"), nxt))
 
     # -- the partition leaders -----------------------------------------------------------------
     def _on_Produce(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         p = s.partitions[m.partition]
-        action = Action("HandleProduce", partition=m.partition, client=m.client, producerEpoch=m.producerEpoch,
-                        txn=m.txn)  # fmt: skip
+        action = Action(
+            "HandleProduce", partition=m.partition, client=m.client, producerEpoch=m.producerEpoch, txn=m.txn
+        )
         if m.producerEpoch < p.producerEpoch:
             error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
             resp = m._replace(api="ProduceResponse", src=m.dst, dst=m.src, error=error)
@@ -688,24 +526,54 @@ class TransactionsModel(Model):
         ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
         if self.config.verification and not ongoing:  # UnifiedLog.hasOngoingTransaction(producerId, epoch)
             guard = p.verificationGuard if p.verificationGuard != -1 else len(p.log)
-            parked = p._replace(verificationGuard=guard,
-                                verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard)))  # fmt: skip
-            verify = Message("VerifyPartition", m.dst, COORDINATOR, client=m.client, partition=m.partition,
-                             producerEpoch=m.producerEpoch, txn=m.txn)  # fmt: skip
-            out.append((action, s._replace(partitions=self._set_partition(s, m.partition, parked),
-                                           network=self._send(s, verify, drop=m))))  # fmt: skip
+            parked = p._replace(
+                verificationGuard=guard, verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard))
+            )
+            verify = Message(
+                "VerifyPartition",
+                m.dst,
+                COORDINATOR,
+                client=m.client,
+                partition=m.partition,
+                producerEpoch=m.producerEpoch,
+                txn=m.txn,
+            )
+            out.append(
+                (
+                    action,
+                    s._replace(
+                        partitions=self._set_partition(s, m.partition, parked), network=self._send(s, verify, drop=m)
+                    ),
+                )
+            )
             return
         self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m)
 
-    def _append(self, s: TransactionsState, pi: int, c: int, epoch: int, txn: int, out: list[Step], action: Action,
-                drop: Message, verifying: tuple | None = None) -> None:  # fmt: skip
+    def _append(
+        self,
+        s: TransactionsState,
+        pi: int,
+        c: int,
+        epoch: int,
+        txn: int,
+        out: list[Step],
+        action: Action,
+        drop: Message,
+        verifying: tuple | None = None,
+    ) -> None:
         p = s.partitions[pi]
         first = p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
         batch = Batch(False, epoch, c, txn, False, -1)
-        new = p._replace(log=(*p.log, batch), producerEpoch=max(epoch, p.producerEpoch), currentTxnFirstOffset=first,
-                         verificationGuard=-1, verifying=p.verifying if verifying is None else verifying)  # fmt: skip
-        resp = Message("ProduceResponse", leader_lane(pi), client_lane(c), client=c, partition=pi, producerEpoch=epoch,
-                       txn=txn)  # fmt: skip
+        new = p._replace(
+            log=(*p.log, batch),
+            producerEpoch=max(epoch, p.producerEpoch),
+            currentTxnFirstOffset=first,
+            verificationGuard=-1,
+            verifying=p.verifying if verifying is None else verifying,
+        )
+        resp = Message(
+            "ProduceResponse", leader_lane(pi), client_lane(c), client=c, partition=pi, producerEpoch=epoch, txn=txn
+        )
         out.append(
             (action, s._replace(partitions=self._set_partition(s, pi, new), network=self._send(s, resp, drop=drop)))
         )
@@ -724,19 +592,32 @@ class TransactionsModel(Model):
         error = m.error if m.error != NONE else tc.INVALID_TXN_STATE
         if m.producerEpoch < p.producerEpoch:
             error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
-        resp = Message("ProduceResponse", m.dst, client_lane(m.client), client=m.client, partition=m.partition,
-                       producerEpoch=m.producerEpoch, txn=m.txn, error=error)  # fmt: skip
+        resp = Message(
+            "ProduceResponse",
+            m.dst,
+            client_lane(m.client),
+            client=m.client,
+            partition=m.partition,
+            producerEpoch=m.producerEpoch,
+            txn=m.txn,
+            error=error,
+        )
         new = p._replace(verifying=tuple(rest))
-        out.append((action, s._replace(partitions=self._set_partition(s, m.partition, new),
-                                       network=self._send(s, resp, drop=m))))  # fmt: skip
+        out.append(
+            (
+                action,
+                s._replace(partitions=self._set_partition(s, m.partition, new), network=self._send(s, resp, drop=m)),
+            )
+        )
 
     def _on_WriteTxnMarkers(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         """ProducerAppendInfo.appendEndTxnMarker: fence an older coordinator and an older producer epoch
         (under TV 2 a marker must carry a newer epoch, or the same one as a retry when no transaction is
         open), close the open transaction and clear the verification guard."""
         p = s.partitions[m.partition]
-        action = Action("HandleWriteTxnMarkers", partition=m.partition, commit=m.commit,
-                        coordinatorEpoch=m.coordinatorEpoch)  # fmt: skip
+        action = Action(
+            "HandleWriteTxnMarkers", partition=m.partition, commit=m.commit, coordinatorEpoch=m.coordinatorEpoch
+        )
         error = NONE
         if m.coordinatorEpoch < p.coordinatorEpoch:
             error = TRANSACTION_COORDINATOR_FENCED
@@ -746,18 +627,34 @@ class TransactionsModel(Model):
                 error = INVALID_PRODUCER_EPOCH
         elif m.producerEpoch < p.producerEpoch:
             error = INVALID_PRODUCER_EPOCH
-        resp = Message("WriteTxnMarkersResponse", m.dst, COORDINATOR, partition=m.partition,
-                       coordinatorEpoch=m.coordinatorEpoch, txn=m.txn, error=error)  # fmt: skip
+        resp = Message(
+            "WriteTxnMarkersResponse",
+            m.dst,
+            COORDINATOR,
+            partition=m.partition,
+            coordinatorEpoch=m.coordinatorEpoch,
+            txn=m.txn,
+            error=error,
+        )
         if error != NONE:
             out.append((action, s._replace(network=self._send(s, resp, drop=m))))
             return
         marker = Batch(True, m.producerEpoch, -1, m.txn, m.commit, m.coordinatorEpoch)
-        new = p._replace(log=(*p.log, marker), producerEpoch=m.producerEpoch, coordinatorEpoch=m.coordinatorEpoch,
-                         currentTxnFirstOffset=NO_OFFSET, verificationGuard=-1)  # fmt: skip
-        out.append((action, s._replace(partitions=self._set_partition(s, m.partition, new),
-                                       network=self._send(s, resp, drop=m))))  # fmt: skip
+        new = p._replace(
+            log=(*p.log, marker),
+            producerEpoch=m.producerEpoch,
+            coordinatorEpoch=m.coordinatorEpoch,
+            currentTxnFirstOffset=NO_OFFSET,
+            verificationGuard=-1,
+        )
+        out.append(
+            (
+                action,
+                s._replace(partitions=self._set_partition(s, m.partition, new), network=self._send(s, resp, drop=m)),
+            )
+        )
 
     def drawing(self) -> Drawing:
         from kmc.models.transactions.drawing import TransactionsDrawing
 
-        return TransactionsDrawing(self)
+        return TransactionsDrawing(self.config.producers, self.n_partitions)

@@ -32,96 +32,23 @@ One partition, replicated on every broker. LeaderAndIsr stands for the three con
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from kmc.checker import Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table
 from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import put
-
-NONE = -1
-"""No broker: /controller absent, or a partition with no leader."""
-NO_EPOCH = -1
-"""A partition never written (leader epoch) or a broker that holds no partition state."""
-INITIAL_CONTROLLER_EPOCH = 0
-"""KafkaController.InitialControllerEpoch: /controller_epoch before the first election, and what a
-broker that has seen no controller yet holds."""
-
-
-class PartitionState(NamedTuple):
-    """/brokers/topics/t/partitions/0/state: the leader, its epoch, and the znode's version."""
-
-    leader: int
-    leaderEpoch: int
-    zkVersion: int
-
-
-class ZooKeeper(NamedTuple):
-    controller: int
-    """The broker id in the ephemeral /controller node, or NONE."""
-    controllerEpoch: int
-    """/controller_epoch. Its zkVersion moves with it (one setData per election), so one number is both."""
-    brokerEpochs: tuple[int, ...]
-    """The czxid of each /brokers/ids/<id> node, or 0 when the node is absent (session gone)."""
-    partition: PartitionState
-
-
-class Broker(NamedTuple):
-    session: bool
-    """It has a live ZooKeeper session (the first, or the one ZooKeeperClient opened after an expiry)."""
-    brokerEpoch: int
-    """The czxid of the registration this incarnation made (KIP-380)."""
-    lastSeenControllerEpoch: int
-    """ReplicaManager.controllerEpoch: the newest controller epoch of a request it accepted."""
-    leader: int
-    leaderEpoch: int
-    """The partition state it applied from a LeaderAndIsr request."""
-    isController: bool
-    """It believes it is the controller (true for a zombie too, until it resigns)."""
-    controllerEpoch: int
-    """The epoch it was elected in, and the /controller_epoch version its writes expect."""
-    liveBrokerEpochs: tuple[int, ...]
-    """The controller's cache of /brokers/ids: each broker's epoch, or 0 if it is thought dead."""
-    cachedPartition: PartitionState
-    """The controller's cache of the partition state, with the zkVersion it read."""
-
-
-class LeaderAndIsr(NamedTuple):
-    """A control request in flight from a controller to one broker."""
-
-    controllerEpoch: int
-    broker: int
-    brokerEpoch: int
-    """The epoch of the incarnation the controller addressed. Sent on the wire only with KIP-380;
-    kept here either way, so the properties can tell which incarnation a request was meant for."""
-    leader: int
-    leaderEpoch: int
-
-
-class ZkControllerState(NamedTuple):
-    zk: ZooKeeper
-    brokers: tuple[Broker, ...]
-    requests: frozenset[LeaderAndIsr]
-    """Control requests sent and not yet handled, delivered in any order."""
-    nextCzxid: int
-    """ZooKeeper's next zxid as seen by broker registrations: every new /brokers/ids node gets a larger one."""
-    sessionExpiries: int
-    restarts: int
-
-
-ACTION_ARGS = {
-    "Elect": ("broker",),
-    "ZkSessionExpire": ("broker",),
-    "ZkReconnect": ("broker",),
-    "RegisterBrokerAndReelect": ("broker",),
-    "BrokerRestart": ("broker",),
-    "BrokerChange": ("controller",),
-    "ElectLeader": ("controller", "leader"),
-    "HandleLeaderAndIsr": ("broker", "controllerEpoch", "brokerEpoch", "leaderEpoch"),
-}
-"""Every action of the model and the names of its arguments."""
-
-HANDLE_OUTCOMES = ("applied", "ignored", "STALE_CONTROLLER_EPOCH", "STALE_BROKER_EPOCH")
+from kmc.models.zk_controller.drawing import ZkControllerDrawing
+from kmc.models.zk_controller.state import (
+    ACTION_ARGS,
+    INITIAL_CONTROLLER_EPOCH,
+    NO_EPOCH,
+    NONE,
+    Broker,
+    LeaderAndIsr,
+    PartitionState,
+    ZkControllerState,
+    ZooKeeper,
+)
 
 
 @dataclass(frozen=True)
@@ -174,6 +101,7 @@ PRESETS = {
 
 class ZkControllerModel(Model):
     name = "zk-controller"
+    actions = tuple(ACTION_ARGS)
     description = "the ZooKeeper-era controller: election, /controller_epoch, zombie fencing, broker epochs"
     Config = ZkControllerConfig
     presets = PRESETS
@@ -437,76 +365,3 @@ def _state_requests(controller: Broker, targets: list[tuple[int, int]]) -> froze
     return frozenset(
         LeaderAndIsr(controller.controllerEpoch, t, epoch, state.leader, state.leaderEpoch) for t, epoch in targets
     )
-
-
-class ZkControllerDrawing(Drawing):
-    """Lanes: ZooKeeper and one per broker. Tables: the znodes, and every broker's view."""
-
-    def __init__(self, brokers: int) -> None:
-        self.brokers = [f"broker {b}" for b in range(brokers)]
-
-    def lanes(self) -> list[str]:
-        return ["ZooKeeper", *self.brokers]
-
-    def arrow(self, action: Action, before: ZkControllerState, after: ZkControllerState) -> Arrow:
-        args, name = action.args, action.name
-        if name in ("Elect", "ZkReconnect", "RegisterBrokerAndReelect", "BrokerChange"):
-            who = args.get("broker", args.get("controller"))
-            note = {
-                "Elect": "create /controller",
-                "ZkReconnect": "new session",
-                "RegisterBrokerAndReelect": "resign, register",
-                "BrokerChange": "read /brokers/ids",
-            }[name]
-            return Arrow(self.brokers[who], ("ZooKeeper",), note)
-        if name == "ZkSessionExpire":
-            return Arrow("ZooKeeper", (self.brokers[args["broker"]],), "session expired")
-        if name == "BrokerRestart":
-            return Arrow(self.brokers[args["broker"]], ("ZooKeeper",), "restart, register")
-        if name == "ElectLeader":
-            c = args["controller"]
-            sent = sorted({r.broker for r in after.requests - before.requests})
-            if after.zk.partition != before.zk.partition:
-                return Arrow(
-                    self.brokers[c],
-                    ("ZooKeeper", *(self.brokers[t] for t in sent if t != c)),
-                    f"leader {args['leader']}, epoch {after.zk.partition.leaderEpoch}",
-                )
-            return Arrow(self.brokers[c], ("ZooKeeper",), "write fails")
-        b = args["broker"]
-        return Arrow(self.brokers[b], (), f"LeaderAndIsr(c{args['controllerEpoch']}, e{args['leaderEpoch']})")
-
-    def tables(self, state: ZkControllerState) -> list[Table]:
-        zk = state.zk
-        part = zk.partition
-        written = f"leader {part.leader}, epoch {part.leaderEpoch}, v{part.zkVersion}"
-        znodes = Table(
-            "ZooKeeper",
-            ["/controller", "/controller_epoch", "/brokers/ids (czxid)", "partition state"],
-            [[
-                "-" if zk.controller == NONE else f"broker {zk.controller}",
-                str(zk.controllerEpoch),
-                " ".join(f"{b}:{e}" for b, e in enumerate(zk.brokerEpochs) if e) or "-",
-                "-" if part.leaderEpoch == NO_EPOCH else written,
-            ]],
-        )  # fmt: skip
-        rows = []
-        for b, broker in enumerate(state.brokers):
-            role = f"controller e{broker.controllerEpoch}" if broker.isController else "-"
-            applied = "-" if broker.leaderEpoch == NO_EPOCH else f"leader {broker.leader}, epoch {broker.leaderEpoch}"
-            inbox = sorted(r for r in state.requests if r.broker == b)
-            rows.append([
-                f"broker {b}",
-                "alive" if broker.session else "expired",
-                str(broker.brokerEpoch),
-                role,
-                str(broker.lastSeenControllerEpoch),
-                applied,
-                " ".join(f"c{r.controllerEpoch}/b{r.brokerEpoch}/e{r.leaderEpoch}" for r in inbox) or "-",
-            ])  # fmt: skip
-        brokers = Table(
-            "brokers (requests = controller epoch / broker epoch / leader epoch)",
-            ["", "session", "broker epoch", "role", "seen controller epoch", "partition", "requests"],
-            rows,
-        )
-        return [znodes, brokers]

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import z3
-from kmc.checker import Action
+from kmc.checker import Action, Model
 from kmc.checker.engines.symbolic.encoding import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
-from kmc.models.zk_controller.model import (
+from kmc.models.zk_controller.state import (
     ACTION_ARGS,
     INITIAL_CONTROLLER_EPOCH,
     NO_EPOCH,
@@ -28,7 +28,6 @@ from kmc.models.zk_controller.model import (
     Broker,
     LeaderAndIsr,
     PartitionState,
-    ZkControllerModel,
     ZkControllerState,
     ZooKeeper,
 )
@@ -39,7 +38,7 @@ LABELS = ActionLabels(ACTION_ARGS)
 class ZkControllerEncoding(SymbolicEncoding):
     action_schema: ClassVar[dict[str, Var]] = LABELS.schema
 
-    def __init__(self, model: ZkControllerModel) -> None:
+    def __init__(self, model: Model) -> None:
         super().__init__(model)
         c = model.config
         self.n = c.brokers
@@ -171,8 +170,9 @@ class ZkControllerEncoding(SymbolicEncoding):
     def _any_pending(self, v: Frame, epoch: int) -> z3.BoolRef:
         return z3.Or([v.pending[epoch][k][b] for k in range(1, self.controller_epochs) for b in range(self.n)])
 
-    def _requests(self, v: Frame, c: Any, sends: list[tuple[Any, Any]], drops: list[Any], epoch: Any,
-                  leader: Any) -> tuple[dict[tuple, Any], z3.BoolRef]:  # fmt: skip
+    def _requests(
+        self, v: Frame, c: Any, sends: list[tuple[Any, Any]], drops: list[Any], epoch: Any, leader: Any
+    ) -> tuple[dict[tuple, Any], z3.BoolRef]:
         """Updates for the controller of epoch ``c``: drop its requests to every broker whose
         condition in ``drops`` holds, then send ``epoch`` (led by ``leader``) to every broker whose
         condition in ``sends`` holds, with the broker epoch given there. Also the condition that
@@ -363,10 +363,13 @@ class ZkControllerEncoding(SymbolicEncoding):
 # -- the properties, symbolically ------------------------------------------------------------------
 def one_controller_per_epoch(enc: ZkControllerEncoding, v: Frame) -> z3.BoolRef:
     n = enc.n
-    return z3.And([
-        z3.Not(z3.And(v.isController[i], v.isController[j], v.controllerEpoch[i] == v.controllerEpoch[j]))
-        for i in range(n) for j in range(i + 1, n)
-    ])  # fmt: skip
+    return z3.And(
+        [
+            z3.Not(z3.And(v.isController[i], v.isController[j], v.controllerEpoch[i] == v.controllerEpoch[j]))
+            for i in range(n)
+            for j in range(i + 1, n)
+        ]
+    )
 
 
 def controller_node_is_current(enc: ZkControllerEncoding, v: Frame) -> z3.BoolRef:
@@ -414,17 +417,27 @@ def leader_epochs_only_increase(enc: ZkControllerEncoding, v: Frame, a: Frame, w
 # -- lemmas that make the properties inductive -----------------------------------------------------
 def controller_epochs_are_bounded_by_zookeeper(enc: ZkControllerEncoding, v: Frame) -> z3.BoolRef:
     """No broker believes in a controller epoch newer than /controller_epoch."""
-    return z3.And([z3.Implies(v.isController[b], z3.And(v.controllerEpoch[b] >= 1,
-                   v.controllerEpoch[b] <= v.zkControllerEpoch)) for b in range(enc.n)])  # fmt: skip
+    return z3.And(
+        [
+            z3.Implies(
+                v.isController[b], z3.And(v.controllerEpoch[b] >= 1, v.controllerEpoch[b] <= v.zkControllerEpoch)
+            )
+            for b in range(enc.n)
+        ]
+    )
 
 
 def newest_controller_holds_the_node(enc: ZkControllerEncoding, v: Frame) -> z3.BoolRef:
     """A broker acting in the newest epoch is the one in /controller, unless that node is gone."""
-    return z3.And([
-        z3.Implies(z3.And(v.isController[b], v.controllerEpoch[b] == v.zkControllerEpoch),
-                   z3.Or(v.zkController == b, v.zkController == NONE))
-        for b in range(enc.n)
-    ])  # fmt: skip
+    return z3.And(
+        [
+            z3.Implies(
+                z3.And(v.isController[b], v.controllerEpoch[b] == v.zkControllerEpoch),
+                z3.Or(v.zkController == b, v.zkController == NONE),
+            )
+            for b in range(enc.n)
+        ]
+    )
 
 
 def node_holder_is_registered(enc: ZkControllerEncoding, v: Frame) -> z3.BoolRef:

@@ -115,9 +115,17 @@ def disk_bfs(
 
 
 class _Search:
-    def __init__(self, model: Model, props: PropertySet, options: BfsOptions, progress: Progress,
-                 preset: str | None, observers: Sequence[SearchObserver], job: dict[str, Any],
-                 directory: Path) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: Model,
+        props: PropertySet,
+        options: BfsOptions,
+        progress: Progress,
+        preset: str | None,
+        observers: Sequence[SearchObserver],
+        job: dict[str, Any],
+        directory: Path,
+    ) -> None:
         self.model, self.props, self.options, self.progress, self.preset = model, props, options, progress, preset
         self.observers = observers
         self.job = job
@@ -196,10 +204,17 @@ class _Search:
         if self.durable:
             stats.extra["checkpoint"] = str(self.directory)
         result = search_result(
-            "bfs", model, self.props, options.deadlock, options.symmetry, self.checks.found(),
-            complete=self.bounded_by is None and not self.checks.stop, stats=stats, bound_reason=self.bounded_by,
+            "bfs",
+            model,
+            self.props,
+            options.deadlock,
+            options.symmetry,
+            self.checks.found(),
+            complete=self.bounded_by is None and not self.checks.stop,
+            stats=stats,
+            bound_reason=self.bounded_by,
             preset=self.preset,
-        )  # fmt: skip
+        )
         result.interrupted = interrupted
         return result
 
@@ -285,8 +300,9 @@ class _Search:
             if self.checks.stop:
                 break
             if self.expanded & 1023 == 0:
-                self.progress.update(distinct=len(self.visited), generated=self.generated, depth=self.depth,
-                                     queue=len(nxt))  # fmt: skip
+                self.progress.update(
+                    distinct=len(self.visited), generated=self.generated, depth=self.depth, queue=len(nxt)
+                )
 
     def visit(self, s: State, ks: int, expansion: Any, on_disk: frozenset[int] | set[int]) -> list[int] | None:
         """A state's expansion observed and its steps checked: its successors' keys, or None where they
@@ -321,8 +337,9 @@ class _Search:
             return None
         return keys
 
-    def follow(self, ks: int, succs: list[Any], keys: list[int], on_disk: frozenset[int] | set[int], cap: int,
-               nxt: DiskLevel) -> None:  # fmt: skip
+    def follow(
+        self, ks: int, succs: list[Any], keys: list[int], on_disk: frozenset[int] | set[int], cap: int, nxt: DiskLevel
+    ) -> None:
         """The new successors into the next level, each checked as it is first met."""
         recent, checks, all_hold = self.visited.recent, self.checks, self.all_hold
         setdefault, append = recent.setdefault, nxt.buffer.append
@@ -365,8 +382,11 @@ class _Search:
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _own_files(self) -> list[Path]:
-        return [p for pattern in ("fps-*.u64", "parents-*.u64", "level-*.pkl", "violations-*.pkl")
-                for p in self.directory.glob(pattern)]  # fmt: skip
+        return [
+            p
+            for pattern in ("fps-*.u64", "parents-*.u64", "level-*.pkl", "violations-*.pkl")
+            for p in self.directory.glob(pattern)
+        ]
 
     def save(self, frontier: DiskLevel) -> None:
         """Before a level is expanded: everything on disk, and meta.json naming it (each file's SHA-256)."""
@@ -381,13 +401,20 @@ class _Search:
             (self.directory / f"violations-{name}.pkl").write_bytes(payload)
             violations_file = [name, combined_digest([hashlib.sha256(payload).digest()])]
         progress = {
-            "depth": self.depth, "distinct": len(self.visited), "generated": self.generated,
-            "expanded": self.expanded, "runs": self.visited.describe(), "level": frontier.files,
-            "violations": violations_file, "next_name": self.visited.next_name,
+            "depth": self.depth,
+            "distinct": len(self.visited),
+            "generated": self.generated,
+            "expanded": self.expanded,
+            "runs": self.visited.describe(),
+            "level": frontier.files,
+            "violations": violations_file,
+            "next_name": self.visited.next_name,
             "coverage": self.coverage.counts() if self.coverage is not None else None,
-            "flushes": self.visited.flushes, "merges": self.visited.merges,
-            "bytes_written": self.visited.bytes_written + self.level_bytes, "level_spills": self.level_spills,
-        }  # fmt: skip
+            "flushes": self.visited.flushes,
+            "merges": self.visited.merges,
+            "bytes_written": self.visited.bytes_written + self.level_bytes,
+            "level_spills": self.level_spills,
+        }
         save_meta(self.directory, self.key, CHECKPOINT_FORMAT, self.job, progress)
         named = {p.name for p in self._named(progress)}
         self.visited.collect()
@@ -395,8 +422,11 @@ class _Search:
         self.level_garbage.clear()
 
     def _named(self, progress: dict[str, Any]) -> list[Path]:
-        paths = [p for name, _c, _d in progress["runs"] for p in (self.directory / f"fps-{name}.u64",
-                 self.directory / f"parents-{name}.u64")]  # fmt: skip
+        paths = [
+            p
+            for name, _c, _d in progress["runs"]
+            for p in (self.directory / f"fps-{name}.u64", self.directory / f"parents-{name}.u64")
+        ]
         paths += [self.directory / f"level-{name}.pkl" for name, _c, _d in progress["level"]]
         if progress["violations"]:
             paths.append(self.directory / f"violations-{progress['violations'][0]}.pkl")

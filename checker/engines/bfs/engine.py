@@ -52,12 +52,17 @@ class BfsEngine(Engine):
     name: ClassVar[str] = "bfs"
     bounds: ClassVar[frozenset[str]] = frozenset({"max_depth", "max_states", "symmetry", "deadlock", "keep_going"})
     options: ClassVar[tuple[OptionSpec, ...]] = (
-        OptionSpec("store", str, "states (exact) or fingerprints (64-bit, less memory).", default="states",
-                   choices=("states", "fingerprints")),
+        OptionSpec(
+            "store",
+            str,
+            "states (exact) or fingerprints (64-bit, less memory).",
+            default="states",
+            choices=("states", "fingerprints"),
+        ),
         OptionSpec("memory", str, "spill to disk past this much memory, e.g. 4g (with --store fingerprints)."),
         OptionSpec("checkpoint", str, "Keep each completed level in this directory.", path=True),
         OptionSpec("resume", str, "Continue the run checkpointed in this directory.", path=True),
-    )  # fmt: skip
+    )
     exhaustive: ClassVar[bool] = True
     shortest: ClassVar[bool] = True
     liveness: ClassVar[bool] = True
@@ -71,15 +76,26 @@ class BfsEngine(Engine):
         b, o = task.bounds, task.options
         if o["checkpoint"] and o["resume"] and Path(o["checkpoint"]).resolve() != Path(o["resume"]).resolve():
             raise UserError("--checkpoint and --resume name different directories: give the one to continue")
-        options = BfsOptions(max_depth=b.max_depth, max_states=b.max_states, symmetry=b.symmetry,
-                             deadlock=b.deadlock, keep_going=b.keep_going, store=o["store"],
-                             memory=_memory(o["memory"]),
-                             checkpoint=o["resume"] or o["checkpoint"], resume=o["resume"] is not None)  # fmt: skip
+        options = BfsOptions(
+            max_depth=b.max_depth,
+            max_states=b.max_states,
+            symmetry=b.symmetry,
+            deadlock=b.deadlock,
+            keep_going=b.keep_going,
+            store=o["store"],
+            memory=_memory(o["memory"]),
+            checkpoint=o["resume"] or o["checkpoint"],
+            resume=o["resume"] is not None,
+        )
         job = {
-            "engine": "bfs", "model_ref": task.model_ref, "config": task.model.config_dict(),
-            "spec_files": [str(Path(s).resolve()) for s in task.spec_files], "properties": task.props.names(),
-            "symmetry": b.symmetry, "deadlock": b.deadlock,
-        }  # fmt: skip
+            "engine": "bfs",
+            "model_ref": task.model_ref,
+            "config": task.model.config_dict(),
+            "spec_files": [str(Path(s).resolve()) for s in task.spec_files],
+            "properties": task.props.names(),
+            "symmetry": b.symmetry,
+            "deadlock": b.deadlock,
+        }
         return bfs(task.model, task.props, options, task.progress, task.preset, task.observers, job)
 
 

@@ -46,8 +46,15 @@ FIRST_NUMBERS = 2**62
 class MemorySearch:
     """One in-memory search; ``run`` returns its result."""
 
-    def __init__(self, model: Model, props: PropertySet, options: BfsOptions, progress: Progress | None,
-                 preset: str | None, observers: Sequence[SearchObserver]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: Model,
+        props: PropertySet,
+        options: BfsOptions,
+        progress: Progress | None,
+        preset: str | None,
+        observers: Sequence[SearchObserver],
+    ) -> None:
         self.model, self.props, self.options, self.preset = model, props, options, preset
         self.progress = progress or NoProgress()
         self.keyfn = make_keyfn(model, options.symmetry, options.store)
@@ -251,8 +258,9 @@ class MemorySearch:
             if checks.stop:
                 break
             if due:
-                self.progress.update(distinct=len(parents), generated=self.generated, depth=self.depth,
-                                     queue=len(next_frontier))  # fmt: skip
+                self.progress.update(
+                    distinct=len(parents), generated=self.generated, depth=self.depth, queue=len(next_frontier)
+                )
         return next_frontier
 
     def expand_level_numbered(self, frontier: Frontier) -> Frontier:
@@ -302,15 +310,17 @@ class MemorySearch:
             if checks.stop:
                 break
             if due:
-                self.progress.update(distinct=len(parents), generated=self.generated, depth=self.depth,
-                                     queue=len(next_frontier))  # fmt: skip
+                self.progress.update(
+                    distinct=len(parents), generated=self.generated, depth=self.depth, queue=len(next_frontier)
+                )
         return next_frontier
 
     def result(self, elapsed: float, rss_start: int) -> CheckResult:
         distinct = len(self.parents)
         if self.recorder is not None and self.rows is not None:
-            self.recorder.graph = self.rows.finish(self.parents, self.beyond, self.unexpanded,
-                                                   distinct + len(self.beyond))  # fmt: skip
+            self.recorder.graph = self.rows.finish(
+                self.parents, self.beyond, self.unexpanded, distinct + len(self.beyond)
+            )
         options = self.options
         stats = Stats(
             distinct_states=distinct,
@@ -326,7 +336,14 @@ class MemorySearch:
         )
         # Complete only when nothing was cut off: no bound hit and no early stop at a violation.
         return search_result(
-            "bfs", self.model, self.props, options.deadlock, options.symmetry, self.checks.found(),
-            complete=self.bounded_by is None and not self.checks.stop, stats=stats, bound_reason=self.bounded_by,
+            "bfs",
+            self.model,
+            self.props,
+            options.deadlock,
+            options.symmetry,
+            self.checks.found(),
+            complete=self.bounded_by is None and not self.checks.stop,
+            stats=stats,
+            bound_reason=self.bounded_by,
             preset=self.preset,
-        )  # fmt: skip
+        )

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
-from kmc.checker.engines.hypothesis.engine import HypothesisOptions
 from kmc.checker.engines.hypothesis.machine import BURST, ROUND, PropertyViolationError, machine_for
+from kmc.checker.engines.hypothesis.options import HypothesisOptions
 from kmc.checker.errors import UserError
 from kmc.checker.model import Model
 from kmc.checker.properties import PropertySet
@@ -106,7 +106,13 @@ def hypothesis_check(
         extra={"runs": machine.runs, "examples": options.examples, "steps": options.steps, "guided": options.guided},
     )
     return sampling_result(
-        "hypothesis", model, props, options.deadlock, [violation] if violation else [], stats,
+        "hypothesis",
+        model,
+        props,
+        options.deadlock,
+        [violation] if violation else [],
+        stats,
         bound_reason=f"{options.examples} Hypothesis examples of at most {options.steps} steps",
-        seed=seed, preset=preset,
-    )  # fmt: skip
+        seed=seed,
+        preset=preset,
+    )

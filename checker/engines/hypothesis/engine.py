@@ -3,25 +3,11 @@ Hypothesis itself is imported when a check runs (check.py, machine.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from kmc.checker.engines.api import SEED, Engine, EngineTask, OptionSpec
+from kmc.checker.engines.hypothesis.options import HypothesisOptions
 from kmc.checker.result import CheckResult
-
-
-@dataclass(frozen=True)
-class HypothesisOptions:
-    seed: int | None = None
-    examples: int = 1000
-    """How many runs (sequences of steps) Hypothesis tries before it gives up."""
-    steps: int = 60
-    """The most steps in one run."""
-    database: str | None = None
-    """A directory to keep failing examples in, so the next run tries them first; None: in memory."""
-    deadlock: bool = False
-    guided: bool = True
-    """Prefer successors no earlier run reached and restart from earlier runs' frontiers."""
 
 
 class HypothesisEngine(Engine):
@@ -41,6 +27,12 @@ class HypothesisEngine(Engine):
         from kmc.checker.engines.hypothesis.check import hypothesis_check
 
         o = task.options
-        options = HypothesisOptions(seed=o["seed"], examples=o["examples"], steps=o["steps"], database=o["database"],
-                                    deadlock=task.bounds.deadlock, guided=o["guide"])  # fmt: skip
+        options = HypothesisOptions(
+            seed=o["seed"],
+            examples=o["examples"],
+            steps=o["steps"],
+            database=o["database"],
+            deadlock=task.bounds.deadlock,
+            guided=o["guide"],
+        )
         return hypothesis_check(task.model, task.props, options, task.preset, task.observers)

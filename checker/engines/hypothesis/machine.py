@@ -251,9 +251,15 @@ def machine_for(
         raise UserError(f"model {model.name} has no initial states")
     explored = Explored(inits, lambda state: [] if within is not None and not within(state) else expand(model, state))
     spec = MachineSpec(
-        checks=PropertyChecks(model, props), observers=observers, explored=explored, inits=inits, within=within,
-        deadlock=deadlock, guided=guided, steps_per_run=steps_per_run,
-    )  # fmt: skip
+        checks=PropertyChecks(model, props),
+        observers=observers,
+        explored=explored,
+        inits=inits,
+        within=within,
+        deadlock=deadlock,
+        guided=guided,
+        steps_per_run=steps_per_run,
+    )
     name = f"{type(model).__name__}Machine"
     fields: dict[str, Any] = {"spec": spec, "explored": explored, "states_seen": set(), "__qualname__": name}
     return type(name, (ModelMachine,), fields)

@@ -65,9 +65,16 @@ class LocalCluster:
         self.master_url = f"spark://127.0.0.1:{port}"
         self._launch(
             "master",
-            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-             "--webui-port", str(free_port())],
-        )  # fmt: skip
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(free_port()),
+            ],
+        )
         self._wait_for_port(port, timeout)
         for i in range(self.workers):
             self._launch_worker(i)

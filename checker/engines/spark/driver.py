@@ -293,6 +293,14 @@ def result_of(
         extra={"partitions": job.partitions, "states_per_level": prog.levels, "coverage": coverage.to_json()},
     )
     return search_result(
-        "spark", model, props, options.deadlock, options.symmetry, list(found.values()),
-        complete=complete, stats=stats, bound_reason=prog.bound_reason, preset=None,
-    )  # fmt: skip
+        "spark",
+        model,
+        props,
+        options.deadlock,
+        options.symmetry,
+        list(found.values()),
+        complete=complete,
+        stats=stats,
+        bound_reason=prog.bound_reason,
+        preset=None,
+    )

@@ -21,15 +21,21 @@ class SparkEngine(Engine):
     name: ClassVar[str] = "spark"
     bounds: ClassVar[frozenset[str]] = frozenset({"max_depth", "max_states", "symmetry", "deadlock", "keep_going"})
     options: ClassVar[tuple[OptionSpec, ...]] = (
-        OptionSpec("master", str, "local[*] (default) or spark://HOST:7077.", default="local[*]",
-                   flag="--spark-master"),
-        OptionSpec("partitions", int, f"Shards of the visited set (at most {MAX_PARTITIONS}).", minimum=1,
-                   maximum=MAX_PARTITIONS),
+        OptionSpec(
+            "master", str, "local[*] (default) or spark://HOST:7077.", default="local[*]", flag="--spark-master"
+        ),
+        OptionSpec(
+            "partitions",
+            int,
+            f"Shards of the visited set (at most {MAX_PARTITIONS}).",
+            minimum=1,
+            maximum=MAX_PARTITIONS,
+        ),
         OptionSpec("checkpoint", str, "Keep each completed level in this directory.", path=True),
         OptionSpec("resume", str, "Continue the run checkpointed in this directory.", path=True),
         OptionSpec("driver_memory", str, "The Spark driver JVM's memory, e.g. 2g.", default="2g"),
         OptionSpec("spark_verbose", bool, "Spark's logs and UI on.", default=False),
-    )  # fmt: skip
+    )
     exhaustive: ClassVar[bool] = True
     shortest: ClassVar[bool] = True
 
@@ -47,13 +53,27 @@ class SparkEngine(Engine):
         if task.runtime.get("spark_context") is None:
             check_master(o["master"], o["driver_memory"])
         options = SparkOptions(
-            master=o["master"], partitions=o["partitions"], checkpoint=o["resume"] or o["checkpoint"],
-            resume=o["resume"] is not None, driver_memory=o["driver_memory"], verbose=o["spark_verbose"],
-            max_depth=b.max_depth, max_states=b.max_states, symmetry=b.symmetry, deadlock=b.deadlock,
-            keep_going=b.keep_going, save_interval_s=task.runtime.get("save_interval_s", 60.0),
-        )  # fmt: skip
+            master=o["master"],
+            partitions=o["partitions"],
+            checkpoint=o["resume"] or o["checkpoint"],
+            resume=o["resume"] is not None,
+            driver_memory=o["driver_memory"],
+            verbose=o["spark_verbose"],
+            max_depth=b.max_depth,
+            max_states=b.max_states,
+            symmetry=b.symmetry,
+            deadlock=b.deadlock,
+            keep_going=b.keep_going,
+            save_interval_s=task.runtime.get("save_interval_s", 60.0),
+        )
         return spark_bfs(
-            task.model, task.props, model_ref=task.model_ref, spec_files=task.spec_files, options=options,
-            progress=task.progress, preset=task.preset, sc=task.runtime.get("spark_context"),
+            task.model,
+            task.props,
+            model_ref=task.model_ref,
+            spec_files=task.spec_files,
+            options=options,
+            progress=task.progress,
+            preset=task.preset,
+            sc=task.runtime.get("spark_context"),
             observers=task.observers,
-        )  # fmt: skip
+        )

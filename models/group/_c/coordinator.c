@@ -462,7 +462,9 @@ static int leader_cannot_assign(const Context *c, const Grp *g) {
     return throws;
 }
 
-int group_coordinator_timers(const Context *c, const S *s, PyObject *out) {
+/* The group's own timers: the initial rebalance delay, the rebalance timeout in PreparingRebalance and
+ * the sync timeout (DelayedSync, KAFKA-12890). */
+static int group_timers(const Context *c, const S *s, PyObject *out) {
     const Grp *g = &s->g;
     S next;
     if (g->state == PREPARING_REBALANCE && g->joinDelay == DELAY_INITIAL) {
@@ -522,6 +524,13 @@ int group_coordinator_timers(const Context *c, const S *s, PyObject *out) {
             }
         }
     }
+    return 0;
+}
+
+/* Each member's timers: a new member's join timeout (KIP-394), a session timeout, a consumer pausing. */
+static int member_timers(const Context *c, const S *s, PyObject *out) {
+    const Grp *g = &s->g;
+    S next;
     for (int i = 0; i < g->n; i++) {
         const Member *m = &g->m[i];
         if (m->isNew && m->awaitingJoin) {
@@ -550,28 +559,42 @@ int group_coordinator_timers(const Context *c, const S *s, PyObject *out) {
             }
         }
     }
-    if (g->pending) {
-        int order[MAX_IDS], n_ids = 0;
-        for (int id = 0; id < MAX_IDS; id++) {
-            if (g->pending & bit(id)) {
-                int k = n_ids++;
-                while (k > 0 && group_id_rank[order[k - 1]] > group_id_rank[id]) {
-                    order[k] = order[k - 1];
-                    k--;
-                }
-                order[k] = id;
+    return 0;
+}
+
+/* The pending members' timers (KIP-394), in the order of their ids' ranks. */
+static int pending_member_timers(const Context *c, const S *s, PyObject *out) {
+    const Grp *g = &s->g;
+    if (!g->pending) {
+        return 0;
+    }
+    int order[MAX_IDS], n_ids = 0;
+    for (int id = 0; id < MAX_IDS; id++) {
+        if (g->pending & bit(id)) {
+            int k = n_ids++;
+            while (k > 0 && group_id_rank[order[k - 1]] > group_id_rank[id]) {
+                order[k] = order[k - 1];
+                k--;
+            }
+            order[k] = id;
+        }
+    }
+    for (int k = 0; k < n_ids; k++) {
+        if (may_expire(c, s, NULL, 0, bit(order[k]), 0)) {
+            S next = *s;
+            next.g.pending &= ~bit(order[k]);
+            try_complete_join(c, &next);
+            if (group_emit(c, s, out, group_action(c, A_PENDING_TIMEOUT, 0, 0, order[k], -1), &next) < 0) {
+                return -1;
             }
         }
-        for (int k = 0; k < n_ids; k++) {
-            if (may_expire(c, s, NULL, 0, bit(order[k]), 0)) {
-                next = *s;
-                next.g.pending &= ~bit(order[k]);
-                try_complete_join(c, &next);
-                if (group_emit(c, s, out, group_action(c, A_PENDING_TIMEOUT, 0, 0, order[k], -1), &next) < 0) {
-                    return -1;
-                }
-            }
-        }
+    }
+    return 0;
+}
+
+int group_coordinator_timers(const Context *c, const S *s, PyObject *out) {
+    if (group_timers(c, s, out) < 0 || member_timers(c, s, out) < 0 || pending_member_timers(c, s, out) < 0) {
+        return -1;
     }
     return 0;
 }

@@ -1,0 +1,177 @@
+"""The transactions model's config: every flag named after the KIP or JIRA that changed the
+behaviour, the presets that bundle them, and the names of every action's arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kmc.checker import Preset, param
+
+ACTION_ARGS = {
+    "InitProducerId": ("client",),
+    "BeginTransaction": ("client",),
+    "AddPartitionsToTxn": ("client", "partition"),
+    "Produce": ("client", "partition"),
+    "AddOffsetsToTxn": ("client", "partition"),
+    "TxnOffsetCommit": ("client", "partition"),
+    "EndTxn": ("client", "commit"),
+    "AbortLocally": ("client",),
+    "RequestTimeout": ("client", "api", "partition"),
+    "HandleInitProducerIdResponse": ("client",),
+    "HandleAddPartitionsToTxnResponse": ("client", "partition"),
+    "HandleProduceResponse": ("client", "partition"),
+    "HandleEndTxnResponse": ("client",),
+    "HandleInitProducerId": ("client",),
+    "HandleAddPartitionsToTxn": ("client", "partition"),
+    "HandleEndTxn": ("client", "commit", "producerEpoch"),
+    "HandleVerifyPartition": ("partition",),
+    "HandleWriteTxnMarkersResponse": ("partition",),
+    "WriteTxnCompletion": (),
+    "TxnTimeout": (),
+    "AbortTimedOutTransaction": (),
+    "CoordinatorFailover": (),
+    "HandleProduce": ("partition", "client", "producerEpoch", "txn"),
+    "HandleVerifyResponse": ("partition",),
+    "HandleWriteTxnMarkers": ("partition", "commit", "coordinatorEpoch"),
+    "ConsumerFetch": ("partition",),
+}
+"""Every action of the model and the names of its arguments."""
+
+
+FAULTS = ("RequestTimeout", "TxnTimeout", "CoordinatorFailover")
+
+
+Delivery = Literal["fifo", "any"]
+
+
+@dataclass(frozen=True)
+class TransactionsConfig:
+    producers: int = param(
+        1, "producer incarnations with the transactional id (the second fences the first)", min=1, max=2
+    )
+    partitions: int = param(2, "data partitions", min=1, max=3)
+    offsets: bool = param(False, "sendOffsetsToTransaction: the consumer-offsets partition joins as one more partition")
+    max_transactions: int = param(2, "transactions the applications begin in all", min=1, max=4)
+    max_request_timeouts: int = param(1, "times a producer gives up on a request in flight", min=0, max=3)
+    max_txn_timeouts: int = param(0, "times the coordinator aborts a transaction that timed out", min=0, max=2)
+    max_failovers: int = param(
+        0, "coordinator failovers (a new leader of the __transaction_state partition)", min=0, max=2
+    )
+    delivery: Delivery = param("any", "fifo: each connection delivers in order; any: any message may be delayed")
+    verification: bool = param(True, "KIP-890 part 1 (KAFKA-14561): leaders verify a partition is in the transaction")
+    verification_guard: bool = param(True, "KAFKA-14884: a verification races no marker (unique guard)")
+    transaction_version: int = param(2, "2: KIP-890 part 2 (KAFKA-14562), epoch bump per transaction", min=0, max=2)
+    kafka_18464: bool = param(
+        True, "KAFKA-18464 (4.0): TV 2's EndTxn answers a pending completion before it checks the epoch"
+    )
+    consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
+
+    def __post_init__(self) -> None:
+        if self.transaction_version >= 2 and not self.verification:
+            raise ValueError("transaction_version 2 adds partitions through the leader's verification")
+
+
+_PROPS = (
+    "AtomicVisibility",
+    "AbortedNeverVisible",
+    "ReadCommittedBoundedByLso",
+    "OpenTransactionKnownToCoordinator",
+    "LegalCoordinatorTransition",
+    "UniqueLiveProducerIdentity",
+    "TransactionCompletes",
+    "LastStableOffsetAdvances",
+    "FencedOnlyByANewerProducer",
+)
+
+
+_ALL_HOLD = {name: "holds" for name in _PROPS}
+
+
+_TV1 = {"transaction_version": 1}
+
+PRESETS = {
+    "kip-890-part-2": Preset.of(
+        "Kafka 4.x with transaction version 2: leaders verify and add partitions, every transaction bumps the epoch",
+        _ALL_HOLD,
+    ),
+    "kip-890-part-1": Preset.of(
+        "Kafka 3.6-3.9 (transaction version 1 with verification): a produce delayed past its abort joins the "
+        "next transaction of the same epoch",
+        {
+            **_ALL_HOLD,
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+            "FencedOnlyByANewerProducer": "violated",
+        },
+        **_TV1,
+    ),
+    "pre-kafka-14884": Preset.of(
+        "kip-890-part-1 without the verification guard: an answer that raced the abort marker opens a hanging "
+        "transaction",
+        {
+            "OpenTransactionKnownToCoordinator": "violated",
+            "LastStableOffsetAdvances": "violated",
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+            "FencedOnlyByANewerProducer": "violated",
+        },
+        **_TV1,
+        verification_guard=False,
+    ),
+    "pre-kip-890": Preset.of(
+        "Kafka before 3.6 (KIP-98 as built): a produce delayed past the abort marker opens a transaction the "
+        "coordinator never heard of, and the LSO hangs",
+        {
+            "OpenTransactionKnownToCoordinator": "violated",
+            "LastStableOffsetAdvances": "violated",
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+        },
+        **_TV1,
+        verification=False,
+    ),
+    "pre-kafka-18464": Preset.of(
+        "kip-890-part-2 as first written: an EndTxn at the bumped epoch during the previous transaction's "
+        "markers is told PRODUCER_FENCED, and the producer fences itself",
+        {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated"},
+        kafka_18464=False,
+    ),
+    "failover": Preset.of(
+        "kip-890-part-2 with one coordinator failover (one transaction): the new coordinator reloads "
+        "__transaction_state and resends the markers of a prepared transaction",
+        _ALL_HOLD,
+        max_transactions=1,
+        max_failovers=1,
+    ),
+    "read-committed": Preset.of(
+        "kip-890-part-2 on one partition with a read_committed consumer fetching up to the LSO, through a "
+        "coordinator failover",
+        _ALL_HOLD,
+        partitions=1,
+        consumer=True,
+        max_failovers=1,
+    ),
+    "zombie": Preset.of(
+        "kip-890-part-2 with a second producer incarnation that fences the first (InitProducerId)",
+        _ALL_HOLD,
+        producers=2,
+        max_transactions=1,
+        max_request_timeouts=0,
+    ),
+    "offsets": Preset.of(
+        "kip-890-part-2 with sendOffsetsToTransaction: the consumer-offsets partition is one of the transaction's, "
+        "through a coordinator failover",
+        _ALL_HOLD,
+        partitions=1,
+        offsets=True,
+        max_transactions=1,
+        max_failovers=1,
+    ),
+    "txn-timeout": Preset.of(
+        "kip-890-part-2 where the coordinator times out and aborts an open transaction",
+        _ALL_HOLD,
+        max_txn_timeouts=1,
+        max_request_timeouts=0,
+    ),
+}

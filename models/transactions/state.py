@@ -1,0 +1,96 @@
+"""The transactions model's state: the producer clients, the transaction coordinator with its
+__transaction_state record, the partitions' logs, and the messages in flight; and the lanes a
+trace is drawn in."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kmc.models.transactions.coordinator import NO_PRODUCER_EPOCH, NONE, TxnMeta
+from kmc.models.transactions.log import Partition
+
+# Client (TransactionManager) states.
+UNINITIALIZED = "UNINITIALIZED"
+INITIALIZING = "INITIALIZING"
+READY = "READY"
+IN_TRANSACTION = "IN_TRANSACTION"
+COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
+ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
+ABORTABLE_ERROR = "ABORTABLE_ERROR"
+FATAL_ERROR = "FATAL_ERROR"
+
+COORDINATOR = "coordinator"
+
+
+def client_lane(c: int) -> str:
+    return f"producer {c}"
+
+
+def leader_lane(p: int) -> str:
+    return f"leader {p}"
+
+
+class Client(NamedTuple):
+    """A transactional producer (KafkaProducer's TransactionManager) for the one transactional id."""
+
+    state: str
+    producerId: int
+    producerEpoch: int
+    txn: int
+    """Ghost: the number of the transaction the application is running (-1: none)."""
+    added: frozenset[int]
+    """Partitions the coordinator confirmed in this transaction (AddPartitionsToTxn; TV2: a produce answered)."""
+    produced: frozenset[int]
+    """Partitions this transaction sent a record to (one record each)."""
+    acked: frozenset[int]
+    """Partitions whose record was acknowledged."""
+    awaiting: str
+    """The coordinator request in flight ("" for none)."""
+
+
+class Message(NamedTuple):
+    api: str
+    src: str
+    dst: str
+    client: int = -1
+    partition: int = -1
+    producerEpoch: int = NO_PRODUCER_EPOCH
+    commit: bool = False
+    coordinatorEpoch: int = -1
+    txn: int = -1
+    error: str = NONE
+
+
+class Decision(NamedTuple):
+    """Ghost: a coordinator's PrepareCommit/PrepareAbort and the partitions it covers."""
+
+    commit: bool
+    partitions: frozenset[int]
+
+
+class Coordinator(NamedTuple):
+    coordinatorEpoch: int
+    metadata: TxnMeta | None
+    """The in-memory TransactionMetadata."""
+    pendingMarkers: frozenset[int]
+    """Partitions whose marker has not been acknowledged (TransactionMarkerChannelManager)."""
+    decision: int
+    """Ghost: the decision being written (-1 none)."""
+
+
+class TransactionsState(NamedTuple):
+    clients: tuple[Client, ...]
+    coordinator: Coordinator
+    transactionLog: TxnMeta | None
+    """The last record of the transactional id in __transaction_state."""
+    partitions: tuple[Partition, ...]
+    network: tuple[Message, ...]
+    consumerPositions: tuple[int, ...]
+    """A read_committed consumer's fetch position in each partition."""
+    decisions: tuple[Decision, ...]
+    aborted: frozenset[int]
+    """Ghost: application transactions the producer aborted or gave up."""
+    nextTxn: int
+    requestTimeouts: int
+    txnTimeouts: int
+    failovers: int
