@@ -11,7 +11,7 @@ from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
 from kmc.models.group.model import PRESETS, GroupModel, GroupState
 from kmc.models.group.state import highest_generation
-from twins import reachable, shape
+from twins import LEAK_ALLOWANCE, memory_kept_by_a_search, reachable, shape
 
 needs_c = pytest.mark.skipif(
     c_extension("kmc.models.group._successors") is None, reason="the C extension was not built"
@@ -123,3 +123,9 @@ def test_the_model_still_pickles() -> None:
     copy = pickle.loads(pickle.dumps(model))
     [init] = copy.init_states()
     assert copy._fast_ctx is not None and copy.successors(init) == model.successors(init)
+
+
+@needs_c
+def test_searching_twice_keeps_no_memory() -> None:
+    """Reference counts are exact: a second search in the same process allocates nothing that stays."""
+    assert memory_kept_by_a_search(GroupModel.build(None)) < LEAK_ALLOWANCE

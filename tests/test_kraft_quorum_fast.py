@@ -17,7 +17,7 @@ from kmc.models.kraft_quorum.model import (
     Voter,
     VotersRecord,
 )
-from twins import reachable, shape
+from twins import LEAK_ALLOWANCE, memory_kept_by_a_search, reachable, shape
 
 # Every preset, with bounds small enough for seconds, and the flags the presets leave alone: distinct
 # states, states generated and depth of a search with symmetry, the same by either path.
@@ -117,3 +117,9 @@ def test_the_model_still_pickles() -> None:
     copy = pickle.loads(pickle.dumps(model))
     [init] = copy.init_states()
     assert copy._fast_ctx is not None and copy.successors(init) == model._successors(init)
+
+
+@needs_c
+def test_searching_twice_keeps_no_memory() -> None:
+    """Reference counts are exact: a second search in the same process allocates nothing that stays."""
+    assert memory_kept_by_a_search(KraftQuorumModel.build(None)) < LEAK_ALLOWANCE

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 from typing import Any
 
 import pytest
@@ -12,7 +10,7 @@ from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
 from kmc.models.kraft_replication.model import PRESETS, KraftReplicationModel, KraftReplicationState
 from kmc.models.kraft_replication.state import FetchResponse
-from twins import reachable, shape
+from twins import LEAK_ALLOWANCE, memory_kept_by_a_search, reachable, shape
 
 SMALL = {"max_records": 1, "max_leader_epoch": 1}
 """Bounds that keep a preset's space to thousands of states (each is compared state by state)."""
@@ -134,20 +132,7 @@ def test_a_bad_context_is_a_type_error() -> None:
 @needs_c
 def test_searching_twice_keeps_no_memory() -> None:
     """Reference counts are exact: a second search in the same process allocates nothing that stays."""
-    model = KraftReplicationModel.build("kip-966", QUIET)
-    bfs(model, PropertySet())
-    gc.collect()
-    tracemalloc.start()
-    try:
-        bfs(model, PropertySet())
-        gc.collect()
-        before = tracemalloc.get_traced_memory()[0]
-        bfs(model, PropertySet())
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert grown < 32 * 1024  # 4,926 steps: a leaked pair per step would be 270 KiB
+    assert memory_kept_by_a_search(KraftReplicationModel.build("kip-966", QUIET)) < LEAK_ALLOWANCE
 
 
 def test_a_subclass_runs_the_python() -> None:

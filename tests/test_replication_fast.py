@@ -7,7 +7,7 @@ from kmc.checker import bfs
 from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
 from kmc.models.replication.model import PRESETS, LeaderAndIsr, ReplicaState, ReplicationModel, ReplicationState
-from twins import reachable, shape
+from twins import LEAK_ALLOWANCE, memory_kept_by_a_search, reachable, shape
 
 # Replicas = 2: distinct states, states generated and depth, the same by either path (and the
 # distinct counts and depths are TLC's, tests/test_replication.py).
@@ -74,3 +74,9 @@ def test_a_subclass_runs_the_python() -> None:
     assert model._fast_ctx is None
     stats = bfs(model, PropertySet()).stats
     assert stats.distinct_states < COUNTS_REPLICAS_2["kip-320"][0]
+
+
+@needs_c
+def test_searching_twice_keeps_no_memory() -> None:
+    """Reference counts are exact: a second search in the same process allocates nothing that stays."""
+    assert memory_kept_by_a_search(ReplicationModel.build("kip-320")) < LEAK_ALLOWANCE
