@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := kmc-out
 
-.PHONY: demo test lint unit ci-suite system-deps java-deps kafka-jars counterexamples diagrams bench clean
+.PHONY: demo test lint unit ci-suite system-deps java-deps kafka-jars counterexamples diagrams bench clean sanitize fields
 
 # The Kafka release whose classes the oracles call (`kmc conform`); its jars are fetched from Maven
 # Central once, into oracles/java/lib/$(KAFKA_VERSION) (ignored by git).
@@ -99,6 +99,22 @@ diagrams: system-deps $(STAMP)
 	@for trace in counterexamples/*/*.itf.json; do \
 	  $(BIN)/kmc render "$$trace" -o "$${trace%.itf.json}.svg" || exit 1; \
 	done
+
+# The C twins' field numbers, generated from the models' NamedTuples (a test fails when they drift).
+fields: $(STAMP)
+	$(BIN)/python -m kmc.models.common.c_fields
+
+# Every C twin's exhaustive comparison with its Python under AddressSanitizer and UBSan, then the
+# twins built again as usual. Not in CI: the sanitizers' runtime must be preloaded into Python.
+# -s: a sanitizer's report reaches the terminal before it aborts the run.
+SANITIZER_RUNTIME = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
+sanitize: $(STAMP)
+	$(BIN)/python -m kmc.models.common.build_twins --sanitize
+	LD_PRELOAD="$(SANITIZER_RUNTIME)" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_replication_fast.py tests/test_kraft_replication_fast.py \
+	  tests/test_kraft_quorum_fast.py tests/test_group_fast.py -k "not memory" \
+	  || { $(BIN)/python -m kmc.models.common.build_twins; exit 1; }
+	$(BIN)/python -m kmc.models.common.build_twins
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/replication_kip320.py

@@ -28,7 +28,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from kmc.checker.conformance.run import Comparison, InputOracle, Oracle
+from kmc.checker.conformance.oracle import Comparison, InputOracle, Oracle
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, State
 from kmc.models.group.assignors import (

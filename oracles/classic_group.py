@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from itertools import pairwise
 from typing import Any
 
-from kmc.checker.conformance.run import Comparison, Oracle
+from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.checker.model import Action
 from kmc.models.group import coordinator as group_coordinator
 from kmc.models.group import model as gm

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from kmc.checker import Action
-from kmc.checker.conformance.run import Comparison, Oracle
+from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.models.group_kip848.model import (
     JOIN_EPOCH,
     LEAVE_EPOCH,

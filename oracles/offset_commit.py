@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kmc.checker.conformance.run import Comparison, Oracle
+from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.checker.model import Action
 from kmc.models.consumer_delivery.model import (
     COMPLETING_REBALANCE,

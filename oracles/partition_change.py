@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from kmc.checker import Action
-from kmc.checker.conformance.run import Comparison, Oracle
+from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.models.kraft_replication.model import KraftReplicationModel
 from kmc.models.kraft_replication.state import (
     ERROR_NONE,

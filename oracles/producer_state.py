@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from kmc.checker.conformance.run import Comparison, Oracle
+from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.checker.model import Action
 from kmc.models.producer.model import (
     DUPLICATE,

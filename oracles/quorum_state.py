@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kmc.checker.conformance.run import Comparison, Oracle
+from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.checker.model import Action
 from kmc.models.kraft_quorum.model import (
     CANDIDATE,

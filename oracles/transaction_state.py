@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kmc.checker.conformance.run import Comparison, Oracle
+from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.checker.model import Action
 from kmc.models.transactions import coordinator as tcm
 from kmc.models.transactions.coordinator import EXPIRATION_ALLOWED, STATES, VALID_PREVIOUS_STATES, TxnMeta

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kmc.checker import Action
-from kmc.checker.conformance.run import Comparison, InputOracle, Oracle
+from kmc.checker.conformance.oracle import Comparison, InputOracle, Oracle
 from toy_models import CounterGrid, Grid
 
 

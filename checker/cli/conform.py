@@ -11,15 +11,11 @@ from typing import Annotated
 import typer
 from kmc.checker.cli.exit_codes import EXIT_VIOLATED
 from kmc.checker.cli.junit import Case, write_junit
+from kmc.checker.conformance.oracle import InputOracle, Oracle, Tally, jsonable, mismatch_json
 from kmc.checker.conformance.run import (
     ConformJob,
     ConformResult,
-    InputOracle,
-    Oracle,
-    Tally,
     conform_table,
-    jsonable,
-    mismatch_json,
     tally_for,
     write_mismatch_traces,
     write_table_mismatches,

@@ -1,0 +1,3 @@
+"""What every engine's search shares: the kernel (expanding a state, keys, the bound properties
+and the first violation of each, the result), the explored graph, the observers (coverage and the
+graph recorder), the liveness check, traces rebuilt from keys, and progress reporting."""

@@ -171,8 +171,9 @@ static PyObject *name(PyObject *names, int i) { return Py_NewRef(PyTuple_GET_ITE
 static PyObject *boolean(int b) { return Py_NewRef(b ? Py_True : Py_False); }
 
 static PyObject *metadata(unsigned claimed, long generation) {
-    PyObject *items[2] = {claim_tuple(claimed), PyLong_FromLong(generation)};
-    return tuples_new_named(NULL, 2, items);
+    PyObject *items[META_SIZE] = {[META_CLAIMED] = claim_tuple(claimed),
+                                  [META_GENERATION] = PyLong_FromLong(generation)};
+    return tuples_new_named(NULL, META_SIZE, items);
 }
 
 static PyObject *id_set(const Context *c, uint64_t mask) {
@@ -209,11 +210,19 @@ static PyObject *build_member(const Context *c, const S *orig, const Member *m) 
             }
         }
     }
-    PyObject *items[10] = {id_str(c, m->id),         inst_str(m->inst),        PyLong_FromLong(m->consumer),
-                           PyLong_FromLong(m->incarnation), metadata(m->claimed, m->claimedGeneration),
-                           boolean(m->awaitingJoin), boolean(m->awaitingSync), partition_set(m->assignment),
-                           boolean(m->isNew),        boolean(m->connected)};
-    return tuples_new_named(c->member_type, 10, items);
+    PyObject *items[GM_SIZE] = {
+        [GM_MEMBER_ID] = id_str(c, m->id),
+        [GM_GROUP_INSTANCE_ID] = inst_str(m->inst),
+        [GM_CONSUMER] = PyLong_FromLong(m->consumer),
+        [GM_INCARNATION] = PyLong_FromLong(m->incarnation),
+        [GM_METADATA] = metadata(m->claimed, m->claimedGeneration),
+        [GM_AWAITING_JOIN] = boolean(m->awaitingJoin),
+        [GM_AWAITING_SYNC] = boolean(m->awaitingSync),
+        [GM_ASSIGNMENT] = partition_set(m->assignment),
+        [GM_IS_NEW] = boolean(m->isNew),
+        [GM_CONNECTED] = boolean(m->connected),
+    };
+    return tuples_new_named(c->member_type, GM_SIZE, items);
 }
 
 static PyObject *build_members(const Context *c, const S *orig, const Member *m, int n) {
@@ -250,23 +259,27 @@ static PyObject *build_group(const Context *c, const S *orig, const Grp *g) {
     } else if (o->has_stored && stored_eq(&g->stored, &o->stored)) {
         stored = Py_NewRef(o->stored.src);
     } else {
-        PyObject *items[3] = {PyLong_FromLong(g->stored.generationId), id_str(c, g->stored.leaderId),
-                              build_members(c, orig, g->stored.m, g->stored.n)};
-        stored = tuples_new_named(c->stored_type, 3, items);
+        PyObject *items[SG_SIZE] = {
+            [SG_GENERATION_ID] = PyLong_FromLong(g->stored.generationId),
+            [SG_LEADER_ID] = id_str(c, g->stored.leaderId),
+            [SG_MEMBERS] = build_members(c, orig, g->stored.m, g->stored.n),
+        };
+        stored = tuples_new_named(c->stored_type, SG_SIZE, items);
     }
-    PyObject *items[10] = {
-        name(c->group_states, g->state),
-        PyLong_FromLong(g->generationId),
-        id_str(c, g->leaderId),
-        build_members(c, orig, g->m, g->n),
-        g->pending == o->pending ? Py_NewRef(o->pending_src) : id_set(c, g->pending),
-        g->pendingSync == o->pendingSync ? Py_NewRef(o->pending_sync_src) : id_set(c, g->pendingSync),
-        name(c->delays, g->joinDelay),
-        boolean(g->newMemberAdded),
-        PyLong_FromLong(g->delayExtensionsLeft),
-        stored,
+    PyObject *items[G_SIZE] = {
+        [G_STATE] = name(c->group_states, g->state),
+        [G_GENERATION_ID] = PyLong_FromLong(g->generationId),
+        [G_LEADER_ID] = id_str(c, g->leaderId),
+        [G_MEMBERS] = build_members(c, orig, g->m, g->n),
+        [G_PENDING_MEMBERS] = g->pending == o->pending ? Py_NewRef(o->pending_src) : id_set(c, g->pending),
+        [G_PENDING_SYNC_MEMBERS] =
+            g->pendingSync == o->pendingSync ? Py_NewRef(o->pending_sync_src) : id_set(c, g->pendingSync),
+        [G_JOIN_DELAY] = name(c->delays, g->joinDelay),
+        [G_NEW_MEMBER_ADDED] = boolean(g->newMemberAdded),
+        [G_DELAY_EXTENSIONS_LEFT] = PyLong_FromLong(g->delayExtensionsLeft),
+        [G_STORED] = stored,
     };
-    return tuples_new_named(c->group_type, 10, items);
+    return tuples_new_named(c->group_type, G_SIZE, items);
 }
 
 static PyObject *build_request(const Context *c, const Req *orig, const Req *q) {
@@ -277,9 +290,14 @@ static PyObject *build_request(const Context *c, const Req *orig, const Req *q) 
         return Py_NewRef(orig->src);
     }
     PyObject *assignment = Py_NewRef(q->assignment_src); /* (), or the assignor's answer */
-    PyObject *items[5] = {name(c->apis, q->api), id_str(c, q->id), PyLong_FromLong(q->generationId),
-                          metadata(q->claimed, q->claimedGeneration), assignment};
-    return tuples_new_named(c->request_type, 5, items);
+    PyObject *items[REQ_SIZE] = {
+        [REQ_API] = name(c->apis, q->api),
+        [REQ_MEMBER_ID] = id_str(c, q->id),
+        [REQ_GENERATION_ID] = PyLong_FromLong(q->generationId),
+        [REQ_METADATA] = metadata(q->claimed, q->claimedGeneration),
+        [REQ_ASSIGNMENT] = assignment,
+    };
+    return tuples_new_named(c->request_type, REQ_SIZE, items);
 }
 
 PyObject *group_build_response_members(const Context *c, const Resp *r) {
@@ -288,9 +306,12 @@ PyObject *group_build_response_members(const Context *c, const Resp *r) {
         return NULL;
     }
     for (int i = 0; i < r->nmembers; i++) {
-        PyObject *items[3] = {id_str(c, r->memberId[i]), inst_str(r->memberInst[i]),
-                              metadata(r->memberClaimed[i], r->memberGeneration[i])};
-        PyObject *triple = tuples_new_named(NULL, 3, items);
+        PyObject *items[SUB_SIZE] = {
+            [SUB_MEMBER_ID] = id_str(c, r->memberId[i]),
+            [SUB_INSTANCE_ID] = inst_str(r->memberInst[i]),
+            [SUB_METADATA] = metadata(r->memberClaimed[i], r->memberGeneration[i]),
+        };
+        PyObject *triple = tuples_new_named(NULL, SUB_SIZE, items);
         if (triple == NULL) {
             Py_DECREF(t);
             return NULL;
@@ -310,28 +331,36 @@ static PyObject *build_response(const Context *c, const Resp *orig, const Resp *
     PyObject *members = r->nmembers == 0 ? Py_NewRef(c->empty_tuple)
                         : orig->present && response_members_eq(r, orig) ? Py_NewRef(orig->members_src)
                                                                          : group_build_response_members(c, r);
-    PyObject *items[7] = {name(c->apis, r->api),           name(c->errors, r->error), id_str(c, r->id),
-                          PyLong_FromLong(r->generationId), id_str(c, r->leaderId),   members,
-                          partition_set(r->assignment)};
-    return tuples_new_named(c->response_type, 7, items);
+    PyObject *items[RESP_SIZE] = {
+        [RESP_API] = name(c->apis, r->api),
+        [RESP_ERROR] = name(c->errors, r->error),
+        [RESP_MEMBER_ID] = id_str(c, r->id),
+        [RESP_GENERATION_ID] = PyLong_FromLong(r->generationId),
+        [RESP_LEADER_ID] = id_str(c, r->leaderId),
+        [RESP_MEMBERS] = members,
+        [RESP_ASSIGNMENT] = partition_set(r->assignment),
+    };
+    return tuples_new_named(c->response_type, RESP_SIZE, items);
 }
 
 static PyObject *build_consumer(const Context *c, const Cons *orig, const Cons *me) {
     if (consumer_eq(me, orig)) {
         return Py_NewRef(orig->src);
     }
-    PyObject *items[11] = {name(c->phases, me->phase),
-                           id_str(c, me->id),
-                           PyLong_FromLong(me->generationId),
-                           partition_set(me->owned),
-                           partition_set(me->assigned),
-                           build_request(c, &orig->request, &me->request),
-                           build_response(c, &orig->response, &me->response),
-                           PyLong_FromLong(me->incarnation),
-                           boolean(me->rejoinRequested),
-                           boolean(me->stalled),
-                           PyLong_FromLong(me->assignedGeneration)};
-    return tuples_new_named(c->consumer_type, 11, items);
+    PyObject *items[CS_SIZE] = {
+        [CS_PHASE] = name(c->phases, me->phase),
+        [CS_MEMBER_ID] = id_str(c, me->id),
+        [CS_GENERATION_ID] = PyLong_FromLong(me->generationId),
+        [CS_OWNED] = partition_set(me->owned),
+        [CS_ASSIGNED] = partition_set(me->assigned),
+        [CS_REQUEST] = build_request(c, &orig->request, &me->request),
+        [CS_RESPONSE] = build_response(c, &orig->response, &me->response),
+        [CS_INCARNATION] = PyLong_FromLong(me->incarnation),
+        [CS_REJOIN_REQUESTED] = boolean(me->rejoinRequested),
+        [CS_STALLED] = boolean(me->stalled),
+        [CS_ASSIGNED_GENERATION] = PyLong_FromLong(me->assignedGeneration),
+    };
+    return tuples_new_named(c->consumer_type, CS_SIZE, items);
 }
 
 PyObject *group_build_state(const Context *c, const S *orig, const S *s) {
@@ -360,8 +389,8 @@ PyObject *group_build_state(const Context *c, const S *orig, const S *s) {
         Py_DECREF(consumers);
         return Py_NewRef(orig->src);
     }
-    PyObject *items[3] = {group, consumers, PyLong_FromLong(s->faults)};
-    return tuples_new_named(c->state_type, 3, items);
+    PyObject *items[S_SIZE] = {[S_GROUP] = group, [S_CONSUMERS] = consumers, [S_FAULTS] = PyLong_FromLong(s->faults)};
+    return tuples_new_named(c->state_type, S_SIZE, items);
 }
 
 /* -- action labels -------------------------------------------------------------------------------- */

@@ -136,9 +136,10 @@ static int receive(const Context *c, const S *s, int k, PyObject *out) {
             q->nassign = (int)PyTuple_GET_SIZE(assignment);
             for (int i = 0; i < q->nassign; i++) {
                 PyObject *pair = PyTuple_GET_ITEM(assignment, i);
-                int status = !PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ? GIVE_UP : 0;
-                if (status == 0 && (status = group_read_id(PyTuple_GET_ITEM(pair, 0), &q->assignId[i])) == 0) {
-                    status = group_read_partitions(PyTuple_GET_ITEM(pair, 1), &q->assignMask[i]);
+                int status = !PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != ASSIGN_SIZE ? GIVE_UP : 0;
+                if (status == 0 &&
+                    (status = group_read_id(PyTuple_GET_ITEM(pair, ASSIGN_MEMBER_ID), &q->assignId[i])) == 0) {
+                    status = group_read_partitions(PyTuple_GET_ITEM(pair, ASSIGN_PARTITIONS), &q->assignMask[i]);
                 }
                 if (status != 0) {
                     Py_DECREF(assignment);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fields.h" /* the state NamedTuples' fields, by position (generated from state.py) */
 #include "tuples.h"
 
 #define MAX_PROCESSES 5
@@ -46,6 +47,13 @@ enum {
 enum { JOIN_GROUP, SYNC_GROUP, N_APIS };
 enum { DELAY_NONE, DELAY_INITIAL, DELAY_JOIN, N_DELAYS };
 enum { CLAIMS_NONE, CLAIMS_CURRENT, CLAIMS_ASSIGNMENT };
+
+/* The plain tuples inside the state, which are not NamedTuples (and so not in fields.h): a
+ * subscription's metadata (tuple(sorted(claimed)), generation), a JoinGroup response's member
+ * (memberId, groupInstanceId, metadata) and a SyncGroup assignment's entry (memberId, partitions). */
+enum { META_CLAIMED, META_GENERATION, META_SIZE };
+enum { SUB_MEMBER_ID, SUB_INSTANCE_ID, SUB_METADATA, SUB_SIZE };
+enum { ASSIGN_MEMBER_ID, ASSIGN_PARTITIONS, ASSIGN_SIZE };
 
 /* The actions, in the order of the context's name tuple. */
 enum {

@@ -109,10 +109,10 @@ static int read_ids(PyObject *set, uint64_t *out) {
 
 /* (tuple(sorted(claimed)), generation) */
 static int read_metadata(PyObject *t, unsigned *claimed, long *generation) {
-    if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 2) {
+    if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != META_SIZE) {
         return GIVE_UP;
     }
-    PyObject *parts = PyTuple_GET_ITEM(t, 0);
+    PyObject *parts = PyTuple_GET_ITEM(t, META_CLAIMED);
     if (!PyTuple_CheckExact(parts)) {
         return GIVE_UP;
     }
@@ -131,25 +131,25 @@ static int read_metadata(PyObject *t, unsigned *claimed, long *generation) {
         last = p;
     }
     *claimed = mask;
-    return tuples_read_long(PyTuple_GET_ITEM(t, 1), generation);
+    return tuples_read_long(PyTuple_GET_ITEM(t, META_GENERATION), generation);
 }
 
 static int read_member(const Context *c, PyObject *t, Member *m) {
-    if (!is_named(t, c->member_type, 10)) {
+    if (!is_named(t, c->member_type, GM_SIZE)) {
         return GIVE_UP;
     }
     long consumer;
     int status;
-    if ((status = group_read_id(PyTuple_GET_ITEM(t, 0), &m->id)) != 0 ||
-        (status = read_inst(PyTuple_GET_ITEM(t, 1), &m->inst)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &consumer)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(t, 3), &m->incarnation)) != 0 ||
-        (status = read_metadata(PyTuple_GET_ITEM(t, 4), &m->claimed, &m->claimedGeneration)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 5), &m->awaitingJoin)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 6), &m->awaitingSync)) != 0 ||
-        (status = group_read_partitions(PyTuple_GET_ITEM(t, 7), &m->assignment)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 8), &m->isNew)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 9), &m->connected)) != 0) {
+    if ((status = group_read_id(PyTuple_GET_ITEM(t, GM_MEMBER_ID), &m->id)) != 0 ||
+        (status = read_inst(PyTuple_GET_ITEM(t, GM_GROUP_INSTANCE_ID), &m->inst)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, GM_CONSUMER), &consumer)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, GM_INCARNATION), &m->incarnation)) != 0 ||
+        (status = read_metadata(PyTuple_GET_ITEM(t, GM_METADATA), &m->claimed, &m->claimedGeneration)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, GM_AWAITING_JOIN), &m->awaitingJoin)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, GM_AWAITING_SYNC), &m->awaitingSync)) != 0 ||
+        (status = group_read_partitions(PyTuple_GET_ITEM(t, GM_ASSIGNMENT), &m->assignment)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, GM_IS_NEW), &m->isNew)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, GM_CONNECTED), &m->connected)) != 0) {
         return status;
     }
     if (m->id == NO_ID || consumer < 0 || consumer >= MAX_PROCESSES) {
@@ -183,19 +183,19 @@ static int read_request(const Context *c, PyObject *t, Req *q) {
     if (t == Py_None) {
         return 0;
     }
-    if (!is_named(t, c->request_type, 5)) {
+    if (!is_named(t, c->request_type, REQ_SIZE)) {
         return GIVE_UP;
     }
     q->present = 1;
     q->src = t;
     int status;
-    if ((status = read_name(PyTuple_GET_ITEM(t, 0), c->apis, &q->api)) != 0 ||
-        (status = group_read_id(PyTuple_GET_ITEM(t, 1), &q->id)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &q->generationId)) != 0 ||
-        (status = read_metadata(PyTuple_GET_ITEM(t, 3), &q->claimed, &q->claimedGeneration)) != 0) {
+    if ((status = read_name(PyTuple_GET_ITEM(t, REQ_API), c->apis, &q->api)) != 0 ||
+        (status = group_read_id(PyTuple_GET_ITEM(t, REQ_MEMBER_ID), &q->id)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, REQ_GENERATION_ID), &q->generationId)) != 0 ||
+        (status = read_metadata(PyTuple_GET_ITEM(t, REQ_METADATA), &q->claimed, &q->claimedGeneration)) != 0) {
         return status;
     }
-    PyObject *assignment = PyTuple_GET_ITEM(t, 4);
+    PyObject *assignment = PyTuple_GET_ITEM(t, REQ_ASSIGNMENT);
     if (!PyTuple_CheckExact(assignment) || PyTuple_GET_SIZE(assignment) > MAX_MEMBERS) {
         return GIVE_UP;
     }
@@ -203,11 +203,11 @@ static int read_request(const Context *c, PyObject *t, Req *q) {
     q->nassign = (int)PyTuple_GET_SIZE(assignment);
     for (int i = 0; i < q->nassign; i++) {
         PyObject *pair = PyTuple_GET_ITEM(assignment, i);
-        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != ASSIGN_SIZE) {
             return GIVE_UP;
         }
-        if ((status = group_read_id(PyTuple_GET_ITEM(pair, 0), &q->assignId[i])) != 0 ||
-            (status = group_read_partitions(PyTuple_GET_ITEM(pair, 1), &q->assignMask[i])) != 0) {
+        if ((status = group_read_id(PyTuple_GET_ITEM(pair, ASSIGN_MEMBER_ID), &q->assignId[i])) != 0 ||
+            (status = group_read_partitions(PyTuple_GET_ITEM(pair, ASSIGN_PARTITIONS), &q->assignMask[i])) != 0) {
             return status;
         }
     }
@@ -219,21 +219,21 @@ static int read_response(const Context *c, PyObject *t, Resp *r) {
     if (t == Py_None) {
         return 0;
     }
-    if (!is_named(t, c->response_type, 7)) {
+    if (!is_named(t, c->response_type, RESP_SIZE)) {
         return GIVE_UP;
     }
     r->present = 1;
     r->src = t;
     int status;
-    if ((status = read_name(PyTuple_GET_ITEM(t, 0), c->apis, &r->api)) != 0 ||
-        (status = read_name(PyTuple_GET_ITEM(t, 1), c->errors, &r->error)) != 0 ||
-        (status = group_read_id(PyTuple_GET_ITEM(t, 2), &r->id)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(t, 3), &r->generationId)) != 0 ||
-        (status = group_read_id(PyTuple_GET_ITEM(t, 4), &r->leaderId)) != 0 ||
-        (status = group_read_partitions(PyTuple_GET_ITEM(t, 6), &r->assignment)) != 0) {
+    if ((status = read_name(PyTuple_GET_ITEM(t, RESP_API), c->apis, &r->api)) != 0 ||
+        (status = read_name(PyTuple_GET_ITEM(t, RESP_ERROR), c->errors, &r->error)) != 0 ||
+        (status = group_read_id(PyTuple_GET_ITEM(t, RESP_MEMBER_ID), &r->id)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, RESP_GENERATION_ID), &r->generationId)) != 0 ||
+        (status = group_read_id(PyTuple_GET_ITEM(t, RESP_LEADER_ID), &r->leaderId)) != 0 ||
+        (status = group_read_partitions(PyTuple_GET_ITEM(t, RESP_ASSIGNMENT), &r->assignment)) != 0) {
         return status;
     }
-    PyObject *members = PyTuple_GET_ITEM(t, 5);
+    PyObject *members = PyTuple_GET_ITEM(t, RESP_MEMBERS);
     if (!PyTuple_CheckExact(members) || PyTuple_GET_SIZE(members) > MAX_MEMBERS) {
         return GIVE_UP;
     }
@@ -241,13 +241,13 @@ static int read_response(const Context *c, PyObject *t, Resp *r) {
     r->nmembers = (int)PyTuple_GET_SIZE(members);
     for (int i = 0; i < r->nmembers; i++) {
         PyObject *triple = PyTuple_GET_ITEM(members, i);
-        if (!PyTuple_CheckExact(triple) || PyTuple_GET_SIZE(triple) != 3) {
+        if (!PyTuple_CheckExact(triple) || PyTuple_GET_SIZE(triple) != SUB_SIZE) {
             return GIVE_UP;
         }
-        if ((status = group_read_id(PyTuple_GET_ITEM(triple, 0), &r->memberId[i])) != 0 ||
-            (status = read_inst(PyTuple_GET_ITEM(triple, 1), &r->memberInst[i])) != 0 ||
-            (status = read_metadata(PyTuple_GET_ITEM(triple, 2), &r->memberClaimed[i], &r->memberGeneration[i])) !=
-                0) {
+        if ((status = group_read_id(PyTuple_GET_ITEM(triple, SUB_MEMBER_ID), &r->memberId[i])) != 0 ||
+            (status = read_inst(PyTuple_GET_ITEM(triple, SUB_INSTANCE_ID), &r->memberInst[i])) != 0 ||
+            (status = read_metadata(PyTuple_GET_ITEM(triple, SUB_METADATA), &r->memberClaimed[i],
+                                    &r->memberGeneration[i])) != 0) {
             return status;
         }
     }
@@ -255,22 +255,22 @@ static int read_response(const Context *c, PyObject *t, Resp *r) {
 }
 
 static int read_consumer(const Context *c, PyObject *t, Cons *me) {
-    if (!is_named(t, c->consumer_type, 11)) {
+    if (!is_named(t, c->consumer_type, CS_SIZE)) {
         return GIVE_UP;
     }
     me->src = t;
     int status;
-    if ((status = read_name(PyTuple_GET_ITEM(t, 0), c->phases, &me->phase)) != 0 ||
-        (status = group_read_id(PyTuple_GET_ITEM(t, 1), &me->id)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &me->generationId)) != 0 ||
-        (status = group_read_partitions(PyTuple_GET_ITEM(t, 3), &me->owned)) != 0 ||
-        (status = group_read_partitions(PyTuple_GET_ITEM(t, 4), &me->assigned)) != 0 ||
-        (status = read_request(c, PyTuple_GET_ITEM(t, 5), &me->request)) != 0 ||
-        (status = read_response(c, PyTuple_GET_ITEM(t, 6), &me->response)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(t, 7), &me->incarnation)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 8), &me->rejoinRequested)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(t, 9), &me->stalled)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(t, 10), &me->assignedGeneration)) != 0) {
+    if ((status = read_name(PyTuple_GET_ITEM(t, CS_PHASE), c->phases, &me->phase)) != 0 ||
+        (status = group_read_id(PyTuple_GET_ITEM(t, CS_MEMBER_ID), &me->id)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, CS_GENERATION_ID), &me->generationId)) != 0 ||
+        (status = group_read_partitions(PyTuple_GET_ITEM(t, CS_OWNED), &me->owned)) != 0 ||
+        (status = group_read_partitions(PyTuple_GET_ITEM(t, CS_ASSIGNED), &me->assigned)) != 0 ||
+        (status = read_request(c, PyTuple_GET_ITEM(t, CS_REQUEST), &me->request)) != 0 ||
+        (status = read_response(c, PyTuple_GET_ITEM(t, CS_RESPONSE), &me->response)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, CS_INCARNATION), &me->incarnation)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, CS_REJOIN_REQUESTED), &me->rejoinRequested)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(t, CS_STALLED), &me->stalled)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(t, CS_ASSIGNED_GENERATION), &me->assignedGeneration)) != 0) {
         return status;
     }
     return 0;
@@ -278,15 +278,15 @@ static int read_consumer(const Context *c, PyObject *t, Cons *me) {
 
 int group_read_state(const Context *c, PyObject *t, S *s) {
     s->g.has_stored = 0; /* every other field is read, or past a count */
-    if (!is_named(t, c->state_type, 3)) {
+    if (!is_named(t, c->state_type, S_SIZE)) {
         return GIVE_UP;
     }
     s->src = t;
     int status;
-    if ((status = tuples_read_long(PyTuple_GET_ITEM(t, 2), &s->faults)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(t, S_FAULTS), &s->faults)) != 0) {
         return status;
     }
-    PyObject *consumers = PyTuple_GET_ITEM(t, 1);
+    PyObject *consumers = PyTuple_GET_ITEM(t, S_CONSUMERS);
     if (!PyTuple_CheckExact(consumers) || PyTuple_GET_SIZE(consumers) > MAX_PROCESSES) {
         return GIVE_UP;
     }
@@ -296,36 +296,36 @@ int group_read_state(const Context *c, PyObject *t, S *s) {
             return status;
         }
     }
-    PyObject *g = PyTuple_GET_ITEM(t, 0);
-    if (!is_named(g, c->group_type, 10)) {
+    PyObject *g = PyTuple_GET_ITEM(t, S_GROUP);
+    if (!is_named(g, c->group_type, G_SIZE)) {
         return GIVE_UP;
     }
     Grp *grp = &s->g;
     grp->src = g;
-    grp->members_src = PyTuple_GET_ITEM(g, 3);
-    grp->pending_src = PyTuple_GET_ITEM(g, 4);
-    grp->pending_sync_src = PyTuple_GET_ITEM(g, 5);
-    if ((status = read_name(PyTuple_GET_ITEM(g, 0), c->group_states, &grp->state)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(g, 1), &grp->generationId)) != 0 ||
-        (status = group_read_id(PyTuple_GET_ITEM(g, 2), &grp->leaderId)) != 0 ||
+    grp->members_src = PyTuple_GET_ITEM(g, G_MEMBERS);
+    grp->pending_src = PyTuple_GET_ITEM(g, G_PENDING_MEMBERS);
+    grp->pending_sync_src = PyTuple_GET_ITEM(g, G_PENDING_SYNC_MEMBERS);
+    if ((status = read_name(PyTuple_GET_ITEM(g, G_STATE), c->group_states, &grp->state)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(g, G_GENERATION_ID), &grp->generationId)) != 0 ||
+        (status = group_read_id(PyTuple_GET_ITEM(g, G_LEADER_ID), &grp->leaderId)) != 0 ||
         (status = read_members(c, grp->members_src, grp->m, &grp->n)) != 0 ||
         (status = read_ids(grp->pending_src, &grp->pending)) != 0 ||
         (status = read_ids(grp->pending_sync_src, &grp->pendingSync)) != 0 ||
-        (status = read_name(PyTuple_GET_ITEM(g, 6), c->delays, &grp->joinDelay)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(g, 7), &grp->newMemberAdded)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(g, 8), &grp->delayExtensionsLeft)) != 0) {
+        (status = read_name(PyTuple_GET_ITEM(g, G_JOIN_DELAY), c->delays, &grp->joinDelay)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(g, G_NEW_MEMBER_ADDED), &grp->newMemberAdded)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(g, G_DELAY_EXTENSIONS_LEFT), &grp->delayExtensionsLeft)) != 0) {
         return status;
     }
-    PyObject *stored = PyTuple_GET_ITEM(g, 9);
+    PyObject *stored = PyTuple_GET_ITEM(g, G_STORED);
     if (stored != Py_None) {
-        if (!is_named(stored, c->stored_type, 3)) {
+        if (!is_named(stored, c->stored_type, SG_SIZE)) {
             return GIVE_UP;
         }
         grp->has_stored = 1;
         grp->stored.src = stored;
-        grp->stored.members_src = PyTuple_GET_ITEM(stored, 2);
-        if ((status = tuples_read_long(PyTuple_GET_ITEM(stored, 0), &grp->stored.generationId)) != 0 ||
-            (status = group_read_id(PyTuple_GET_ITEM(stored, 1), &grp->stored.leaderId)) != 0 ||
+        grp->stored.members_src = PyTuple_GET_ITEM(stored, SG_MEMBERS);
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(stored, SG_GENERATION_ID), &grp->stored.generationId)) != 0 ||
+            (status = group_read_id(PyTuple_GET_ITEM(stored, SG_LEADER_ID), &grp->stored.leaderId)) != 0 ||
             (status = read_members(c, grp->stored.members_src, grp->stored.m, &grp->stored.n)) != 0) {
             return status;
         }

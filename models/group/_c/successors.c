@@ -15,15 +15,20 @@
 
 #define N_INTS 25
 
+/* The items of the context (GroupModel._fast_context(), a plain tuple): the seven state types, the
+ * six tuples of names (group states, phases, errors, apis, delays, action names), then these. */
+enum { CTX_TYPES, CTX_NAMES = CTX_TYPES + 7, CTX_ACTIONS = CTX_NAMES + 6, CTX_ACT, CTX_RUN_ASSIGNOR, CTX_INTS,
+       CTX_SIZE };
+
 static int read_context(PyObject *ctx, Context *c) {
-    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != 17) {
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != CTX_SIZE) {
         PyErr_SetString(PyExc_TypeError, "successors(ctx, state): ctx is not GroupModel's context");
         return -1;
     }
     PyTypeObject **types[7] = {&c->state_type,    &c->group_type,   &c->member_type,  &c->stored_type,
                                &c->consumer_type, &c->request_type, &c->response_type};
     for (int i = 0; i < 7; i++) {
-        PyObject *t = PyTuple_GET_ITEM(ctx, i);
+        PyObject *t = PyTuple_GET_ITEM(ctx, CTX_TYPES + i);
         if (!PyType_Check(t) || !PyType_IsSubtype((PyTypeObject *)t, &PyTuple_Type)) {
             PyErr_SetString(PyExc_TypeError, "successors(ctx, state): the context's types must be tuple types");
             return -1;
@@ -33,17 +38,17 @@ static int read_context(PyObject *ctx, Context *c) {
     PyObject **names[6] = {&c->group_states, &c->phases, &c->errors, &c->apis, &c->delays, &c->action_names};
     Py_ssize_t sizes[6] = {N_GROUP_STATES, N_PHASES, N_ERRORS, N_APIS, N_DELAYS, N_ACTIONS};
     for (int i = 0; i < 6; i++) {
-        *names[i] = PyTuple_GET_ITEM(ctx, 7 + i);
+        *names[i] = PyTuple_GET_ITEM(ctx, CTX_NAMES + i);
         if (!PyTuple_Check(*names[i]) || PyTuple_GET_SIZE(*names[i]) != sizes[i]) {
             PyErr_SetString(PyExc_TypeError, "successors(ctx, state): the context's names are not the model's");
             return -1;
         }
     }
     c->no_member = PyTuple_GET_ITEM(c->delays, DELAY_NONE);
-    c->actions = PyTuple_GET_ITEM(ctx, 13);
-    c->act = PyTuple_GET_ITEM(ctx, 14);
-    c->run_assignor = PyTuple_GET_ITEM(ctx, 15);
-    PyObject *ints = PyTuple_GET_ITEM(ctx, 16);
+    c->actions = PyTuple_GET_ITEM(ctx, CTX_ACTIONS);
+    c->act = PyTuple_GET_ITEM(ctx, CTX_ACT);
+    c->run_assignor = PyTuple_GET_ITEM(ctx, CTX_RUN_ASSIGNOR);
+    PyObject *ints = PyTuple_GET_ITEM(ctx, CTX_INTS);
     if (!PyDict_Check(c->actions) || !PyTuple_Check(ints) || PyTuple_GET_SIZE(ints) != N_INTS) {
         PyErr_SetString(PyExc_TypeError, "successors(ctx, state): the context is not GroupModel's");
         return -1;
@@ -165,7 +170,7 @@ static int see_generation(PyObject *t, Py_ssize_t index, long *high) {
     return status;
 }
 
-/* The metadata generations of a tuple of members (index 4 of each) or of subscriptions (index 2). */
+/* The metadata generations of a tuple of members (GM_METADATA of each) or of subscriptions (SUB_METADATA). */
 static int see_metadata_generations(PyObject *members, Py_ssize_t index, long *high) {
     if (!PyTuple_Check(members)) {
         return GIVE_UP;
@@ -175,7 +180,7 @@ static int see_metadata_generations(PyObject *members, Py_ssize_t index, long *h
         if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) <= index) {
             return GIVE_UP;
         }
-        int status = see_generation(PyTuple_GET_ITEM(m, index), 1, high);
+        int status = see_generation(PyTuple_GET_ITEM(m, index), META_GENERATION, high);
         if (status != 0) {
             return status;
         }
@@ -185,52 +190,54 @@ static int see_metadata_generations(PyObject *members, Py_ssize_t index, long *h
 
 /* _max_generation(s), read straight off the tuples: within_bounds asks it of every state. */
 static int highest_generation_of(const Context *c, PyObject *s, long *high) {
-    if (!is_named(s, c->state_type, 3)) {
+    if (!is_named(s, c->state_type, S_SIZE)) {
         return GIVE_UP;
     }
-    PyObject *group = PyTuple_GET_ITEM(s, 0), *consumers = PyTuple_GET_ITEM(s, 1);
+    PyObject *group = PyTuple_GET_ITEM(s, S_GROUP), *consumers = PyTuple_GET_ITEM(s, S_CONSUMERS);
     int status;
-    if (!is_named(group, c->group_type, 10) || !PyTuple_Check(consumers)) {
+    if (!is_named(group, c->group_type, G_SIZE) || !PyTuple_Check(consumers)) {
         return GIVE_UP;
     }
-    if ((status = see_generation(group, 1, high)) != 0 ||
-        (status = see_metadata_generations(PyTuple_GET_ITEM(group, 3), 4, high)) != 0) {
+    if ((status = see_generation(group, G_GENERATION_ID, high)) != 0 ||
+        (status = see_metadata_generations(PyTuple_GET_ITEM(group, G_MEMBERS), GM_METADATA, high)) != 0) {
         return status;
     }
-    PyObject *stored = PyTuple_GET_ITEM(group, 9);
+    PyObject *stored = PyTuple_GET_ITEM(group, G_STORED);
     if (stored != Py_None) {
-        if (!is_named(stored, c->stored_type, 3)) {
+        if (!is_named(stored, c->stored_type, SG_SIZE)) {
             return GIVE_UP;
         }
-        if ((status = see_generation(stored, 0, high)) != 0 ||
-            (status = see_metadata_generations(PyTuple_GET_ITEM(stored, 2), 4, high)) != 0) {
+        if ((status = see_generation(stored, SG_GENERATION_ID, high)) != 0 ||
+            (status = see_metadata_generations(PyTuple_GET_ITEM(stored, SG_MEMBERS), GM_METADATA, high)) != 0) {
             return status;
         }
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(consumers); k++) {
         PyObject *me = PyTuple_GET_ITEM(consumers, k);
-        if (!is_named(me, c->consumer_type, 11)) {
+        if (!is_named(me, c->consumer_type, CS_SIZE)) {
             return GIVE_UP;
         }
-        if ((status = see_generation(me, 2, high)) != 0 || (status = see_generation(me, 10, high)) != 0) {
+        if ((status = see_generation(me, CS_GENERATION_ID, high)) != 0 ||
+            (status = see_generation(me, CS_ASSIGNED_GENERATION, high)) != 0) {
             return status;
         }
-        PyObject *request = PyTuple_GET_ITEM(me, 5), *response = PyTuple_GET_ITEM(me, 6);
+        PyObject *request = PyTuple_GET_ITEM(me, CS_REQUEST), *response = PyTuple_GET_ITEM(me, CS_RESPONSE);
         if (request != Py_None) {
-            if (!is_named(request, c->request_type, 5)) {
+            if (!is_named(request, c->request_type, REQ_SIZE)) {
                 return GIVE_UP;
             }
-            if ((status = see_generation(request, 2, high)) != 0 ||
-                (status = see_generation(PyTuple_GET_ITEM(request, 3), 1, high)) != 0) {
+            if ((status = see_generation(request, REQ_GENERATION_ID, high)) != 0 ||
+                (status = see_generation(PyTuple_GET_ITEM(request, REQ_METADATA), META_GENERATION, high)) != 0) {
                 return status;
             }
         }
         if (response != Py_None) {
-            if (!is_named(response, c->response_type, 7)) {
+            if (!is_named(response, c->response_type, RESP_SIZE)) {
                 return GIVE_UP;
             }
-            if ((status = see_generation(response, 3, high)) != 0 ||
-                (status = see_metadata_generations(PyTuple_GET_ITEM(response, 5), 2, high)) != 0) {
+            if ((status = see_generation(response, RESP_GENERATION_ID, high)) != 0 ||
+                (status = see_metadata_generations(PyTuple_GET_ITEM(response, RESP_MEMBERS), SUB_METADATA, high)) !=
+                    0) {
                 return status;
             }
         }

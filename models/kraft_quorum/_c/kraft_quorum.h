@@ -1,6 +1,6 @@
 /* The kraft-quorum model's C successor function, shared between its files: the sizes it handles,
- * the roles and the state's counter fields as numbers, the context (KraftQuorumModel._fast_context()),
- * the C view of a state, and the functions one file offers the others.
+ * the roles as numbers, which of the state's fields (fields.h) are counters, the context
+ * (KraftQuorumModel._fast_context()), the C view of a state, and the functions one file offers the others.
  *
  *   successors.c  the module: the replica's transitions, the steps, faults, successors
  *   state.c       a state's tuples into the view, and the view back into new tuples
@@ -13,13 +13,21 @@
 #include <Python.h>
 
 #include "tuples.h"
+#include "fields.h"
 
 #define MAX_VOTERS 8
 #define MAX_LOG 32
 #define NONE (-1)
 
 enum { UNATTACHED, PROSPECTIVE, CANDIDATE, LEADER, FOLLOWER, RESIGNED, ROLE_COUNT };
-enum { NO_COUNTER = 0, WRITES = 3, PARTITIONS = 4, RESTARTS = 5, VOTER_CHANGES = 6, DISK_LOSSES = 7 }; /* fields */
+/* The state's counters are its fields S_WRITES .. S_DISK_LOSSES, one after another (read and
+ * rebuilt in one loop); NO_COUNTER, no field, is kq_next_state's "no counter changes". */
+enum { NO_COUNTER = -1 };
+_Static_assert(S_PARTITIONS == S_WRITES + 1 && S_RESTARTS == S_WRITES + 2 && S_VOTER_CHANGES == S_WRITES + 3 &&
+                   S_DISK_LOSSES == S_WRITES + 4,
+               "the QuorumState counters are contiguous fields");
+/* A log holds Records and VotersRecords: a record's epoch is read at REC_EPOCH whichever it is. */
+_Static_assert((int)REC_EPOCH == (int)VR_EPOCH, "a VotersRecord's epoch is where a Record's is");
 
 /* A voter set: its keys (replica id, directory id) sorted, and the frozenset they came from. */
 typedef struct {
@@ -80,7 +88,7 @@ typedef struct {
     int n;
     Val v[MAX_VOTERS];
     unsigned isolated, hopeless;
-    long counters[9]; /* writes, partitions, restarts, voterChanges, diskLosses at their fields' indexes */
+    long counters[S_SIZE]; /* writes, partitions, ..., diskLosses at their fields, S_WRITES .. S_DISK_LOSSES */
 } View;
 
 /* Voter ``i`` as it is after a step, for kq_next_state. */

@@ -59,14 +59,17 @@ static int read_mask(PyObject *set, int n, unsigned *out) {
     return 0;
 }
 
+/* A ReplicaKey (id, directory id): a plain tuple, not a NamedTuple, so not in fields.h. */
+enum { KEY_ID, KEY_DIRECTORY, KEY_SIZE };
+
 /* A key (id, directory id) of a voter set. */
 static int read_key(PyObject *key, int n, long *id, long *dir) {
-    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != 2) {
+    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) != KEY_SIZE) {
         return 1;
     }
     int status;
-    if ((status = tuples_read_long(PyTuple_GET_ITEM(key, 0), id)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(key, 1), dir)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(key, KEY_ID), id)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(key, KEY_DIRECTORY), dir)) != 0) {
         return status;
     }
     return *id < 0 || *id >= n ? 1 : 0;
@@ -147,19 +150,19 @@ static int read_role(const Context *c, PyObject *value, int *out) {
 }
 
 static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x) {
-    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 11) {
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != V_SIZE) {
         return 1;
     }
     int status;
-    if ((status = read_role(c, PyTuple_GET_ITEM(obj, 0), &x->role)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 1), &x->epoch)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 2), &x->votedId)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 3), &x->leaderId)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 5), &x->hw)) != 0 ||
-        (status = read_mask(PyTuple_GET_ITEM(obj, 6), n, &x->votes)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, 8), &x->hasFetched)) != 0 ||
-        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, 9), &x->hwKnown)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(obj, 10), &x->directoryId)) != 0) {
+    if ((status = read_role(c, PyTuple_GET_ITEM(obj, V_ROLE), &x->role)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, V_EPOCH), &x->epoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, V_VOTED_ID), &x->votedId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, V_LEADER_ID), &x->leaderId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, V_HIGH_WATERMARK), &x->hw)) != 0 ||
+        (status = read_mask(PyTuple_GET_ITEM(obj, V_VOTES), n, &x->votes)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, V_HAS_FETCHED), &x->hasFetched)) != 0 ||
+        (status = tuples_read_bool(PyTuple_GET_ITEM(obj, V_HW_KNOWN), &x->hwKnown)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, V_DIRECTORY_ID), &x->directoryId)) != 0) {
         return status;
     }
     if (x->votedId < NONE || x->votedId >= n || x->leaderId < NONE || x->leaderId >= n || x->hw < 0) {
@@ -168,22 +171,22 @@ static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x
     if (x->role == FOLLOWER && x->leaderId == NONE) {
         return 1;
     }
-    x->log = PyTuple_GET_ITEM(obj, 4);
+    x->log = PyTuple_GET_ITEM(obj, V_LOG);
     if (!PyTuple_Check(x->log) || PyTuple_GET_SIZE(x->log) >= MAX_LOG) {
         return 1;
     }
     x->len = PyTuple_GET_SIZE(x->log);
     for (Py_ssize_t i = 0; i < x->len; i++) {
         PyObject *record = PyTuple_GET_ITEM(x->log, i);
-        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) < 2 || PyTuple_GET_SIZE(record) > 3) {
+        if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) < REC_SIZE || PyTuple_GET_SIZE(record) > VR_SIZE) {
             return 1;
         }
-        if ((status = tuples_read_long(PyTuple_GET_ITEM(record, 0), &x->rec[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(record, REC_EPOCH), &x->rec[i])) != 0) {
             return status;
         }
         x->rvs[i] = NULL;
-        if (PyTuple_GET_SIZE(record) == 3) { /* a VotersRecord: only a dynamic voter set has them */
-            PyObject *set = PyTuple_GET_ITEM(record, 2);
+        if (PyTuple_GET_SIZE(record) == VR_SIZE) { /* a VotersRecord: only a dynamic voter set has them */
+            PyObject *set = PyTuple_GET_ITEM(record, VR_VOTERS);
             if (c->static_voters) {
                 return 1;
             }
@@ -203,7 +206,7 @@ static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x
             x->rvs[i] = set;
         }
     }
-    x->offs_obj = PyTuple_GET_ITEM(obj, 7);
+    x->offs_obj = PyTuple_GET_ITEM(obj, V_END_OFFSETS);
     if (!PyTuple_Check(x->offs_obj)) {
         return 1;
     }
@@ -222,18 +225,18 @@ static int read_voter(const Context *c, PyObject *obj, int n, Sets *sets, Val *x
     if (x->role == LEADER && x->noff != n) {
         return 1;
     }
-    x->votes_obj = PyTuple_GET_ITEM(obj, 6);
-    x->dir_obj = PyTuple_GET_ITEM(obj, 10);
+    x->votes_obj = PyTuple_GET_ITEM(obj, V_VOTES);
+    x->dir_obj = PyTuple_GET_ITEM(obj, V_DIRECTORY_ID);
     x->orig = obj;
     return 0;
 }
 
 int kq_read_view(const Context *c, PyObject *s, View *v) {
-    if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 9) {
+    if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != S_SIZE) {
         return 1;
     }
     v->state = s;
-    v->voters = PyTuple_GET_ITEM(s, 0);
+    v->voters = PyTuple_GET_ITEM(s, S_VOTERS);
     if (!PyTuple_Check(v->voters) || PyTuple_GET_SIZE(v->voters) != c->n || c->n > MAX_VOTERS) {
         return 1;
     }
@@ -245,15 +248,15 @@ int kq_read_view(const Context *c, PyObject *s, View *v) {
             return status;
         }
     }
-    v->committed = PyTuple_GET_ITEM(s, 2);
+    v->committed = PyTuple_GET_ITEM(s, S_COMMITTED);
     if (!PyTuple_Check(v->committed)) {
         return 1;
     }
-    if ((status = read_mask(PyTuple_GET_ITEM(s, 1), v->n, &v->isolated)) != 0 ||
-        (status = read_mask(PyTuple_GET_ITEM(s, 8), v->n, &v->hopeless)) != 0) {
+    if ((status = read_mask(PyTuple_GET_ITEM(s, S_ISOLATED), v->n, &v->isolated)) != 0 ||
+        (status = read_mask(PyTuple_GET_ITEM(s, S_HOPELESS), v->n, &v->hopeless)) != 0) {
         return status;
     }
-    for (int i = WRITES; i <= DISK_LOSSES; i++) {
+    for (int i = S_WRITES; i <= S_DISK_LOSSES; i++) {
         if ((status = tuples_read_long(PyTuple_GET_ITEM(s, i), &v->counters[i])) != 0) {
             return status;
         }
@@ -332,31 +335,31 @@ static PyObject *val_build(const Context *c, const Val *x) {
     if (x->log == NULL) {
         return NULL;
     }
-    PyObject *items[11] = {
-        Py_NewRef(c->roles[x->role]),
-        PyLong_FromLong(x->epoch),
-        PyLong_FromLong(x->votedId),
-        PyLong_FromLong(x->leaderId),
-        Py_NewRef(x->log),
-        PyLong_FromLong(x->hw),
-        x->votes_obj != NULL ? Py_NewRef(x->votes_obj) : mask_set(c, x->votes),
-        x->offs_obj != NULL ? Py_NewRef(x->offs_obj) : offsets_tuple(x),
-        PyBool_FromLong(x->hasFetched),
-        PyBool_FromLong(x->hwKnown),
-        Py_NewRef(x->dir_obj),
+    PyObject *items[V_SIZE] = {
+        [V_ROLE] = Py_NewRef(c->roles[x->role]),
+        [V_EPOCH] = PyLong_FromLong(x->epoch),
+        [V_VOTED_ID] = PyLong_FromLong(x->votedId),
+        [V_LEADER_ID] = PyLong_FromLong(x->leaderId),
+        [V_LOG] = Py_NewRef(x->log),
+        [V_HIGH_WATERMARK] = PyLong_FromLong(x->hw),
+        [V_VOTES] = x->votes_obj != NULL ? Py_NewRef(x->votes_obj) : mask_set(c, x->votes),
+        [V_END_OFFSETS] = x->offs_obj != NULL ? Py_NewRef(x->offs_obj) : offsets_tuple(x),
+        [V_HAS_FETCHED] = PyBool_FromLong(x->hasFetched),
+        [V_HW_KNOWN] = PyBool_FromLong(x->hwKnown),
+        [V_DIRECTORY_ID] = Py_NewRef(x->dir_obj),
     };
-    return tuples_new_named(c->voter_type, 11, items);
+    return tuples_new_named(c->voter_type, V_SIZE, items);
 }
 
 PyObject *kq_append_record(const Context *c, PyObject *log, long epoch, PyObject *kind) {
-    PyObject *items[2] = {PyLong_FromLong(epoch), Py_NewRef(kind)};
-    return tuples_append(log, tuples_new_named(c->record_type, 2, items));
+    PyObject *items[REC_SIZE] = {[REC_EPOCH] = PyLong_FromLong(epoch), [REC_KIND] = Py_NewRef(kind)};
+    return tuples_append(log, tuples_new_named(c->record_type, REC_SIZE, items));
 }
 
 /* -- the next state ------------------------------------------------------------------------------ */
 
 /* _set: the state with these voters replaced, the committed history extended and the hopeless
- * Candidates updated; ``delta`` added to the counter at index ``counter`` (NO_COUNTER: none). */
+ * Candidates updated; ``delta`` added to the counter field ``counter`` (S_WRITES...; NO_COUNTER: none). */
 PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, int count, int counter,
                         long delta) {
     const Val *now[MAX_VOTERS];
@@ -386,9 +389,11 @@ PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, 
                 if (o < clen) {
                     item = Py_NewRef(PyTuple_GET_ITEM(committed, o));
                 } else {
-                    PyObject *items[2] = {Py_NewRef(PyTuple_GET_ITEM(PyTuple_GET_ITEM(x->log, o), 0)),
-                                          PyLong_FromLong(x->epoch)};
-                    item = tuples_new_named(c->committed_type, 2, items);
+                    PyObject *items[CM_SIZE] = {
+                        [CM_EPOCH] = Py_NewRef(PyTuple_GET_ITEM(PyTuple_GET_ITEM(x->log, o), REC_EPOCH)),
+                        [CM_COMMIT_EPOCH] = PyLong_FromLong(x->epoch),
+                    };
+                    item = tuples_new_named(c->committed_type, CM_SIZE, items);
                     if (item == NULL) {
                         Py_DECREF(more);
                         goto error;
@@ -411,7 +416,7 @@ PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, 
     PyObject *s = v->state;
     PyObject *hopeless;
     if (!v->hopeless && stood < 0) {
-        hopeless = Py_NewRef(PyTuple_GET_ITEM(s, 8));
+        hopeless = Py_NewRef(PyTuple_GET_ITEM(s, S_HOPELESS));
     } else {
         unsigned mask = 0;
         for (int i = 0; i < v->n; i++) {
@@ -434,12 +439,16 @@ PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, 
         }
         hopeless = mask_set(c, mask);
     }
-    PyObject *items[9] = {voters, Py_NewRef(PyTuple_GET_ITEM(s, 1)), committed};
-    for (int i = WRITES; i <= DISK_LOSSES; i++) {
+    PyObject *items[S_SIZE] = {
+        [S_VOTERS] = voters,
+        [S_ISOLATED] = Py_NewRef(PyTuple_GET_ITEM(s, S_ISOLATED)),
+        [S_COMMITTED] = committed,
+        [S_HOPELESS] = hopeless,
+    };
+    for (int i = S_WRITES; i <= S_DISK_LOSSES; i++) {
         items[i] = i == counter ? PyLong_FromLong(v->counters[i] + delta) : Py_NewRef(PyTuple_GET_ITEM(s, i));
     }
-    items[8] = hopeless;
-    return tuples_new_named(c->state_type, 9, items);
+    return tuples_new_named(c->state_type, S_SIZE, items);
 error:
     Py_DECREF(voters);
     Py_DECREF(committed);
@@ -458,13 +467,13 @@ int kq_emit1(const Context *c, const View *v, PyObject *out, PyObject *action, i
 /* The state with another set of isolated replicas (Isolate, Heal), ``partitions`` more partitions. */
 PyObject *kq_with_isolated(const Context *c, const View *v, unsigned isolated, long partitions) {
     PyObject *s = v->state;
-    PyObject *items[9];
-    for (int i = 0; i < 9; i++) {
+    PyObject *items[S_SIZE];
+    for (int i = 0; i < S_SIZE; i++) {
         items[i] = Py_NewRef(PyTuple_GET_ITEM(s, i));
     }
-    Py_SETREF(items[1], mask_set(c, isolated));
+    Py_SETREF(items[S_ISOLATED], mask_set(c, isolated));
     if (partitions) {
-        Py_SETREF(items[4], PyLong_FromLong(v->counters[PARTITIONS] + partitions));
+        Py_SETREF(items[S_PARTITIONS], PyLong_FromLong(v->counters[S_PARTITIONS] + partitions));
     }
-    return tuples_new_named(c->state_type, 9, items);
+    return tuples_new_named(c->state_type, S_SIZE, items);
 }

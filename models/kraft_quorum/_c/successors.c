@@ -154,7 +154,7 @@ static void timed_out(const Context *c, const View *v, int w, Val *x) {
 /* -- the steps ----------------------------------------------------------------------------------- */
 
 static int client_write(const Context *c, const View *v, PyObject *out, int l) {
-    if (v->counters[WRITES] >= c->max_records) {
+    if (v->counters[S_WRITES] >= c->max_records) {
         return 0;
     }
     Val x;
@@ -164,7 +164,7 @@ static int client_write(const Context *c, const View *v, PyObject *out, int l) {
     x.rec[x.len++] = x.epoch;
     kq_set_offset(&x, l, (long)x.len);
     kq_advance_hw(c, v, &x);
-    return kq_emit1(c, v, out, act1(c->client_write, l), l, &x, WRITES, 1);
+    return kq_emit1(c, v, out, act1(c->client_write, l), l, &x, S_WRITES, 1);
 }
 
 /* The leader as Resigned (check-quorum, or removed from the voter set). */
@@ -413,13 +413,13 @@ static int faults(const Context *c, const View *v, PyObject *out, int w) {
     unsigned bit = 1u << w;
     if (v->isolated & bit) {
         status = tuples_emit(out, act1(c->heal, w), kq_with_isolated(c, v, v->isolated & ~bit, 0));
-    } else if (v->counters[PARTITIONS] < c->max_partitions && v->n > 1) {
+    } else if (v->counters[S_PARTITIONS] < c->max_partitions && v->n > 1) {
         status = tuples_emit(out, act1(c->isolate, w), kq_with_isolated(c, v, v->isolated | bit, 1));
     }
     if (status < 0) {
         return -1;
     }
-    if (v->counters[RESTARTS] < c->max_restarts) { /* _restarted: from the durable quorum-state */
+    if (v->counters[S_RESTARTS] < c->max_restarts) { /* _restarted: from the durable quorum-state */
         Val x;
         kq_val_copy(&x, &v->v[w]);
         int role = (x.role == LEADER || x.role == RESIGNED) && x.leaderId == w ? RESIGNED
@@ -429,11 +429,11 @@ static int faults(const Context *c, const View *v, PyObject *out, int w) {
         kq_transition(&x, role, x.epoch, x.leaderId);
         x.votedId = votedId;
         x.hw = 0;
-        if (kq_emit1(c, v, out, act1(c->restart, w), w, &x, RESTARTS, 1) < 0) {
+        if (kq_emit1(c, v, out, act1(c->restart, w), w, &x, S_RESTARTS, 1) < 0) {
             return -1;
         }
     }
-    if (v->counters[DISK_LOSSES] < c->max_disk_losses) { /* _lose_disk: an empty log directory */
+    if (v->counters[S_DISK_LOSSES] < c->max_disk_losses) { /* _lose_disk: an empty log directory */
         Val x;
         kq_val_copy(&x, &v->v[w]);
         kq_transition(&x, UNATTACHED, 0, NONE);
@@ -448,7 +448,7 @@ static int faults(const Context *c, const View *v, PyObject *out, int w) {
                 return -1;
             }
         }
-        return kq_emit1(c, v, out, act1(c->lose_disk, w), w, &x, DISK_LOSSES, 1);
+        return kq_emit1(c, v, out, act1(c->lose_disk, w), w, &x, S_DISK_LOSSES, 1);
     }
     return 0;
 }
@@ -531,8 +531,8 @@ static int read_context(PyObject *ctx, Context *c) {
 }
 
 static int step(const Context *c, const View *v, PyObject *out) {
-    int any_faults = v->isolated || v->counters[PARTITIONS] < c->max_partitions ||
-                     v->counters[RESTARTS] < c->max_restarts || v->counters[DISK_LOSSES] < c->max_disk_losses;
+    int any_faults = v->isolated || v->counters[S_PARTITIONS] < c->max_partitions ||
+                     v->counters[S_RESTARTS] < c->max_restarts || v->counters[S_DISK_LOSSES] < c->max_disk_losses;
     for (int w = 0; w < v->n; w++) {
         const Val *me = &v->v[w];
         int role = me->role, status = 0;

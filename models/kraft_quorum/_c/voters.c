@@ -74,8 +74,12 @@ static int append_voters(const Context *c, const View *v, PyObject *out, PyObjec
         Py_DECREF(key);
     }
     const Val *leader = &v->v[l];
-    PyObject *items[3] = {PyLong_FromLong(leader->epoch), Py_NewRef(c->voters_kind), set};
-    PyObject *record = tuples_new_named(c->voters_record_type, 3, items);
+    PyObject *items[VR_SIZE] = {
+        [VR_EPOCH] = PyLong_FromLong(leader->epoch),
+        [VR_KIND] = Py_NewRef(c->voters_kind),
+        [VR_VOTERS] = set,
+    };
+    PyObject *record = tuples_new_named(c->voters_record_type, VR_SIZE, items);
     if (record == NULL) {
         return -1;
     }
@@ -102,7 +106,7 @@ static int append_voters(const Context *c, const View *v, PyObject *out, PyObjec
         kq_set_offset(&x, removed, 0);
     }
     kq_advance_hw(c, v, &x);
-    int status = kq_emit1(c, v, out, action, l, &x, VOTER_CHANGES, 1);
+    int status = kq_emit1(c, v, out, action, l, &x, S_VOTER_CHANGES, 1);
     sets->count--;
     return status;
 }
@@ -110,7 +114,7 @@ static int append_voters(const Context *c, const View *v, PyObject *out, PyObjec
 /* _voter_changes: AddVoter and RemoveVoter, handled by the leader. */
 int kq_voter_changes(const Context *c, const View *v, PyObject *out, int l) {
     const Val *leader = &v->v[l];
-    if (v->counters[VOTER_CHANGES] >= c->max_voter_changes || !leader->hwKnown) {
+    if (v->counters[S_VOTER_CHANGES] >= c->max_voter_changes || !leader->hwKnown) {
         return 0;
     }
     if (c->one_voter_change_at_a_time && last_voters_offset(leader) >= leader->hw) {

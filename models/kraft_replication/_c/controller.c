@@ -18,7 +18,7 @@ int kr_apply_metadata(const Context *c, const View *v, int b, PyObject *out) {
         load(r->obj, items, R_SIZE);
         set(items, R_PARTITION_EPOCH, controller_item(v, C_PARTITION_EPOCH));
         set(items, R_ISR, controller_item(v, C_ISR));
-        set(items, R_PENDING, Py_NewRef(Py_None));
+        set(items, R_PENDING_ALTER_PARTITION, Py_NewRef(Py_None));
         set(items, R_ASSIGNMENT, controller_item(v, C_REPLICAS));
         if (same_epoch) {
             /* a replica that left the assignment leaves remoteReplicasMap */
@@ -48,7 +48,7 @@ int kr_apply_metadata(const Context *c, const View *v, int b, PyObject *out) {
         }
         long hw = kr_incremented_hw(c, b, r->hw, r->len, v->c_isr, 0, 0, fs_leo);
         if (hw != r->hw) {
-            set(items, R_HW, num(hw));
+            set(items, R_HIGH_WATERMARK, num(hw));
         }
         updated = tuples_new_named(c->replica_type, R_SIZE, items);
     } else if (!(v->c_replicas & (1u << b))) {
@@ -67,7 +67,7 @@ int kr_apply_metadata(const Context *c, const View *v, int b, PyObject *out) {
         set(items, R_LEADER_EPOCH, controller_item(v, C_LEADER_EPOCH));
         set(items, R_PARTITION_EPOCH, num(UNDEFINED));
         set(items, R_ISR, kr_mask_set(0));
-        set(items, R_PENDING, Py_NewRef(Py_None));
+        set(items, R_PENDING_ALTER_PARTITION, Py_NewRef(Py_None));
         set(items, R_FOLLOWER_STATE, Py_NewRef(c->unknown_followers));
         set(items, R_FETCH_STATE, Py_NewRef(c->strings[truncating ? STR_TRUNCATING : STR_FETCHING]));
         set(items, R_HOSTED, Py_NewRef(Py_True));
@@ -101,14 +101,20 @@ int kr_crash(const Context *c, const View *v, int b, PyObject *out) {
     }
     for (long keep = first; keep <= last; keep++) {
         PyObject *replica_items[R_SIZE] = {
-            Py_NewRef(Py_False),  Py_NewRef(PyTuple_GET_ITEM(r->obj, R_BROKER_EPOCH)),
-            num(UNDEFINED),       kr_head(r->log, keep),
-            num(r->hw < keep ? r->hw : keep),
-            num(NO_LEADER),       num(UNDEFINED),
-            num(UNDEFINED),       kr_mask_set(0),
-            Py_NewRef(Py_None),   Py_NewRef(c->unknown_followers),
-            Py_NewRef(c->strings[STR_FETCHING]),
-            Py_NewRef(Py_True),   PyTuple_New(0),
+            [R_RUNNING] = Py_NewRef(Py_False),
+            [R_BROKER_EPOCH] = Py_NewRef(PyTuple_GET_ITEM(r->obj, R_BROKER_EPOCH)),
+            [R_CLEAN_SHUTDOWN_EPOCH] = num(UNDEFINED),
+            [R_LOG] = kr_head(r->log, keep),
+            [R_HIGH_WATERMARK] = num(r->hw < keep ? r->hw : keep),
+            [R_LEADER] = num(NO_LEADER),
+            [R_LEADER_EPOCH] = num(UNDEFINED),
+            [R_PARTITION_EPOCH] = num(UNDEFINED),
+            [R_ISR] = kr_mask_set(0),
+            [R_PENDING_ALTER_PARTITION] = Py_NewRef(Py_None),
+            [R_FOLLOWER_STATE] = Py_NewRef(c->unknown_followers),
+            [R_FETCH_STATE] = Py_NewRef(c->strings[STR_FETCHING]),
+            [R_HOSTED] = Py_NewRef(Py_True),
+            [R_ASSIGNMENT] = PyTuple_New(0),
         };
         PyObject *down = tuples_new_named(c->replica_type, R_SIZE, replica_items);
         PyObject *items[S_SIZE];
@@ -181,11 +187,12 @@ int kr_fence(const Context *c, const View *v, int b, PyObject *out) {
 
 /* The leader's replica with its request's sentTo changed (the request kept otherwise). */
 static PyObject *with_sent_to(const Context *c, const Rep *r, long sentTo) {
-    PyObject *request = PyTuple_GET_ITEM(r->obj, R_PENDING);
-    PyObject *items[3] = {Py_NewRef(PyTuple_GET_ITEM(request, 0)), Py_NewRef(PyTuple_GET_ITEM(request, 1)),
-                          num(sentTo)};
-    int fields[1] = {R_PENDING};
-    PyObject *values[1] = {tuples_new_named(c->alter_partition_type, 3, items)};
+    PyObject *request = PyTuple_GET_ITEM(r->obj, R_PENDING_ALTER_PARTITION);
+    PyObject *items[AP_SIZE] = {[AP_ISR] = Py_NewRef(PyTuple_GET_ITEM(request, AP_ISR)),
+                                [AP_BROKER_EPOCHS] = Py_NewRef(PyTuple_GET_ITEM(request, AP_BROKER_EPOCHS)),
+                                [AP_SENT_TO] = num(sentTo)};
+    int fields[1] = {R_PENDING_ALTER_PARTITION};
+    PyObject *values[1] = {tuples_new_named(c->alter_partition_type, AP_SIZE, items)};
     return kr_replica_with(c, r, 1, fields, values);
 }
 
@@ -199,7 +206,7 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
         return tuples_emit(out, action, kr_dense(c, v, kr_update_replica(c, v, b, with_sent_to(c, r, v->failovers))));
     }
     int error = ERR_NONE;
-    PyObject *request = PyTuple_GET_ITEM(r->obj, R_PENDING);
+    PyObject *request = PyTuple_GET_ITEM(r->obj, R_PENDING_ALTER_PARTITION);
     if (v->c_leader != b || v->c_leaderEpoch != r->leaderEpoch) {
         error = ERR_FENCED_LEADER_EPOCH;
     } else if (v->c_partitionEpoch != r->partitionEpoch) {
@@ -207,19 +214,14 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
     } else if (r->pending_isr & ~v->c_isr & v->c_fenced) {
         error = -2; /* INELIGIBLE_REPLICA */
     } else {
-        PyObject *epochs = PyTuple_GET_ITEM(request, 1);
+        PyObject *epochs = PyTuple_GET_ITEM(request, AP_BROKER_EPOCHS);
         if (!PyTuple_Check(epochs)) {
             return 1;
         }
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(epochs) && error == ERR_NONE; i++) {
-            PyObject *entry = PyTuple_GET_ITEM(epochs, i);
             long id, epoch;
             int status;
-            if (!is_tuple(entry, NULL, 2)) {
-                return 1;
-            }
-            if ((status = tuples_read_long(PyTuple_GET_ITEM(entry, 0), &id)) != 0 ||
-                (status = tuples_read_long(PyTuple_GET_ITEM(entry, 1), &epoch)) != 0) {
+            if ((status = read_pair(PyTuple_GET_ITEM(epochs, i), &id, &epoch)) != 0) {
                 return status;
             }
             if (id < 0 || id >= v->n) {
@@ -231,7 +233,7 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
         }
     }
     if (error == ERR_NONE) {
-        PyObject *committed = remembered_as(c, v, c->commit_key, PyTuple_GET_ITEM(request, 0));
+        PyObject *committed = remembered_as(c, v, c->commit_key, PyTuple_GET_ITEM(request, AP_ISR));
         if (committed == NULL) {
             return PyErr_Occurred() ? -1 : kr_call_broker(c, v, out, CB_HANDLE_ALTER_PARTITION, b);
         }
@@ -254,7 +256,7 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
             updated = with_sent_to(c, r, AWAITING_METADATA);
         } else {
             long hw = kr_incremented_hw(c, b, r->hw, r->len, isr, 0, 0, r->fs_leo);
-            int fields[4] = {R_PARTITION_EPOCH, R_ISR, R_PENDING, R_HW};
+            int fields[4] = {R_PARTITION_EPOCH, R_ISR, R_PENDING_ALTER_PARTITION, R_HIGH_WATERMARK};
             PyObject *values[4] = {Py_NewRef(PyTuple_GET_ITEM(committed, C_PARTITION_EPOCH)),
                                    Py_NewRef(PyTuple_GET_ITEM(committed, C_ISR)), Py_NewRef(Py_None), num(hw)};
             updated = kr_replica_with(c, r, hw == r->hw ? 3 : 4, fields, values);
@@ -272,7 +274,7 @@ int kr_handle_alter_partition(const Context *c, const View *v, int b, PyObject *
         /* the request may have been applied by a controller whose answer was lost */
         updated = with_sent_to(c, r, AWAITING_METADATA);
     } else {
-        int fields[1] = {R_PENDING};
+        int fields[1] = {R_PENDING_ALTER_PARTITION};
         PyObject *values[1] = {Py_NewRef(Py_None)};
         updated = kr_replica_with(c, r, 1, fields, values);
     }

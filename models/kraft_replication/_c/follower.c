@@ -32,13 +32,18 @@ int kr_send_fetch(const Context *c, const View *v, int f, PyObject *out) {
         return 0;
     }
     if (r->truncating) {
-        PyObject *items[3] = {num(leader_id), num(r->leaderEpoch), num(last_epoch(r))};
-        PyObject *ask = tuples_new_named(c->ofle_request_type, 3, items);
+        PyObject *items[OREQ_SIZE] = {[OREQ_LEADER] = num(leader_id),
+                                      [OREQ_CURRENT_LEADER_EPOCH] = num(r->leaderEpoch),
+                                      [OREQ_LEADER_EPOCH] = num(last_epoch(r))};
+        PyObject *ask = tuples_new_named(c->ofle_request_type, OREQ_SIZE, items);
         return tuples_emit(out, act2(c, A_SEND_OFLE, f, leader_id), kr_with_fetch(c, v, f, ask));
     }
-    PyObject *items[5] = {num(leader_id), PyLong_FromSsize_t(r->len), num(last_epoch(r)), num(r->leaderEpoch),
-                          Py_NewRef(PyTuple_GET_ITEM(r->obj, R_BROKER_EPOCH))};
-    PyObject *request = tuples_new_named(c->fetch_request_type, 5, items);
+    PyObject *items[FREQ_SIZE] = {[FREQ_LEADER] = num(leader_id),
+                                  [FREQ_FETCH_OFFSET] = PyLong_FromSsize_t(r->len),
+                                  [FREQ_LAST_FETCHED_EPOCH] = num(last_epoch(r)),
+                                  [FREQ_CURRENT_LEADER_EPOCH] = num(r->leaderEpoch),
+                                  [FREQ_REPLICA_EPOCH] = Py_NewRef(PyTuple_GET_ITEM(r->obj, R_BROKER_EPOCH))};
+    PyObject *request = tuples_new_named(c->fetch_request_type, FREQ_SIZE, items);
     return tuples_emit(out, act2(c, A_SEND_FETCH, f, leader_id), kr_with_fetch(c, v, f, request));
 }
 
@@ -58,17 +63,17 @@ static int read_error(const Context *c, PyObject *value) {
 
 int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *out) {
     PyObject *response = v->m[f].obj;
-    if (PyTuple_GET_SIZE(response) != 8) {
+    if (PyTuple_GET_SIZE(response) != FRESP_SIZE) {
         return 1;
     }
     const Rep *r = &v->r[f];
     long leader = v->m[f].leader, leaderEpoch, fetchOffset;
     int status;
-    if ((status = tuples_read_long(PyTuple_GET_ITEM(response, 1), &leaderEpoch)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(response, 2), &fetchOffset)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(response, FRESP_LEADER_EPOCH), &leaderEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(response, FRESP_FETCH_OFFSET), &fetchOffset)) != 0) {
         return status;
     }
-    int error = read_error(c, PyTuple_GET_ITEM(response, 3));
+    int error = read_error(c, PyTuple_GET_ITEM(response, FRESP_ERROR));
     if (error < 0) {
         return 1;
     }
@@ -81,12 +86,12 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
     PyObject *log;
     long hw;
     if (error == ERR_NONE) {
-        PyObject *records = PyTuple_GET_ITEM(response, 4);
+        PyObject *records = PyTuple_GET_ITEM(response, FRESP_RECORDS);
         long response_hw;
         if (!PyTuple_CheckExact(records)) {
             return 1;
         }
-        if ((status = tuples_read_long(PyTuple_GET_ITEM(response, 5), &response_hw)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(response, FRESP_HIGH_WATERMARK), &response_hw)) != 0) {
             return status;
         }
         log = PyTuple_GET_SIZE(records) ? PySequence_Concat(r->log, records) : Py_NewRef(r->log);
@@ -97,20 +102,15 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
     } else {
         long offset;
         if (error == ERR_DIVERGING_EPOCH) {
-            PyObject *diverging = PyTuple_GET_ITEM(response, 6);
             long epoch, end;
             int done;
-            if (!is_tuple(diverging, NULL, 2)) {
-                return 1;
-            }
-            if ((status = tuples_read_long(PyTuple_GET_ITEM(diverging, 0), &epoch)) != 0 ||
-                (status = tuples_read_long(PyTuple_GET_ITEM(diverging, 1), &end)) != 0) {
+            if ((status = read_pair(PyTuple_GET_ITEM(response, FRESP_DIVERGING_EPOCH), &epoch, &end)) != 0) {
                 return status;
             }
             offset = truncation_offset(r, epoch, end, &done);
         } else {
             long leo;
-            if ((status = tuples_read_long(PyTuple_GET_ITEM(response, 7), &leo)) != 0) {
+            if ((status = tuples_read_long(PyTuple_GET_ITEM(response, FRESP_LOG_END_OFFSET), &leo)) != 0) {
                 return status;
             }
             offset = leo < (long)r->len ? leo : (long)r->len;
@@ -121,7 +121,7 @@ int kr_handle_fetch_response(const Context *c, const View *v, int f, PyObject *o
         }
         hw = r->hw < PyTuple_GET_SIZE(log) ? r->hw : (long)PyTuple_GET_SIZE(log);
     }
-    int fields[2] = {R_LOG, R_HW};
+    int fields[2] = {R_LOG, R_HIGH_WATERMARK};
     PyObject *values[2] = {log, num(hw)};
     PyObject *updated = kr_replica_with(c, r, 2, fields, values);
     PyObject *items[S_SIZE];

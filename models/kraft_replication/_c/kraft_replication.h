@@ -1,5 +1,5 @@
 /* The kraft-replication model's C successor function, shared between its files: the sizes it handles,
- * the state's fields and the model's strings and actions as numbers, the context
+ * the model's strings and actions as numbers (the state's fields are fields.h's), the context
  * (fast.fast_context()), the C view of a state, and the functions one file offers the others.
  *
  *   successors.c  the module: successors, every step in _successors' order, the context
@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "fields.h"
 #include "tuples.h"
 
 #define MAX_BROKERS 8
@@ -24,13 +25,12 @@
 #define UNDEFINED (-1)
 #define AWAITING_METADATA (-1)
 
-/* The state's fields, in the order of the NamedTuples. */
-enum { S_CONTROLLER, S_REPLICAS, S_FETCHES, S_NEXT_RECORD_ID, S_CRASHES, S_FENCES, S_SHUTDOWNS, S_COMMITTED,
-       S_CONSUMED, S_ACKED, S_FAILOVERS, S_REASSIGNMENTS, S_SIZE };
-enum { R_RUNNING, R_BROKER_EPOCH, R_CLEAN_SHUTDOWN_EPOCH, R_LOG, R_HW, R_LEADER, R_LEADER_EPOCH, R_PARTITION_EPOCH,
-       R_ISR, R_PENDING, R_FOLLOWER_STATE, R_FETCH_STATE, R_HOSTED, R_ASSIGNMENT, R_SIZE };
-enum { C_BROKER_EPOCHS, C_FENCED, C_LEADER, C_LEADER_EPOCH, C_PARTITION_EPOCH, C_ISR, C_ELR, C_NEXT_BROKER_EPOCH,
-       C_REPLICAS, C_ADDING, C_REMOVING, C_SIZE };
+/* The plain tuples of the state and of a step, which are not NamedTuples (and so not in fields.h):
+ * a pair of ints -- a leader's follower state (logEndOffset, brokerEpoch), a KIP-903 brokerEpochs
+ * entry (brokerId, brokerEpoch), a FetchResponse's divergingEpoch (epoch, endOffset) -- and a step
+ * (action, state). */
+enum { PAIR_FIRST, PAIR_SECOND, PAIR_SIZE };
+enum { STEP_ACTION, STEP_STATE, STEP_SIZE };
 
 enum { ERR_NONE, ERR_NOT_LEADER_OR_FOLLOWER, ERR_FENCED_LEADER_EPOCH, ERR_UNKNOWN_LEADER_EPOCH, ERR_DIVERGING_EPOCH,
        ERR_OFFSET_OUT_OF_RANGE, STR_FETCHING, STR_TRUNCATING, N_STRINGS };
@@ -119,6 +119,15 @@ static inline void load(PyObject *t, PyObject **items, Py_ssize_t n) {
 }
 
 static inline void set(PyObject **items, int i, PyObject *value) { Py_XSETREF(items[i], value); }
+
+/* A plain pair of ints into *first and *second: -1 and an exception, 0, or 1 for anything else. */
+static inline int read_pair(PyObject *pair, long *first, long *second) {
+    if (!is_tuple(pair, NULL, PAIR_SIZE)) {
+        return 1;
+    }
+    int status = tuples_read_long(PyTuple_GET_ITEM(pair, PAIR_FIRST), first);
+    return status != 0 ? status : tuples_read_long(PyTuple_GET_ITEM(pair, PAIR_SECOND), second);
+}
 
 static inline PyObject *num(long v) { return PyLong_FromLong(v); }
 

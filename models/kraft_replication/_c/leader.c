@@ -19,15 +19,15 @@ int kr_produce(const Context *c, const View *v, int b, PyObject *out) {
     for (Py_ssize_t i = 0; i < len; i++) {
         PyTuple_SET_ITEM(log, i, Py_NewRef(PyTuple_GET_ITEM(r->log, i)));
     }
-    PyObject *record_items[2] = {num(rid), num(r->leaderEpoch)};
-    PyObject *record = tuples_new_named(c->record_type, 2, record_items);
+    PyObject *record_items[REC_SIZE] = {[REC_ID] = num(rid), [REC_EPOCH] = num(r->leaderEpoch)};
+    PyObject *record = tuples_new_named(c->record_type, REC_SIZE, record_items);
     if (record == NULL) {
         Py_DECREF(log);
         return -1;
     }
     PyTuple_SET_ITEM(log, len, record);
     long hw = kr_incremented_hw(c, b, r->hw, len + 1, r->isr, r->has_pending, r->pending_isr, r->fs_leo);
-    int fields[2] = {R_LOG, R_HW};
+    int fields[2] = {R_LOG, R_HIGH_WATERMARK};
     PyObject *values[2] = {log, num(hw)};
     PyObject *replica = kr_replica_with(c, r, 2, fields, values);
     PyObject *items[S_SIZE];
@@ -61,14 +61,15 @@ int kr_produce(const Context *c, const View *v, int b, PyObject *out) {
 /* The leader's AlterPartition proposal: the replica with a pending request (and maybe a new HW). */
 static PyObject *proposed(const Context *c, const View *v, const Rep *r, unsigned isr, PyObject *epochs, long hw) {
     PyObject *isr_obj = kr_mask_set(isr);
-    PyObject *request_items[3] = {isr_obj, epochs, Py_NewRef(PyTuple_GET_ITEM(v->state, S_FAILOVERS))};
-    PyObject *request = tuples_new_named(c->alter_partition_type, 3, request_items);
+    PyObject *request_items[AP_SIZE] = {[AP_ISR] = isr_obj, [AP_BROKER_EPOCHS] = epochs,
+                                        [AP_SENT_TO] = Py_NewRef(PyTuple_GET_ITEM(v->state, S_FAILOVERS))};
+    PyObject *request = tuples_new_named(c->alter_partition_type, AP_SIZE, request_items);
     if (hw == r->hw) {
-        int fields[1] = {R_PENDING};
+        int fields[1] = {R_PENDING_ALTER_PARTITION};
         PyObject *values[1] = {request};
         return kr_replica_with(c, r, 1, fields, values);
     }
-    int fields[2] = {R_PENDING, R_HW};
+    int fields[2] = {R_PENDING_ALTER_PARTITION, R_HIGH_WATERMARK};
     PyObject *values[2] = {request, num(hw)};
     return kr_replica_with(c, r, 2, fields, values);
 }
@@ -146,15 +147,15 @@ static int epoch_error(const Context *c, const Rep *leader, int leader_id, long 
 static PyObject *fetch_response(const Context *c, int leader, long leaderEpoch, long fetchOffset, int error,
                                 PyObject *records, long hw, long diverging_epoch, long diverging_end,
                                 Py_ssize_t leo) {
-    PyObject *items[8] = {num(leader),
-                          num(leaderEpoch),
-                          num(fetchOffset),
-                          Py_NewRef(c->strings[error]),
-                          records,
-                          num(hw),
-                          kr_pair(num(diverging_epoch), num(diverging_end)),
-                          PyLong_FromSsize_t(leo)};
-    return tuples_new_named(c->fetch_response_type, 8, items);
+    PyObject *items[FRESP_SIZE] = {[FRESP_LEADER] = num(leader),
+                                   [FRESP_LEADER_EPOCH] = num(leaderEpoch),
+                                   [FRESP_FETCH_OFFSET] = num(fetchOffset),
+                                   [FRESP_ERROR] = Py_NewRef(c->strings[error]),
+                                   [FRESP_RECORDS] = records,
+                                   [FRESP_HIGH_WATERMARK] = num(hw),
+                                   [FRESP_DIVERGING_EPOCH] = kr_pair(num(diverging_epoch), num(diverging_end)),
+                                   [FRESP_LOG_END_OFFSET] = PyLong_FromSsize_t(leo)};
+    return tuples_new_named(c->fetch_response_type, FRESP_SIZE, items);
 }
 
 /* The leader recording a follower's fetch: its follower state and maybe a new HW. */
@@ -172,7 +173,7 @@ static PyObject *leader_after_fetch(const Context *c, const Rep *l, int leader_i
         PyObject *values[1] = {followers};
         return kr_replica_with(c, l, 1, fields, values);
     }
-    int fields[2] = {R_FOLLOWER_STATE, R_HW};
+    int fields[2] = {R_FOLLOWER_STATE, R_HIGH_WATERMARK};
     PyObject *values[2] = {followers, num(*hw)};
     return kr_replica_with(c, l, 2, fields, values);
 }
@@ -184,17 +185,17 @@ int kr_handle_fetch(const Context *c, const View *v, int f, PyObject *out) {
     if (!l->running) {
         return 0;
     }
-    if (PyTuple_GET_SIZE(req) != 5) {
+    if (PyTuple_GET_SIZE(req) != FREQ_SIZE) {
         return 1;
     }
     long fetchOffset, lastFetchedEpoch, currentLeaderEpoch;
     int status;
-    if ((status = tuples_read_long(PyTuple_GET_ITEM(req, 1), &fetchOffset)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(req, 2), &lastFetchedEpoch)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(req, 3), &currentLeaderEpoch)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(req, FREQ_FETCH_OFFSET), &fetchOffset)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(req, FREQ_LAST_FETCHED_EPOCH), &lastFetchedEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(req, FREQ_CURRENT_LEADER_EPOCH), &currentLeaderEpoch)) != 0) {
         return status;
     }
-    PyObject *replicaEpoch = PyTuple_GET_ITEM(req, 4);
+    PyObject *replicaEpoch = PyTuple_GET_ITEM(req, FREQ_REPLICA_EPOCH);
     PyObject *action = act2(c, A_HANDLE_FETCH, leader_id, f);
     int error = epoch_error(c, l, leader_id, currentLeaderEpoch);
     if (error < 0 && !(l->assignment_mask & (1u << f))) {

@@ -15,11 +15,11 @@ static int read_log(PyObject *log, const Context *c, Py_ssize_t *len, long *id, 
     int status;
     for (Py_ssize_t i = 0; i < *len; i++) {
         PyObject *record = PyTuple_GET_ITEM(log, i);
-        if (!is_tuple(record, c->record_type, 2)) {
+        if (!is_tuple(record, c->record_type, REC_SIZE)) {
             return 1;
         }
-        if ((status = tuples_read_long(PyTuple_GET_ITEM(record, 0), &id[i])) != 0 ||
-            (status = tuples_read_long(PyTuple_GET_ITEM(record, 1), &epoch[i])) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(record, REC_ID), &id[i])) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(record, REC_EPOCH), &epoch[i])) != 0) {
             return status;
         }
     }
@@ -35,7 +35,7 @@ static int read_replica(const Context *c, PyObject *obj, int n, Rep *r) {
     if ((status = tuples_read_bool(PyTuple_GET_ITEM(obj, R_RUNNING), &r->running)) != 0 ||
         (status = tuples_read_bool(PyTuple_GET_ITEM(obj, R_HOSTED), &r->hosted)) != 0 ||
         (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_BROKER_EPOCH), &r->brokerEpoch)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_HW), &r->hw)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_HIGH_WATERMARK), &r->hw)) != 0 ||
         (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_LEADER), &r->leader)) != 0 ||
         (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_LEADER_EPOCH), &r->leaderEpoch)) != 0 ||
         (status = tuples_read_long(PyTuple_GET_ITEM(obj, R_PARTITION_EPOCH), &r->partitionEpoch)) != 0) {
@@ -52,14 +52,14 @@ static int read_replica(const Context *c, PyObject *obj, int n, Rep *r) {
     if ((status = kr_read_mask(r->isr_obj, n, &r->isr)) != 0) {
         return status;
     }
-    PyObject *pending = PyTuple_GET_ITEM(obj, R_PENDING);
+    PyObject *pending = PyTuple_GET_ITEM(obj, R_PENDING_ALTER_PARTITION);
     r->has_pending = pending != Py_None;
     if (r->has_pending) {
-        if (!is_tuple(pending, c->alter_partition_type, 3)) {
+        if (!is_tuple(pending, c->alter_partition_type, AP_SIZE)) {
             return 1;
         }
-        if ((status = kr_read_mask(PyTuple_GET_ITEM(pending, 0), n, &r->pending_isr)) != 0 ||
-            (status = tuples_read_long(PyTuple_GET_ITEM(pending, 2), &r->pending_sentTo)) != 0) {
+        if ((status = kr_read_mask(PyTuple_GET_ITEM(pending, AP_ISR), n, &r->pending_isr)) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(pending, AP_SENT_TO), &r->pending_sentTo)) != 0) {
             return status;
         }
     }
@@ -68,12 +68,7 @@ static int read_replica(const Context *c, PyObject *obj, int n, Rep *r) {
         return 1;
     }
     for (int i = 0; i < n; i++) {
-        PyObject *pair = PyTuple_GET_ITEM(fs, i);
-        if (!is_tuple(pair, NULL, 2)) {
-            return 1;
-        }
-        if ((status = tuples_read_long(PyTuple_GET_ITEM(pair, 0), &r->fs_leo[i])) != 0 ||
-            (status = tuples_read_long(PyTuple_GET_ITEM(pair, 1), &r->fs_epoch[i])) != 0) {
+        if ((status = read_pair(PyTuple_GET_ITEM(fs, i), &r->fs_leo[i], &r->fs_epoch[i])) != 0) {
             return status;
         }
     }
@@ -148,6 +143,10 @@ static int read_controller(const Context *c, PyObject *obj, View *v) {
     return 0;
 }
 
+/* Where each kind of message names the leader it is sent to or answered by. */
+static const int leader_field[] = {[MSG_FETCH_REQUEST] = FREQ_LEADER, [MSG_FETCH_RESPONSE] = FRESP_LEADER,
+                                   [MSG_OFLE_REQUEST] = OREQ_LEADER, [MSG_OFLE_RESPONSE] = ORESP_LEADER};
+
 int kr_read_view(const Context *c, PyObject *s, View *v) {
     if (!is_tuple(s, c->state_type, S_SIZE)) {
         return 1;
@@ -192,10 +191,10 @@ int kr_read_view(const Context *c, PyObject *s, View *v) {
                   : type == c->ofle_request_type   ? MSG_OFLE_REQUEST
                   : type == c->ofle_response_type  ? MSG_OFLE_RESPONSE
                                                    : -1;
-        if (m->kind < 0 || PyTuple_GET_SIZE(m->obj) < 1) {
+        if (m->kind < 0 || PyTuple_GET_SIZE(m->obj) <= leader_field[m->kind]) {
             return 1;
         }
-        if ((status = tuples_read_long(PyTuple_GET_ITEM(m->obj, 0), &m->leader)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(m->obj, leader_field[m->kind]), &m->leader)) != 0) {
             return status;
         }
         if (m->leader < 0 || m->leader >= n) {

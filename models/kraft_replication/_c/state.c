@@ -11,8 +11,8 @@ PyObject *kr_mask_set(unsigned mask) {
 /* -- building values (every maker steals the references it is given, and checks them) ------------ */
 
 PyObject *kr_pair(PyObject *a, PyObject *b) {
-    PyObject *items[2] = {a, b};
-    return tuples_new_named(&PyTuple_Type, 2, items);
+    PyObject *pair[PAIR_SIZE] = {[PAIR_FIRST] = a, [PAIR_SECOND] = b};
+    return tuples_new_named(&PyTuple_Type, PAIR_SIZE, pair);
 }
 
 /* A slice bound ``k`` of a sequence of ``len`` items as Python reads it: from the end when negative
@@ -103,7 +103,7 @@ static int ghosts(const Context *c, const View *v, int b, PyObject *replica, PyO
     long hw, leader, leaderEpoch;
     int running, status;
     if ((status = tuples_read_long(PyTuple_GET_ITEM(replica, R_LEADER), &leader)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(replica, R_HW), &hw)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(replica, R_HIGH_WATERMARK), &hw)) != 0 ||
         (status = tuples_read_bool(PyTuple_GET_ITEM(replica, R_RUNNING), &running)) != 0 ||
         (status = tuples_read_long(PyTuple_GET_ITEM(replica, R_LEADER_EPOCH), &leaderEpoch)) != 0) {
         if (status > 0) {
@@ -140,9 +140,9 @@ static int ghosts(const Context *c, const View *v, int b, PyObject *replica, PyO
         return 0;
     }
     unsigned isr, pending_isr = 0;
-    PyObject *pending = PyTuple_GET_ITEM(replica, R_PENDING);
+    PyObject *pending = PyTuple_GET_ITEM(replica, R_PENDING_ALTER_PARTITION);
     if ((status = kr_read_mask(PyTuple_GET_ITEM(replica, R_ISR), v->n, &isr)) != 0 ||
-        (pending != Py_None && (status = kr_read_mask(PyTuple_GET_ITEM(pending, 0), v->n, &pending_isr)) != 0)) {
+        (pending != Py_None && (status = kr_read_mask(PyTuple_GET_ITEM(pending, AP_ISR), v->n, &pending_isr)) != 0)) {
         if (status > 0) {
             PyErr_SetString(PyExc_SystemError, "kraft-replication successors: an ISR built here is unreadable");
         }
@@ -156,7 +156,7 @@ static int ghosts(const Context *c, const View *v, int b, PyObject *replica, PyO
     for (long offset = old->hw; offset < hw && offset < len; offset++) {
         PyObject *record = PyTuple_GET_ITEM(log, offset);
         long epoch;
-        if (tuples_read_long(PyTuple_GET_ITEM(record, 1), &epoch) != 0) {
+        if (tuples_read_long(PyTuple_GET_ITEM(record, REC_EPOCH), &epoch) != 0) {
             Py_XDECREF(acked);
             if (!PyErr_Occurred()) {
                 PyErr_SetString(PyExc_SystemError, "kraft-replication successors: a record is unreadable");
@@ -169,7 +169,7 @@ static int ghosts(const Context *c, const View *v, int b, PyObject *replica, PyO
         if (acked == NULL && (acked = PyFrozenSet_New(items[S_ACKED])) == NULL) {
             return -1;
         }
-        if (PySet_Add(acked, PyTuple_GET_ITEM(record, 0)) < 0) {
+        if (PySet_Add(acked, PyTuple_GET_ITEM(record, REC_ID)) < 0) {
             Py_DECREF(acked);
             return -1;
         }
@@ -324,11 +324,11 @@ python:
 static int dense_from(const Context *c, const View *v, PyObject *out, Py_ssize_t from) {
     for (Py_ssize_t i = from; i < PyList_GET_SIZE(out); i++) {
         PyObject *step = PyList_GET_ITEM(out, i);
-        if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) != 2) {
+        if (!PyTuple_Check(step) || PyTuple_GET_SIZE(step) != STEP_SIZE) {
             PyErr_SetString(PyExc_SystemError, "kraft-replication successors: a step is not an (action, state)");
             return -1;
         }
-        PyObject *t = PyTuple_GET_ITEM(step, 1);
+        PyObject *t = PyTuple_GET_ITEM(step, STEP_STATE);
         PyObject *ranked = kr_dense(c, v, Py_NewRef(t));
         if (ranked == NULL) {
             return -1;
@@ -337,7 +337,7 @@ static int dense_from(const Context *c, const View *v, PyObject *out, Py_ssize_t
             Py_DECREF(ranked);
             continue;
         }
-        PyObject *replaced = kr_pair(Py_NewRef(PyTuple_GET_ITEM(step, 0)), ranked);
+        PyObject *replaced = kr_pair(Py_NewRef(PyTuple_GET_ITEM(step, STEP_ACTION)), ranked);
         if (replaced == NULL || PyList_SetItem(out, i, replaced) < 0) {
             return -1;
         }

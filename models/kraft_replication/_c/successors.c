@@ -77,7 +77,7 @@ static int all_steps(const Context *c, const View *v, PyObject *out) {
             if (id == NULL) {
                 return -1;
             }
-            PyObject *request_args[5] = {v->state, PyTuple_GET_ITEM(v->m[f].obj, 0), id, v->m[f].obj, out};
+            PyObject *request_args[5] = {v->state, PyTuple_GET_ITEM(v->m[f].obj, OREQ_LEADER), id, v->m[f].obj, out};
             status = kr_call_back(c, v, out, CB_HANDLE_OFLE, request_args, 5, 0);
             Py_DECREF(id);
             STEP(status);

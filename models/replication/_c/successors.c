@@ -6,10 +6,15 @@
  * the tuple ReplicationModel._fast_context() builds: the four state types, the action tables and
  * the configuration as small ints. The Python stays the definition; tests compare the two on
  * every reachable state.
+ *
+ * The state's NamedTuples are read and built by the field constants of fields.h (generated from
+ * models/replication/state.py), never by bare positions; the context is a plain tuple, read by
+ * its own positions in read_context.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "fields.h"
 #include "tuples.h"
 
 #define MAX_REPLICAS 8
@@ -72,26 +77,26 @@ static int read_mask(PyObject *set, int n, unsigned *out) {
 }
 
 static int read_request(PyObject *q, int n, Request *out) {
-    if (!PyTuple_Check(q) || PyTuple_GET_SIZE(q) != 3) {
+    if (!PyTuple_Check(q) || PyTuple_GET_SIZE(q) != LAI_SIZE) {
         return 1;
     }
     int status;
-    if ((status = tuples_read_long(PyTuple_GET_ITEM(q, 0), &out->leaderEpoch)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(q, 1), &out->leader)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(q, LAI_LEADER_EPOCH), &out->leaderEpoch)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(q, LAI_LEADER), &out->leader)) != 0) {
         return status;
     }
-    out->isr_obj = PyTuple_GET_ITEM(q, 2);
+    out->isr_obj = PyTuple_GET_ITEM(q, LAI_ISR);
     return read_mask(out->isr_obj, n, &out->isr);
 }
 
 /* Reads the state; 1 when it is not one this code handles. */
 static int read_view(PyObject *s, View *v) {
-    if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 6) {
+    if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != S_SIZE) {
         return 1;
     }
     v->state = s;
-    v->logs = PyTuple_GET_ITEM(s, 0);
-    v->states = PyTuple_GET_ITEM(s, 1);
+    v->logs = PyTuple_GET_ITEM(s, S_REPLICA_LOG);
+    v->states = PyTuple_GET_ITEM(s, S_REPLICA_STATE);
     if (!PyTuple_Check(v->logs) || !PyTuple_Check(v->states)) {
         return 1;
     }
@@ -111,36 +116,36 @@ static int read_view(PyObject *s, View *v) {
         rep->len = PyTuple_GET_SIZE(log);
         for (Py_ssize_t i = 0; i < rep->len; i++) {
             PyObject *record = PyTuple_GET_ITEM(log, i);
-            if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != 2) {
+            if (!PyTuple_Check(record) || PyTuple_GET_SIZE(record) != REC_SIZE) {
                 return 1;
             }
-            if ((status = tuples_read_long(PyTuple_GET_ITEM(record, 0), &rep->id[i])) != 0 ||
-                (status = tuples_read_long(PyTuple_GET_ITEM(record, 1), &rep->epoch[i])) != 0) {
+            if ((status = tuples_read_long(PyTuple_GET_ITEM(record, REC_ID), &rep->id[i])) != 0 ||
+                (status = tuples_read_long(PyTuple_GET_ITEM(record, REC_EPOCH), &rep->epoch[i])) != 0) {
                 return status;
             }
         }
         PyObject *st = PyTuple_GET_ITEM(v->states, r);
-        if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != 4) {
+        if (!PyTuple_Check(st) || PyTuple_GET_SIZE(st) != RS_SIZE) {
             return 1;
         }
-        if ((status = tuples_read_long(PyTuple_GET_ITEM(st, 0), &rep->hw)) != 0 ||
-            (status = tuples_read_long(PyTuple_GET_ITEM(st, 1), &rep->leaderEpoch)) != 0 ||
-            (status = tuples_read_long(PyTuple_GET_ITEM(st, 2), &rep->leader)) != 0) {
+        if ((status = tuples_read_long(PyTuple_GET_ITEM(st, RS_HW), &rep->hw)) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(st, RS_LEADER_EPOCH), &rep->leaderEpoch)) != 0 ||
+            (status = tuples_read_long(PyTuple_GET_ITEM(st, RS_LEADER), &rep->leader)) != 0) {
             return status;
         }
         if (rep->leader < NO_LEADER || rep->leader >= n || rep->hw < 0) {
             return 1;
         }
-        rep->isr_obj = PyTuple_GET_ITEM(st, 3);
+        rep->isr_obj = PyTuple_GET_ITEM(st, RS_ISR);
         if ((status = read_mask(rep->isr_obj, v->n, &rep->isr)) != 0) {
             return status;
         }
     }
-    if ((status = tuples_read_long(PyTuple_GET_ITEM(s, 2), &v->nextRecordId)) != 0 ||
-        (status = tuples_read_long(PyTuple_GET_ITEM(s, 3), &v->nextLeaderEpoch)) != 0) {
+    if ((status = tuples_read_long(PyTuple_GET_ITEM(s, S_NEXT_RECORD_ID), &v->nextRecordId)) != 0 ||
+        (status = tuples_read_long(PyTuple_GET_ITEM(s, S_NEXT_LEADER_EPOCH), &v->nextLeaderEpoch)) != 0) {
         return status;
     }
-    v->requests = PyTuple_GET_ITEM(s, 4);
+    v->requests = PyTuple_GET_ITEM(s, S_LEADER_AND_ISR_REQUESTS);
     if (!PyFrozenSet_CheckExact(v->requests)) {
         return 1;
     }
@@ -171,7 +176,7 @@ static int read_view(PyObject *s, View *v) {
             return 1; /* sorted() would compare the rest: leave such states to the Python */
         }
     }
-    if ((status = read_request(PyTuple_GET_ITEM(s, 5), v->n, &v->quorum)) != 0) {
+    if ((status = read_request(PyTuple_GET_ITEM(s, S_QUORUM_STATE), v->n, &v->quorum)) != 0) {
         return status;
     }
     if (v->quorum.leader < NO_LEADER || v->quorum.leader >= n) {
@@ -183,29 +188,39 @@ static int read_view(PyObject *s, View *v) {
 /* -- building values (every maker steals the references it is given, and checks them) ------------ */
 
 static PyObject *replica_state(const Context *c, long hw, long epoch, long leader, PyObject *isr) {
-    PyObject *items[4] = {PyLong_FromLong(hw), PyLong_FromLong(epoch), PyLong_FromLong(leader), isr};
-    return tuples_new_named(c->replica_type, 4, items);
+    PyObject *items[RS_SIZE] = {[RS_HW] = PyLong_FromLong(hw), [RS_LEADER_EPOCH] = PyLong_FromLong(epoch),
+                                [RS_LEADER] = PyLong_FromLong(leader), [RS_ISR] = isr};
+    return tuples_new_named(c->replica_type, RS_SIZE, items);
 }
 
 /* A replica's state with only its hw changed. */
 static PyObject *with_hw(const Context *c, const View *v, int r, long hw) {
     PyObject *old = PyTuple_GET_ITEM(v->states, r);
-    PyObject *items[4] = {PyLong_FromLong(hw), Py_NewRef(PyTuple_GET_ITEM(old, 1)), Py_NewRef(PyTuple_GET_ITEM(old, 2)),
-                          Py_NewRef(PyTuple_GET_ITEM(old, 3))};
-    return tuples_new_named(c->replica_type, 4, items);
+    PyObject *items[RS_SIZE] = {[RS_HW] = PyLong_FromLong(hw),
+                                [RS_LEADER_EPOCH] = Py_NewRef(PyTuple_GET_ITEM(old, RS_LEADER_EPOCH)),
+                                [RS_LEADER] = Py_NewRef(PyTuple_GET_ITEM(old, RS_LEADER)),
+                                [RS_ISR] = Py_NewRef(PyTuple_GET_ITEM(old, RS_ISR))};
+    return tuples_new_named(c->replica_type, RS_SIZE, items);
 }
 
 static PyObject *state6(const Context *c, PyObject *logs, PyObject *states, PyObject *nextRecordId,
                         PyObject *nextLeaderEpoch, PyObject *requests, PyObject *quorum) {
-    PyObject *items[6] = {logs, states, nextRecordId, nextLeaderEpoch, requests, quorum};
-    return tuples_new_named(c->state_type, 6, items);
+    PyObject *items[S_SIZE] = {[S_REPLICA_LOG] = logs,
+                               [S_REPLICA_STATE] = states,
+                               [S_NEXT_RECORD_ID] = nextRecordId,
+                               [S_NEXT_LEADER_EPOCH] = nextLeaderEpoch,
+                               [S_LEADER_AND_ISR_REQUESTS] = requests,
+                               [S_QUORUM_STATE] = quorum};
+    return tuples_new_named(c->state_type, S_SIZE, items);
 }
 
 /* The state with new logs and replica states (stolen), everything else shared. */
 static PyObject *with_replicas(const Context *c, const View *v, PyObject *logs, PyObject *states) {
     PyObject *s = v->state;
-    return state6(c, logs, states, Py_NewRef(PyTuple_GET_ITEM(s, 2)), Py_NewRef(PyTuple_GET_ITEM(s, 3)),
-                  Py_NewRef(PyTuple_GET_ITEM(s, 4)), Py_NewRef(PyTuple_GET_ITEM(s, 5)));
+    return state6(c, logs, states, Py_NewRef(PyTuple_GET_ITEM(s, S_NEXT_RECORD_ID)),
+                  Py_NewRef(PyTuple_GET_ITEM(s, S_NEXT_LEADER_EPOCH)),
+                  Py_NewRef(PyTuple_GET_ITEM(s, S_LEADER_AND_ISR_REQUESTS)),
+                  Py_NewRef(PyTuple_GET_ITEM(s, S_QUORUM_STATE)));
 }
 
 /* table[i][j][k]: the action tables are nested lists. */
@@ -281,8 +296,9 @@ static int controller_update(const Context *c, const View *v, PyObject *out, PyO
     if (isr == NULL) {
         return -1;
     }
-    PyObject *items[3] = {PyLong_FromLong(v->nextLeaderEpoch), PyLong_FromLong(leader), isr};
-    PyObject *request = tuples_new_named(c->request_type, 3, items);
+    PyObject *items[LAI_SIZE] = {[LAI_LEADER_EPOCH] = PyLong_FromLong(v->nextLeaderEpoch),
+                                 [LAI_LEADER] = PyLong_FromLong(leader), [LAI_ISR] = isr};
+    PyObject *request = tuples_new_named(c->request_type, LAI_SIZE, items);
     if (request == NULL) {
         return -1;
     }
@@ -294,8 +310,10 @@ static int controller_update(const Context *c, const View *v, PyObject *out, PyO
     }
     PyObject *s = v->state;
     return tuples_emit(out, action,
-                state6(c, Py_NewRef(PyTuple_GET_ITEM(s, 0)), Py_NewRef(PyTuple_GET_ITEM(s, 1)),
-                       Py_NewRef(PyTuple_GET_ITEM(s, 2)), PyLong_FromLong(v->nextLeaderEpoch + 1), requests, request));
+                state6(c, Py_NewRef(PyTuple_GET_ITEM(s, S_REPLICA_LOG)),
+                       Py_NewRef(PyTuple_GET_ITEM(s, S_REPLICA_STATE)),
+                       Py_NewRef(PyTuple_GET_ITEM(s, S_NEXT_RECORD_ID)),
+                       PyLong_FromLong(v->nextLeaderEpoch + 1), requests, request));
 }
 
 static int controller_actions(const Context *c, const View *v, PyObject *out) {
@@ -405,12 +423,14 @@ static int leader_write(const Context *c, const View *v, PyObject *out) {
         if (rep->leader != r || rep->len >= c->log_size) {
             continue;
         }
-        PyObject *items[2] = {PyLong_FromLong(v->nextRecordId), PyLong_FromLong(rep->leaderEpoch)};
-        PyObject *record = tuples_new_named(c->record_type, 2, items);
+        PyObject *items[REC_SIZE] = {[REC_ID] = PyLong_FromLong(v->nextRecordId),
+                                     [REC_EPOCH] = PyLong_FromLong(rep->leaderEpoch)};
+        PyObject *record = tuples_new_named(c->record_type, REC_SIZE, items);
         PyObject *logs = tuples_put(v->logs, r, tuples_append(rep->log, record));
         PyObject *next = state6(c, logs, Py_NewRef(v->states), PyLong_FromLong(v->nextRecordId + 1),
-                                Py_NewRef(PyTuple_GET_ITEM(s, 3)), Py_NewRef(PyTuple_GET_ITEM(s, 4)),
-                                Py_NewRef(PyTuple_GET_ITEM(s, 5)));
+                                Py_NewRef(PyTuple_GET_ITEM(s, S_NEXT_LEADER_EPOCH)),
+                                Py_NewRef(PyTuple_GET_ITEM(s, S_LEADER_AND_ISR_REQUESTS)),
+                                Py_NewRef(PyTuple_GET_ITEM(s, S_QUORUM_STATE)));
         if (tuples_emit(out, act2(c->write, r, v->nextRecordId), next) < 0) {
             return -1;
         }
@@ -463,12 +483,15 @@ static int quorum_update(const Context *c, const View *v, PyObject *out, PyObjec
     const Replica *l = &v->r[leader];
     Py_INCREF(isr);
     PyObject *state = replica_state(c, l->hw, l->leaderEpoch, l->leader, isr);
-    PyObject *items[3] = {PyLong_FromLong(v->quorum.leaderEpoch), PyLong_FromLong(v->quorum.leader), isr};
-    PyObject *quorum = tuples_new_named(c->request_type, 3, items);
+    PyObject *items[LAI_SIZE] = {[LAI_LEADER_EPOCH] = PyLong_FromLong(v->quorum.leaderEpoch),
+                                 [LAI_LEADER] = PyLong_FromLong(v->quorum.leader), [LAI_ISR] = isr};
+    PyObject *quorum = tuples_new_named(c->request_type, LAI_SIZE, items);
     PyObject *s = v->state;
     return tuples_emit(out, action,
-                state6(c, Py_NewRef(v->logs), tuples_put(v->states, leader, state), Py_NewRef(PyTuple_GET_ITEM(s, 2)),
-                       Py_NewRef(PyTuple_GET_ITEM(s, 3)), Py_NewRef(PyTuple_GET_ITEM(s, 4)), quorum));
+                state6(c, Py_NewRef(v->logs), tuples_put(v->states, leader, state),
+                       Py_NewRef(PyTuple_GET_ITEM(s, S_NEXT_RECORD_ID)),
+                       Py_NewRef(PyTuple_GET_ITEM(s, S_NEXT_LEADER_EPOCH)),
+                       Py_NewRef(PyTuple_GET_ITEM(s, S_LEADER_AND_ISR_REQUESTS)), quorum));
 }
 
 static int leader_isr_changes(const Context *c, const View *v, PyObject *out) {
