@@ -2,9 +2,15 @@
  * the roles as numbers, which of the state's fields (fields.h) are counters, the context
  * (KraftQuorumModel._fast_context()), the C view of a state, and the functions one file offers the others.
  *
- *   successors.c  the module: the replica's transitions, the steps, faults, successors
- *   state.c       a state's tuples into the view, and the view back into new tuples
- *   voters.c      KIP-853: voter sets from the logs, AddVoter/RemoveVoter, observers
+ * The files form layers, each calling only the ones below it (top first):
+ *
+ *   successors.c  the module: the context, successors, the election (timers, votes, Candidate,
+ *                 Leader), the other steps in _successors' order, faults
+ *   voters.c      KIP-853's steps: AddVoter/RemoveVoter, a removed leader's resignation, observers
+ *   replica.c     a replica's transitions more than one file makes: _unattached/_follower, _learn,
+ *                 the high watermark, resigning, a Fetch and its response
+ *   state.c       a state's tuples into the view, the view's queries (two logs compared, a replica's
+ *                 voter set from its log and who counts in it), and the view back into new tuples
  */
 #ifndef KMC_KRAFT_QUORUM_H
 #define KMC_KRAFT_QUORUM_H
@@ -110,8 +116,15 @@ static inline PyObject *act3(PyObject *table, long i, long j, long k) {
     return PyList_GET_ITEM(PyList_GET_ITEM(PyList_GET_ITEM(table, i), j), k);
 }
 
-/* state.c */
+/* state.c: the view */
 int kq_read_view(const Context *c, PyObject *s, View *v);
+int kq_last_cmp(const Val *a, const Val *b);
+long kq_last_voters_offset(const Val *x);
+const VSet *kq_voters_of(const Context *c, const View *v, const Val *x);
+int kq_holds_key(const VSet *vs, long id, long dir);
+int kq_is_voter(const Context *c, const View *v, int w, const Val *x);
+long kq_majority_of(const Context *c, const View *v, const Val *x);
+int kq_counts_fetch(const Context *c, const View *v, const Val *leader, int f, const Val *follower);
 void kq_val_copy(Val *x, const Val *from);
 void kq_val_clear(Val *x);
 void kq_set_votes(Val *x, unsigned votes);
@@ -123,22 +136,16 @@ PyObject *kq_next_state(const Context *c, const View *v, const Change *changes, 
 int kq_emit1(const Context *c, const View *v, PyObject *out, PyObject *action, int i, Val *x, int counter, long delta);
 PyObject *kq_with_isolated(const Context *c, const View *v, unsigned isolated, long partitions);
 
-/* voters.c */
-const VSet *kq_voters_of(const Context *c, const View *v, const Val *x);
-int kq_holds_key(const VSet *vs, long id, long dir);
-int kq_is_voter(const Context *c, const View *v, int w, const Val *x);
-long kq_majority_of(const Context *c, const View *v, const Val *x);
-int kq_counts_fetch(const Context *c, const View *v, const Val *leader, int f, const Val *follower);
-int kq_voter_changes(const Context *c, const View *v, PyObject *out, int l);
-int kq_resign_removed(const Context *c, const View *v, PyObject *out, int l);
-int kq_observer(const Context *c, const View *v, PyObject *out, int o);
-
-/* successors.c */
-int kq_last_cmp(const Val *a, const Val *b);
+/* replica.c: a replica's shared transitions */
 void kq_transition(Val *x, int role, long epoch, long leader);
 int kq_learn(int v, Val *x, long epoch, long leader);
 void kq_advance_hw(const Context *c, const View *v, Val *x);
 int kq_resign(const Context *c, const View *v, PyObject *out, PyObject *action, int l);
 int kq_fetch(const Context *c, const View *v, PyObject *out, int f);
+
+/* voters.c: KIP-853's steps */
+int kq_voter_changes(const Context *c, const View *v, PyObject *out, int l);
+int kq_resign_removed(const Context *c, const View *v, PyObject *out, int l);
+int kq_observer(const Context *c, const View *v, PyObject *out, int o);
 
 #endif

@@ -1,6 +1,9 @@
-/* Reading a state of the kraft-quorum model into the C view of kraft_quorum.h (roles as numbers,
- * sets of replicas as bit masks, each log's record epochs and voter sets), and building the new
- * tuples back from it: a Voter the step did not change stays the same object. */
+/* The bottom of the kraft-quorum model's C successor function: reading a state into the C view of
+ * kraft_quorum.h (roles as numbers, sets of replicas as bit masks, each log's record epochs and
+ * voter sets), what a step asks of the view (two logs compared; a replica's voter set, the last
+ * VotersRecord in its log else the bootstrap set, and who counts in it: state.py's last_voters,
+ * voters.py's queries), and building the new tuples back from it: a Voter the step did not change
+ * stays the same object. It calls no other file of the twin. */
 #include "kraft_quorum.h"
 
 static PyObject *mask_sets[1 << MAX_VOTERS]; /* the frozenset of each voter mask, made once */
@@ -262,6 +265,69 @@ int kq_read_view(const Context *c, PyObject *s, View *v) {
         }
     }
     return 0;
+}
+
+/* -- the view's queries: two logs compared, a replica's voter set and who counts in it ----------- */
+
+/* (last epoch, end offset) of a log, compared as the Python compares the pair. */
+int kq_last_cmp(const Val *a, const Val *b) {
+    long ae = a->len ? a->rec[a->len - 1] : 0, be = b->len ? b->rec[b->len - 1] : 0;
+    if (ae != be) {
+        return ae < be ? -1 : 1;
+    }
+    return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* last_voters_offset: the offset of the last VotersRecord, or -1. */
+long kq_last_voters_offset(const Val *x) {
+    for (Py_ssize_t i = x->len - 1; i >= 0; i--) {
+        if (x->rvs[i] != NULL) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/* voters_of: the last VotersRecord in the replica's log, else the bootstrap set. */
+const VSet *kq_voters_of(const Context *c, const View *v, const Val *x) {
+    long i = c->static_voters ? -1 : kq_last_voters_offset(x);
+    if (i >= 0) {
+        for (int k = 0; k < v->sets->count; k++) {
+            if (v->sets->set[k].obj == x->rvs[i]) {
+                return &v->sets->set[k];
+            }
+        }
+    }
+    return &c->bootstrap;
+}
+
+/* The voter set holds the key (id, dir): replica ``id`` with that very directory. */
+int kq_holds_key(const VSet *vs, long id, long dir) {
+    for (int k = 0; k < vs->k; k++) {
+        if (vs->id[k] == id) {
+            return vs->dir[k] == dir;
+        }
+    }
+    return 0;
+}
+
+/* is_voter: the replica's own key is in its voter set. */
+int kq_is_voter(const Context *c, const View *v, int w, const Val *x) {
+    return c->is_static || kq_holds_key(kq_voters_of(c, v, x), w, x->directoryId);
+}
+
+/* majority_of: a majority of the replica's voter set. */
+long kq_majority_of(const Context *c, const View *v, const Val *x) {
+    return c->static_voters ? c->majority : kq_voters_of(c, v, x)->k / 2 + 1;
+}
+
+/* counts_fetch: the leader records the fetch as a voter's or an observer's. */
+int kq_counts_fetch(const Context *c, const View *v, const Val *leader, int f, const Val *follower) {
+    if (c->is_static) {
+        return 1;
+    }
+    const VSet *vs = kq_voters_of(c, v, leader);
+    return kq_holds_key(vs, f, follower->directoryId) || !(vs->ids & (1u << f));
 }
 
 /* -- values -------------------------------------------------------------------------------------- */

@@ -1,59 +1,8 @@
-/* KIP-853 in the kraft-quorum model's C successor function: a replica's voter set is the last
- * VotersRecord in its log, else the bootstrap set (voters.py); the leader's AddVoter
- * and RemoveVoter, a removed leader's resignation, and an observer's steps. */
+/* KIP-853's steps in the kraft-quorum model's C successor function (voters.py): the leader's
+ * AddVoter and RemoveVoter (a new VotersRecord, its voter set joining the state's table for the
+ * step), a removed leader's resignation, and an observer's steps. A replica's voter set and who
+ * counts in it are read in state.c; the transitions these steps make are replica.c's. */
 #include "kraft_quorum.h"
-
-/* -- voter sets ---------------------------------------------------------------------------------- */
-
-/* last_voters_offset: the offset of the last VotersRecord, or -1. */
-static long last_voters_offset(const Val *x) {
-    for (Py_ssize_t i = x->len - 1; i >= 0; i--) {
-        if (x->rvs[i] != NULL) {
-            return (long)i;
-        }
-    }
-    return -1;
-}
-
-/* voters_of: the last VotersRecord in the replica's log, else the bootstrap set. */
-const VSet *kq_voters_of(const Context *c, const View *v, const Val *x) {
-    long i = c->static_voters ? -1 : last_voters_offset(x);
-    if (i >= 0) {
-        for (int k = 0; k < v->sets->count; k++) {
-            if (v->sets->set[k].obj == x->rvs[i]) {
-                return &v->sets->set[k];
-            }
-        }
-    }
-    return &c->bootstrap;
-}
-
-int kq_holds_key(const VSet *vs, long id, long dir) {
-    for (int k = 0; k < vs->k; k++) {
-        if (vs->id[k] == id) {
-            return vs->dir[k] == dir;
-        }
-    }
-    return 0;
-}
-
-/* is_voter: the replica's own key is in its voter set. */
-int kq_is_voter(const Context *c, const View *v, int w, const Val *x) {
-    return c->is_static || kq_holds_key(kq_voters_of(c, v, x), w, x->directoryId);
-}
-
-long kq_majority_of(const Context *c, const View *v, const Val *x) {
-    return c->static_voters ? c->majority : kq_voters_of(c, v, x)->k / 2 + 1;
-}
-
-/* counts_fetch: the leader records the fetch as a voter's or an observer's. */
-int kq_counts_fetch(const Context *c, const View *v, const Val *leader, int f, const Val *follower) {
-    if (c->is_static) {
-        return 1;
-    }
-    const VSet *vs = kq_voters_of(c, v, leader);
-    return kq_holds_key(vs, f, follower->directoryId) || !(vs->ids & (1u << f));
-}
 
 /* -- voter changes, observers -------------------------------------------------------------------- */
 
@@ -117,7 +66,7 @@ int kq_voter_changes(const Context *c, const View *v, PyObject *out, int l) {
     if (v->counters[S_VOTER_CHANGES] >= c->max_voter_changes || !leader->hwKnown) {
         return 0;
     }
-    if (c->one_voter_change_at_a_time && last_voters_offset(leader) >= leader->hw) {
+    if (c->one_voter_change_at_a_time && kq_last_voters_offset(leader) >= leader->hw) {
         return 0;
     }
     const VSet *vs = kq_voters_of(c, v, leader);
@@ -164,7 +113,7 @@ int kq_resign_removed(const Context *c, const View *v, PyObject *out, int l) {
     if (c->static_voters || kq_is_voter(c, v, l, leader) || !leader->hwKnown) {
         return 0;
     }
-    if (leader->hw > last_voters_offset(leader)) {
+    if (leader->hw > kq_last_voters_offset(leader)) {
         return kq_resign(c, v, out, act1(c->resign_removed, l), l);
     }
     return 0;
