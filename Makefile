@@ -111,8 +111,8 @@ SANITIZER_RUNTIME = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-
 sanitize: $(STAMP)
 	$(BIN)/python -m kmc.models.common.build_twins --sanitize
 	LD_PRELOAD="$(SANITIZER_RUNTIME)" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_replication_fast.py tests/test_kraft_replication_fast.py \
-	  tests/test_kraft_quorum_fast.py tests/test_group_fast.py -k "not memory" \
+	  $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_replication_twin.py tests/test_kraft_replication_twin.py \
+	  tests/test_kraft_quorum_twin.py tests/test_group_twin.py -k "not memory" \
 	  || { $(BIN)/python -m kmc.models.common.build_twins; exit 1; }
 	$(BIN)/python -m kmc.models.common.build_twins
 

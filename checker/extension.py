@@ -44,24 +44,24 @@ class SuccessorsInC:
     """For a model whose successor function has a C twin: ``successors`` asks the twin, and runs the
     Python ``_successors`` (the definition) where no twin is used or for a state it leaves to Python."""
 
-    _fast: Callable[[Any, Any], list[Any] | None] | None = None
+    _twin: Callable[[Any, Any], list[Any] | None] | None = None
     """The twin's successors(context, state): the Python's list, or None for a state it does not read."""
-    _fast_ctx: Any = None
+    _twin_ctx: Any = None
     """What the twin reads (state types, action tables, the config as ints); None where it is not used."""
 
     def use_c_twin(self, module: str, definition: type, context: Callable[[], Any]) -> ModuleType | None:
         """Use the successors of the extension ``module``, with ``context()``, where it was built and
         this class keeps the methods of ``definition``; return the module, or None."""
         extension = c_extension(module) if keeps_methods(self, definition) else None
-        self._fast = extension.successors if extension is not None else None
-        self._fast_ctx = context() if extension is not None else None
+        self._twin = extension.successors if extension is not None else None
+        self._twin_ctx = context() if extension is not None else None
         return extension
 
     def successors(self, state: Any) -> list[Any]:
         """The steps of every action from ``state``: the twin's list where it gives one (the same
         list, several times faster), else the Python's."""
-        if self._fast_ctx is not None:
-            out = self._fast(self._fast_ctx, state)  # type: ignore[misc]
+        if self._twin_ctx is not None:
+            out = self._twin(self._twin_ctx, state)  # type: ignore[misc]
             if out is not None:
                 return out
         return self._successors(state)

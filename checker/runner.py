@@ -13,7 +13,7 @@ from typing import Any
 
 from kmc.checker.engines import ENGINES, engine_class
 from kmc.checker.engines.api import Engine, EngineTask, SearchBounds
-from kmc.checker.engines.options import settings_from, split_settings
+from kmc.checker.engines.settings import settings_from, split_settings
 from kmc.checker.errors import NondeterministicModelError, UserError
 from kmc.checker.model import Model, check_states
 from kmc.checker.properties import PropertySet, select_properties
@@ -27,7 +27,7 @@ from kmc.checker.search.progress import Progress
 @dataclass
 class Check:
     """A check by names: model, preset, config overrides, properties, spec files, engine and its
-    settings (names of kmc.checker.engines.options.all_options(): bounds such as max_states, engine options such
+    settings (names of kmc.checker.engines.settings.all_options(): bounds such as max_states, engine options such
     as walks). ``run`` validates everything before any work, then runs the engine."""
 
     model_name: str

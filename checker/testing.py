@@ -60,7 +60,7 @@ def _run(
     settings: Mapping[str, Any],
     out: str | Path | None,
 ) -> CheckResult:
-    """Settings are named as in kmc.checker.engines.options.all_options() (max_states, seed, walks, ...), as in a
+    """Settings are named as in kmc.checker.engines.settings.all_options() (max_states, seed, walks, ...), as in a
     suite."""
     load_model_class(model)
     result = Check(

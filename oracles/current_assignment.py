@@ -30,15 +30,8 @@ from typing import Any, NamedTuple
 
 from kmc.checker import Action
 from kmc.checker.conformance.oracle import Comparison, Oracle
-from kmc.models.group_kip848.model import (
-    JOIN_EPOCH,
-    LEAVE_EPOCH,
-    NONE,
-    STABLE,
-    GroupMember,
-    Kip848Model,
-    Kip848State,
-)
+from kmc.models.group_kip848.model import Kip848Model
+from kmc.models.group_kip848.state import JOIN_EPOCH, LEAVE_EPOCH, NONE, STABLE, GroupMember, Kip848State
 
 from . import jvm
 

@@ -17,16 +17,8 @@ from typing import Any
 
 from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.checker.model import Action
-from kmc.models.consumer_delivery.model import (
-    COMPLETING_REBALANCE,
-    EMPTY,
-    NONE,
-    PREPARING_REBALANCE,
-    PRODUCER_FENCED,
-    STABLE,
-    ConsumerDeliveryModel,
-    DeliveryState,
-)
+from kmc.models.consumer_delivery.model import EMPTY, NONE, PREPARING_REBALANCE, STABLE, ConsumerDeliveryModel
+from kmc.models.consumer_delivery.state import COMPLETING_REBALANCE, PRODUCER_FENCED, DeliveryState
 
 from . import jvm
 

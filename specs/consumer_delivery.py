@@ -9,15 +9,8 @@ is visible to a read_committed consumer (all of it, for a non-transactional prod
 from __future__ import annotations
 
 from kmc.checker import Action, eventually, invariant, step
-from kmc.models.consumer_delivery.model import (
-    ILLEGAL_GENERATION,
-    NO_OFFSET,
-    STABLE,
-    STALE_MEMBER_EPOCH,
-    STOPPED,
-    UNKNOWN_MEMBER_ID,
-    DeliveryState,
-)
+from kmc.models.consumer_delivery.model import ILLEGAL_GENERATION, STABLE, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID
+from kmc.models.consumer_delivery.state import NO_OFFSET, STOPPED, DeliveryState
 
 
 def _committed(s: DeliveryState) -> int:

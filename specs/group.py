@@ -1,5 +1,5 @@
-"""Properties of the `group` model: the classic coordinator's invariants (kafka-protocols.md §1.11)
-and the rebalance guarantees of §2.5."""
+"""Properties of the `group` model: the classic coordinator's invariants and the
+rebalance guarantees (ownership, coverage, progress)."""
 
 from __future__ import annotations
 

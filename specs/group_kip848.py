@@ -1,11 +1,11 @@
-"""Properties of the `group-kip848` model: the invariants of kafka-protocols.md §2.6."""
+"""Properties of the `group-kip848` model: the invariants of KIP-848's reconciliation."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.group_kip848.model import (
+from kmc.models.group_kip848.state import (
     ASSIGNING,
     EMPTY,
     FREE,

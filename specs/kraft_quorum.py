@@ -1,4 +1,4 @@
-"""Properties of the `kraft-quorum` model (kafka-protocols.md §3.3): Raft's safety invariants as
+"""Properties of the `kraft-quorum` model (KIP-595): Raft's safety invariants as
 Kafka states them, and the liveness of elections."""
 
 from __future__ import annotations

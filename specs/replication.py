@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kmc.checker import invariant
-from kmc.models.replication.model import NO_LEADER, ReplicationState
+from kmc.models.replication.state import NO_LEADER, ReplicationState
 
 
 def _presumed_leaders_replicated(s: ReplicationState, true_isr: frozenset[int] | None) -> bool:

@@ -1,9 +1,9 @@
-"""Properties of the `zk-controller` model (kafka-protocols.md §3.1)."""
+"""Properties of the `zk-controller` model: one controller per epoch, and its zombies fenced."""
 
 from __future__ import annotations
 
 from kmc.checker import Action, invariant, leads_to, step
-from kmc.models.zk_controller.model import NONE, ZkControllerState
+from kmc.models.zk_controller.state import NONE, ZkControllerState
 
 
 @invariant

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kmc.checker.engines import ENGINES
-from kmc.checker.engines.options import all_options, takes
+from kmc.checker.engines.settings import all_options, takes
 from kmc.checker.model import config_keys
 from kmc.checker.registry import registered_models
 

@@ -11,8 +11,8 @@ from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import confirm_violation, replay
+from kmc.models.consumer_delivery.membership import validate_classic_offset_commit, validate_consumer_offset_commit
 from kmc.models.consumer_delivery.model import (
-    COMPLETING_REBALANCE,
     EMPTY,
     ILLEGAL_GENERATION,
     NONE,
@@ -22,9 +22,8 @@ from kmc.models.consumer_delivery.model import (
     STALE_MEMBER_EPOCH,
     UNKNOWN_MEMBER_ID,
     ConsumerDeliveryModel,
-    validate_classic_offset_commit,
-    validate_consumer_offset_commit,
 )
+from kmc.models.consumer_delivery.state import COMPLETING_REBALANCE
 
 MODEL = "kmc.models.consumer_delivery.model:ConsumerDeliveryModel"
 ROOT = Path(__file__).resolve().parents[1]

@@ -68,7 +68,7 @@ def test_keeps_methods_sees_a_change_to_any_method_of_the_class_or_its_bases() -
 def test_kmc_pure_python_turns_each_twin_off(definition: type, extension: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
     assert c_extension(extension) is None
-    assert definition.build()._fast_ctx is None  # type: ignore[attr-defined]
+    assert definition.build()._twin_ctx is None  # type: ignore[attr-defined]
 
 
 @each_twin
@@ -83,4 +83,4 @@ def test_a_model_subclass_uses_the_c_unless_it_changes_a_method(definition: type
         def init_states(self):  # type: ignore[no-untyped-def]
             return super().init_states()
 
-    assert Unchanged()._fast is not None and Changed()._fast is None
+    assert Unchanged()._twin is not None and Changed()._twin is None

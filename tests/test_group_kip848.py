@@ -6,15 +6,15 @@ from conftest import walk_checking_kept_steps
 from kmc.checker import Check, bfs
 from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
-from kmc.models.group_kip848.model import (
-    ACTION_ARGS,
+from kmc.models.group_kip848.config import ACTION_ARGS
+from kmc.models.group_kip848.model import Kip848Model
+from kmc.models.group_kip848.state import (
     FREE,
     STABLE,
     UNRELEASED_PARTITIONS,
     UNREVOKED_PARTITIONS,
     Coordinator,
     GroupMember,
-    Kip848Model,
 )
 
 

@@ -108,12 +108,12 @@ def test_guided_runs_find_the_kip_101_bug_that_random_walks_miss() -> None:
 
 
 def test_shortest_path_among_the_transitions_seen() -> None:
-    from kmc.checker.engines.hypothesis.explored import Explored
+    from kmc.checker.engines.hypothesis.reached import Reached
     from kmc.checker.model import Action
     from kmc.checker.result import Trace
 
     a = Action("A")
-    explored = Explored([0])
+    explored = Reached([0])
     explored.successors = {0: [(a, 1), (a, 2)], 1: [(a, 3)], 2: [(a, 4)], 3: [(a, 4)], 4: [(a, 5)]}
     long = Trace([0, 1, 3, 4, 5], [None, a, a, a, a])
     assert explored.shortest(long, bad_state=lambda s: s == 5).states == [0, 2, 4, 5]
@@ -124,7 +124,7 @@ def test_shortest_path_among_the_transitions_seen() -> None:
 def test_shortcut_shortens_a_trace_stretch_by_stretch() -> None:
     """Where a search from the initial states runs out of budget, searches from the trace's own
     states still find the shorter ways: here a jump of five from any multiple of five."""
-    from kmc.checker.engines.hypothesis.explored import Explored
+    from kmc.checker.engines.hypothesis.reached import Reached
     from kmc.checker.model import Action
     from kmc.checker.result import Trace
 
@@ -133,7 +133,7 @@ def test_shortcut_shortens_a_trace_stretch_by_stretch() -> None:
     def successors(n: int) -> list[tuple[Action, int]]:
         return [(step, n + 1), (Action("Wander"), n + 1000)] + ([(jump, n + 5)] if n % 5 == 0 else [])
 
-    explored = Explored([0], successors)
+    explored = Reached([0], successors)
     walk = Trace(list(range(13)), [None] + [step] * 12)
     assert explored.shortest(walk, bad_state=lambda n: n == 12, budget=3) is walk  # out of budget
     cut = explored.shortcut(walk, bad_state=lambda n: n == 12, budget=100)

@@ -212,3 +212,16 @@ def test_only_engines_compare_an_engine_name() -> None:
                 if named and any("engine" in ast.unparse(o) for o in operands):
                     found.append(f"{module.path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)
+
+
+def test_every_model_package_has_the_same_parts() -> None:
+    """Each registered model is a package: its model, its state types and its config, each in the file
+    named for it, so that the same thing is found in the same place in every model."""
+    from kmc.checker.registry import registered_models
+
+    for name, cls in registered_models().items():
+        package = cls.__module__.rpartition(".")[0]
+        folder = ROOT / "models" / package.split(".")[-1]
+        assert cls.__module__ == f"{package}.model", name
+        assert {"model.py", "state.py", "config.py"} <= {p.name for p in folder.glob("*.py")}, name
+        assert cls.Config.__module__ == f"{package}.config", f"{name}: its Config is not in config.py"

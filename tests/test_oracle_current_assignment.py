@@ -8,7 +8,8 @@ import os
 import pytest
 from kmc.checker import BfsOptions
 from kmc.checker.conformance.run import conform
-from kmc.models.group_kip848.model import (
+from kmc.models.group_kip848.model import Kip848Model
+from kmc.models.group_kip848.state import (
     FREE,
     JOIN_EPOCH,
     NONE,
@@ -20,7 +21,6 @@ from kmc.models.group_kip848.model import (
     Coordinator,
     GroupMember,
     HeartbeatResponse,
-    Kip848Model,
     Kip848State,
 )
 

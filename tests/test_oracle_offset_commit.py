@@ -8,7 +8,8 @@ import os
 import pytest
 from kmc.checker import BfsOptions
 from kmc.checker.conformance.run import conform
-from kmc.models.consumer_delivery.model import NONE, UNKNOWN_MEMBER_ID, ConsumerDeliveryModel, DeliveryState
+from kmc.models.consumer_delivery.model import NONE, UNKNOWN_MEMBER_ID, ConsumerDeliveryModel
+from kmc.models.consumer_delivery.state import DeliveryState
 
 pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs Kafka's jars and a JDK")
 

@@ -13,7 +13,8 @@ from kmc.checker.engines.symbolic.induction import prove_property
 from kmc.checker.result import Status
 from kmc.checker.search.explored import explore
 from kmc.models.replication.model import ReplicationModel
-from kmc.models.zk_controller.model import LeaderAndIsr, PartitionState, ZkControllerModel
+from kmc.models.zk_controller.model import ZkControllerModel
+from kmc.models.zk_controller.state import LeaderAndIsr, PartitionState
 
 ZK_LEMMAS = ["ControllerEpochsBoundedByZooKeeper", "NewestControllerHoldsTheNode", "NodeHolderIsRegistered"]
 BEYOND_BFS = {

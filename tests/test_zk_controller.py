@@ -10,7 +10,8 @@ from kmc.checker.properties import select_properties
 from kmc.checker.result import Status
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
-from kmc.models.zk_controller.model import NO_EPOCH, LeaderAndIsr, ZkControllerModel
+from kmc.models.zk_controller.model import ZkControllerModel
+from kmc.models.zk_controller.state import NO_EPOCH, LeaderAndIsr
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = sorted((ROOT / "counterexamples" / "zk-controller").glob("*.itf.json"))

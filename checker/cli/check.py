@@ -2,7 +2,7 @@
 
 The command's own options are written here; the engine settings (bounds such as ``--max-states``,
 each engine's options such as ``--walks``) are derived, when the command is built, from what the
-registered engines declare (kmc.checker.engines.options), so a new engine's options appear here
+registered engines declare (kmc.checker.engines.settings), so a new engine's options appear here
 without a change to this file.
 """
 
@@ -20,7 +20,7 @@ from kmc.checker.cli.junit import Case, write_junit
 from kmc.checker.cli.summary import coverage_text, summary_text
 from kmc.checker.engines import ENGINES
 from kmc.checker.engines.api import OptionSpec
-from kmc.checker.engines.options import all_options
+from kmc.checker.engines.settings import all_options
 from kmc.checker.errors import UserError
 from kmc.checker.model import parse_sets
 from kmc.checker.outputs import check_output_dir, check_output_file, write_atomically
@@ -30,7 +30,7 @@ from kmc.checker.search.observers import vacuity_failures
 from kmc.checker.traces.files import trace_stem, write_traces
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
-from kmc.checker.traces.text import render_text
+from kmc.checker.traces.text import trace_text
 
 
 def check(
@@ -113,7 +113,7 @@ def check(
             print(coverage_text(result.coverage))
         if result.violations and not quiet_trace:
             print()
-            print(render_text(read_trace(result.violations[0].trace_file)))
+            print(trace_text(read_trace(result.violations[0].trace_file)))
     if result.status is Status.VIOLATED or vacuous:
         raise typer.Exit(EXIT_VIOLATED)
     if require_complete and not result.complete:

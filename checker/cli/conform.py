@@ -26,7 +26,7 @@ from kmc.checker.model import parse_sets
 from kmc.checker.registry import registered_oracles
 from kmc.checker.search.progress import make_progress
 from kmc.checker.traces.itf import read_trace
-from kmc.checker.traces.text import render_text
+from kmc.checker.traces.text import trace_text
 
 
 def print_oracles(as_json: bool) -> None:
@@ -157,7 +157,7 @@ def conform_text(result: ConformResult, release: str | None, show_trace: bool = 
     lines.append(f"  verdict: {verdict}")
     if show_trace and check.violations and check.violations[0].trace_file:
         lines.append("")
-        lines.append(render_text(read_trace(check.violations[0].trace_file)))
+        lines.append(trace_text(read_trace(check.violations[0].trace_file)))
     return "\n".join(lines)
 
 

@@ -1,6 +1,6 @@
 """The `kmc explore` command: serve the explorer on 127.0.0.1 until Ctrl-C.
 
-Registered in cli.py as ``app.command("explore")(explore)``. Everything that can be wrong (model,
+Registered in cli/app.py as ``app.command("explore")(explore)``. Everything that can be wrong (model,
 preset, config, spec files, the trace, the port) is checked before serving, as a UserError that
 the CLI prints as one line with exit code 2.
 """

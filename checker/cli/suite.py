@@ -46,7 +46,7 @@ from kmc.checker.cli.junit import Case
 from kmc.checker.conformance.run import ConformJob, conform_table, write_mismatch_traces
 from kmc.checker.engines import ENGINES
 from kmc.checker.engines.bfs.options import BfsOptions
-from kmc.checker.engines.options import options_by_toml, settings_from
+from kmc.checker.engines.settings import options_by_toml, settings_from
 from kmc.checker.errors import UserError
 from kmc.checker.result import CheckResult
 from kmc.checker.runner import Check

@@ -15,7 +15,7 @@ from kmc.checker.outputs import check_output_file, write_atomically
 from kmc.checker.registry import load_model_class
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import recheck, replay
-from kmc.checker.traces.text import render_text
+from kmc.checker.traces.text import trace_text
 
 
 def render(
@@ -101,4 +101,4 @@ def show(
     else:
         doc = {**doc, "#meta": done.meta}
         note = f"not confirmed: {_not_violated(done.meta)}" if done.meta.get("not_violated") else ""
-    print(render_text(doc, full=full, note=note))
+    print(trace_text(doc, full=full, note=note))

@@ -5,7 +5,7 @@ An engine is a subclass of :class:`Engine`: a ``name``, the bounds it honours, t
 liveness on what it explored) and ``run(task) -> CheckResult``. It is registered by one line in
 ``kmc.checker.engines`` (or under the ``kmc.engines`` entry point group); the CLI's flags, the suite's
 TOML keys and the pytest helpers' keyword arguments are all derived from the options the registered
-engines declare (``kmc.checker.engines.options``), so adding an engine touches nothing else.
+engines declare (``kmc.checker.engines.settings``), so adding an engine touches nothing else.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def touches(path: str, changed: list[str]) -> bool:
     )
 
 
-def render_text(doc: Mapping[str, Any], full: bool = False, note: str = "") -> str:
+def trace_text(doc: Mapping[str, Any], full: bool = False, note: str = "") -> str:
     """The trace as text: the initial state in full, then each action and the fields it changed
     (``note``: what replaying it on the model found, when that is not the recorded violation)."""
     meta = doc.get("#meta", {})

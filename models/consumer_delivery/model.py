@@ -12,7 +12,7 @@ learns.
 
 The group -- states, the abstract classic and KIP-848 rebalances, and the commit-fencing
 decisions compared with Kafka's classes by the ``offset-commit`` oracle -- is in
-:mod:`kmc.models.consumer_delivery.group`; this module is the consumers' poll loop, the
+:mod:`kmc.models.consumer_delivery.membership`; this module is the consumers' poll loop, the
 transactions, the configuration and the drawing.
 
 Transactions are modelled at the level the guarantees need: a transactional id's producer epoch at
@@ -30,43 +30,42 @@ newer), so each is renumbered by rank after every step; member ids are the small
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
-from kmc.checker import Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table
+from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
-from kmc.models.consumer_delivery.group import (
-    COMPLETING_REBALANCE,
+from kmc.models.consumer_delivery.config import ACTION_ARGS, PRESETS, DeliveryConfig
+from kmc.models.consumer_delivery.drawing import DeliveryDrawing
+from kmc.models.consumer_delivery.membership import (
     EMPTY,
     ILLEGAL_GENERATION,
-    JOINING,
-    NO_EPOCH,
     NO_GENERATION,
     NO_MEMBER,
-    NO_OFFSET,
     NONE,
     PREPARING_REBALANCE,
-    PRODUCER_FENCED,
     REBALANCE_IN_PROGRESS,
-    RUNNING,
     STABLE,
     STALE_MEMBER_EPOCH,
-    STOPPED,
-    UNJOINED,
     UNKNOWN_MEMBER_ID,
-    UNSTABLE_OFFSET_COMMIT,
-    Consumer,
-    Coordinator,
-    DeliveryState,
     GroupMembership,
-    Member,
-    Step,
-    Strategy,
     dropped_consumer,
     validate_classic_offset_commit,
     validate_consumer_offset_commit,
     with_consumer,
+)
+from kmc.models.consumer_delivery.state import (
+    COMPLETING_REBALANCE,
+    JOINING,
+    NO_EPOCH,
+    NO_OFFSET,
+    PRODUCER_FENCED,
+    RUNNING,
+    STOPPED,
+    UNJOINED,
+    UNSTABLE_OFFSET_COMMIT,
+    Consumer,
+    Coordinator,
+    DeliveryState,
+    Member,
+    Step,
 )
 
 __all__ = [
@@ -93,165 +92,6 @@ __all__ = [
     "validate_classic_offset_commit",
     "validate_consumer_offset_commit",
 ]
-
-
-@dataclass(frozen=True)
-class DeliveryConfig:
-    consumers: int = param(2, "consumer processes in the group", min=1, max=3)
-    records: int = param(2, "records in the input partition", min=1, max=4)
-    commit: Strategy = param(
-        "after-processing",
-        "when offsets are committed: auto (enable.auto.commit, inside a later poll), commitSync before or after "
-        "processing, none (only on revocation, if commit_on_revoke), or transactional (sendOffsetsToTransaction)",
-    )
-    commit_on_revoke: bool = param(False, "commitSync in ConsumerRebalanceListener.onPartitionsRevoked")
-    group_protocol: Literal["classic", "consumer"] = param(
-        "classic", "commits fenced by the generation (classic) or by the member epoch (KIP-848)"
-    )
-    kip_1251: bool = param(
-        True,
-        "KIP-1251 (KAFKA-20066, Kafka 4.3): a commit with an older member epoch is accepted for a partition the "
-        "member has held since that epoch",
-    )
-    transactional_id: Literal["per-partition", "per-consumer"] = param(
-        "per-consumer",
-        "transactional.id per input partition (Streams exactly_once, KIP-98) or per consumer (exactly_once_v2)",
-    )
-    txn_group_metadata: bool = param(
-        True, "KIP-447 (KAFKA-9365): TxnOffsetCommit carries member id and generation, and is fenced like a commit"
-    )
-    require_stable: bool = param(
-        True, "KIP-447 (KAFKA-9346): OffsetFetch waits (UNSTABLE_OFFSET_COMMIT) while transactional offsets are pending"
-    )
-    timeouts: Literal["crashed", "any"] = param(
-        "crashed", "session and transaction timeouts: only for stopped consumers, or at any moment (zombies)"
-    )
-    max_faults: int = param(1, "crashes and expulsions of running consumers in all", min=0, max=3)
-
-
-PROPERTIES = (
-    "AtMostOnce",
-    "AtLeastOnce",
-    "ExactlyOnce",
-    "ProcessedAtMostOnce",
-    "NoFalseCommitFencing",
-    "EventuallyAllCommitted",
-)
-
-
-def _violated(*names: str) -> dict[str, str]:
-    """A preset's verdict on every property at its defaults: these are violated, the rest hold."""
-    return {p: "violated" if p in names else "holds" for p in PROPERTIES}
-
-
-PRESETS = {
-    "auto-commit": Preset.of(
-        "enable.auto.commit: a poll commits the position after the records of the previous poll",
-        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
-        commit="auto",
-    ),
-    "commit-before-processing": Preset.of(
-        "commitSync of the position before processing the record",
-        _violated("AtLeastOnce", "ExactlyOnce"),
-        commit="before-processing",
-    ),
-    "commit-after-processing": Preset.of(
-        "commitSync of the position after processing the record",
-        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
-        commit="after-processing",
-    ),
-    "commit-on-revoke": Preset.of(
-        "commits only in onPartitionsRevoked: a clean handover commits, a crash does not",
-        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce", "EventuallyAllCommitted"),
-        commit="none",
-        commit_on_revoke=True,
-    ),
-    "commit-before-processing-kip-848": Preset.of(
-        "commitSync before processing, with KIP-848 member epochs fencing the commits",
-        _violated("AtLeastOnce", "ExactlyOnce"),
-        commit="before-processing",
-        group_protocol="consumer",
-    ),
-    "commit-after-processing-kip-848": Preset.of(
-        "commitSync after processing in a KIP-848 group (Kafka 4.3), no faults: nothing is processed twice",
-        _violated(),
-        commit="after-processing",
-        group_protocol="consumer",
-        max_faults=0,
-    ),
-    "commit-after-processing-kip-848-pre-kip-1251": Preset.of(
-        "before KIP-1251: a commit sent before the heartbeat response that bumped the member epoch arrives is "
-        "rejected with STALE_MEMBER_EPOCH, and the healthy consumer processes the record again",
-        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce", "NoFalseCommitFencing"),
-        commit="after-processing",
-        group_protocol="consumer",
-        kip_1251=False,
-        max_faults=0,
-    ),
-    "eos-v1": Preset.of(
-        "Streams exactly_once (KIP-98, before KIP-447): a transactional.id per input partition fences the zombie",
-        _violated("ProcessedAtMostOnce"),
-        commit="transactional",
-        transactional_id="per-partition",
-        txn_group_metadata=False,
-        require_stable=False,
-        timeouts="any",
-    ),
-    "eos-v2": Preset.of(
-        "Streams exactly_once_v2 (KIP-447, KIP-732): a producer per consumer, the group metadata fences the zombie",
-        _violated("ProcessedAtMostOnce"),
-        commit="transactional",
-        timeouts="any",
-    ),
-    "eos-v2-kip-848": Preset.of(
-        "exactly_once_v2 in a KIP-848 consumer group (member epochs)",
-        _violated("ProcessedAtMostOnce"),
-        commit="transactional",
-        group_protocol="consumer",
-        timeouts="any",
-    ),
-    "eos-pre-kip-447-zombie": Preset.of(
-        "a producer per consumer without KIP-447: the expelled consumer's transaction commits its offsets anyway",
-        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
-        commit="transactional",
-        txn_group_metadata=False,
-        require_stable=False,
-        timeouts="any",
-    ),
-    "eos-v2-pre-kafka-9346": Preset.of(
-        "KIP-447's group metadata without requireStable: the new owner reads the offset before the pending one",
-        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
-        commit="transactional",
-        require_stable=False,
-        timeouts="any",
-    ),
-    "eos-v2-pre-kafka-9365": Preset.of(
-        "KIP-447's requireStable without the group metadata: the zombie's offsets are accepted after the handover",
-        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
-        commit="transactional",
-        txn_group_metadata=False,
-        timeouts="any",
-    ),
-}
-
-ACTION_ARGS = {
-    "ConsumerStart": ("consumer",),
-    "ConsumerCrash": ("consumer",),
-    "JoinGroup": ("consumer", "error"),
-    "SyncGroup": ("consumer",),
-    "CompleteRebalance": ("owner",),
-    "Heartbeat": ("consumer", "error", "target"),
-    "ReceiveHeartbeat": ("consumer", "error"),
-    "SessionTimeout": ("memberId", "processAlive"),
-    "InitProducerId": ("consumer", "transactionalId"),
-    "OffsetFetch": ("consumer", "offset"),
-    "Poll": ("consumer", "offset", "autoCommit", "error"),
-    "Process": ("consumer", "offset", "error"),
-    "OffsetCommit": ("consumer", "memberId", "generationId", "offset", "error"),
-    "SendOffsetsToTransaction": ("consumer", "memberId", "generationId", "offset", "error"),
-    "CommitTransaction": ("consumer", "error"),
-    "TransactionTimeout": ("transactionalId", "producerAlive"),
-}
 
 
 class ConsumerDeliveryModel(GroupMembership, Model):
@@ -615,95 +455,3 @@ def _normalise(s: DeliveryState) -> DeliveryState:
                 consumers[c] = me._replace(producerEpoch=1 if me.producerEpoch == current else 0)
         s = s._replace(producerEpochs=tuple((t, 1) for t, _ in s.producerEpochs))
     return s._replace(coordinator=coord, consumers=tuple(consumers))
-
-
-# -- how traces are drawn --------------------------------------------------------------------------
-class DeliveryDrawing(Drawing):
-    """Lanes: one per consumer, the group coordinator, the transaction coordinator, the input and
-    output partitions. Tables: the group and committed offset, every consumer, what was processed
-    and what a read_committed consumer of the output sees."""
-
-    def __init__(self, consumers: int) -> None:
-        self.consumers = [f"consumer {c}" for c in range(consumers)]
-
-    def lanes(self) -> list[str]:
-        return [*self.consumers, "group coordinator", "transaction coordinator", "input", "output"]
-
-    def arrow(self, action: Action, before: DeliveryState, after: DeliveryState) -> Arrow:
-        args, name = action.args, action.name
-        error = args.get("error", NONE)
-        suffix = "" if error == NONE else f" → {error}"
-        if "consumer" not in args:
-            if name == "TransactionTimeout":
-                return Arrow("transaction coordinator", ("output",), f"abort {args['transactionalId']} (timeout)")
-            if name == "SessionTimeout":
-                zombie = " (still running: a zombie)" if args["processAlive"] else ""
-                return Arrow("group coordinator", (), f"session timeout: {args['memberId']} removed{zombie}")
-            note = f"{name}({next(iter(args.values()), '')})" if args else name
-            return Arrow("group coordinator", (), note)
-        lane = self.consumers[args["consumer"]]
-        if name == "Poll":
-            note = f"Poll → offset {args['offset']}" + (" (auto-commit first)" if args["autoCommit"] else "") + suffix
-            return Arrow(lane, ("input", "group coordinator") if args["autoCommit"] else ("input",), note)
-        if name == "Process":
-            target = "output"
-            return Arrow(lane, (target,), f"process {args['offset']}, write output{suffix}")
-        if name in ("OffsetCommit", "SendOffsetsToTransaction"):
-            note = f"{name}(offset {args['offset']}, gen {args['generationId']}){suffix}"
-            return Arrow(lane, ("group coordinator",), note)
-        if name == "CommitTransaction":
-            return Arrow(lane, ("transaction coordinator", "output", "group coordinator"), f"{name}{suffix}")
-        if name == "InitProducerId":
-            return Arrow(lane, ("transaction coordinator",), f"InitProducerId({args['transactionalId']})")
-        if name == "OffsetFetch":
-            return Arrow(lane, ("group coordinator",), f"OffsetFetch → {args['offset']}")
-        if name in ("JoinGroup", "SyncGroup", "Heartbeat", "ReceiveHeartbeat"):
-            return Arrow(lane, ("group coordinator",), f"{name}{suffix}")
-        return Arrow(lane, (), name)
-
-    def tables(self, state: DeliveryState) -> list[Table]:
-        coord = state.coordinator
-        members = ", ".join(f"{m.memberId}{'' if m.memberEpoch == 0 else f'@{m.memberEpoch}'}" for m in coord.members)
-        pending = ", ".join(f"{t}:{o}" for t, o in coord.pendingOffsets) or "-"
-        group = Table(
-            "group coordinator",
-            ["state", "generation / group epoch", "members", "owner", "committed offset", "pending txn offsets"],
-            [
-                [
-                    coord.state,
-                    str(coord.generationId),
-                    members or "-",
-                    coord.owner or "-",
-                    "-" if coord.committedOffset == NO_OFFSET else str(coord.committedOffset),
-                    pending,
-                ]
-            ],
-        )
-        rows = []
-        for c, me in enumerate(state.consumers):
-            txn = "-" if me.producerEpoch == NO_EPOCH else f"epoch {me.producerEpoch}"
-            if me.inTxn:
-                txn += ", open" + (", offsets sent" if me.offsetsSent else "")
-            rows.append(
-                [
-                    self.consumers[c],
-                    me.phase,
-                    me.memberId or "-",
-                    str(me.generationId),
-                    "p0" if me.owned else "-",
-                    "-" if me.position == NO_OFFSET else str(me.position),
-                    "-" if me.fetched == NO_OFFSET else str(me.fetched),
-                    txn,
-                ]
-            )
-        consumers = Table(
-            "consumers", ["", "phase", "memberId", "generation", "owned", "position", "polled", "txn"], rows
-        )
-        open_txns = "; ".join(f"{t}: {list(offs)}" for t, offs in state.ongoing) or "-"
-        records = Table(
-            "input offsets",
-            ["", *(str(o) for o in range(len(state.processed)))],
-            [["processed", *map(str, state.processed)], ["output (read_committed)", *map(str, state.output)]],
-        )
-        txns = Table("open transactions (output not visible)", ["transactionalId: inputs"], [[open_txns]])
-        return [group, consumers, records, txns]

@@ -1,6 +1,7 @@
-"""The classic consumer group: the model (model.py), its config and presets (config.py), its state
+"""The classic consumer group: the model (model.py), its flags and presets (config.py), its state
 types (state.py), the coordinator's and the clients' steps (coordinator.py, client.py), the
-assignors as pure functions (assignors.py), its drawing, and its successor function in C (_c/)."""
+assignors as pure functions (assignors.py), its drawing (drawing.py), and its successor function
+in C (_c/)."""
 
 from kmc.models.group.model import GroupModel
 

@@ -4,7 +4,7 @@
 (``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``) on the subscriptions the group
 leader receives in JoinGroup, and returns member id -> list of (topic, partition). The rules are
 those of ``RangeAssignor``, ``RoundRobinAssignor``, ``AbstractStickyAssignor`` and
-``CooperativeStickyAssignor`` in ``clients/.../consumer/`` (kafka-protocols.md §2), re-implemented
+``CooperativeStickyAssignor`` in ``clients/.../consumer/``, re-implemented
 step for step so that the ``assignors`` oracle finds no difference from Kafka's classes:
 
 * range and round robin order members static first (by ``group.instance.id``), then dynamic (by

@@ -1,7 +1,7 @@
 """The classic consumer-group protocol: the group coordinator and the consumers that join it.
 
 One group, one subscribed topic with ``partitions`` partitions, ``consumers`` client processes.
-The coordinator follows ``GroupCoordinator``/``GroupMetadata`` (kafka-protocols.md §1): the five
+The coordinator follows ``GroupCoordinator``/``GroupMetadata``: the five
 group states and their legal transitions, JoinGroup/SyncGroup/Heartbeat/LeaveGroup/OffsetCommit
 with their error codes, member ids, KIP-394 pending members, generations, the KIP-134 initial
 delay, the rebalance and session timeouts and DelayedSync as expiry actions, static membership
@@ -187,8 +187,8 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
         self._own_steps_of = {}
         """A consumer's steps that read only the consumer, by (index, Consumer)."""
         self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
-        extension = self.use_c_twin("kmc.models.group._successors", GroupModel, self._fast_context)
-        self._fast_max_generation = extension.max_generation if extension is not None else None
+        extension = self.use_c_twin("kmc.models.group._successors", GroupModel, self._twin_context)
+        self._twin_highest_generation = extension.max_generation if extension is not None else None
 
     def _claims_generation(self) -> str:
         assignor = self.config.assignor
@@ -267,7 +267,7 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
             consumers += (consumer._replace(phase=STOPPED),)
         return [GroupState(group, consumers, 0)]
 
-    def _fast_context(self) -> tuple:
+    def _twin_context(self) -> tuple:
         """What the C successor function reads: the state types, the model's strings, the action
         names (labels come from ``_act``, cached by the C under its own keys), the assignor and the
         config as small ints."""
@@ -347,8 +347,8 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
     def within_bounds(self, s: GroupState) -> bool:
         """Generations stay finite only if bounded when timers can expire at any moment: a consumer
         can sit idle while the group moves on (its generation falls ever further behind)."""
-        if self._fast_ctx is not None:
-            highest = self._fast_max_generation(self._fast_ctx, s)
+        if self._twin_ctx is not None:
+            highest = self._twin_highest_generation(self._twin_ctx, s)
             if highest is not None:
                 return highest < self.config.max_generation
         return highest_generation(s) < self.config.max_generation

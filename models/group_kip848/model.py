@@ -8,7 +8,7 @@ ConsumerGroupHeartbeat requests with their member epoch and the partitions they 
 coordinator answers with the member's next epoch and assignment, computed by
 ``CurrentAssignmentBuilder``: a member moves to a new epoch only after it has revoked what it
 must give up, and a partition is given only once its previous owner has released it.
-(kafka-protocols.md §2.6; ``ConsumerGroup``, ``CurrentAssignmentBuilder``,
+(``ConsumerGroup``, ``CurrentAssignmentBuilder``,
 ``GroupMetadataManager.consumerGroupHeartbeat``.)
 
 Requests are messages: each consumer has at most one heartbeat in flight and handles its
@@ -23,212 +23,40 @@ null otherwise (the coordinator then assumes nothing was revoked).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
-
-from kmc.checker import Action, Model, Preset, param
-from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
 from kmc.models.group.assignors import Member, assign
 from kmc.models.group.model import fresh_member_id
-
-# member states (MemberState)
-STABLE = "STABLE"
-UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
-UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
-
-# group states (ConsumerGroup.ConsumerGroupState)
-EMPTY = "EMPTY"
-ASSIGNING = "ASSIGNING"
-RECONCILING = "RECONCILING"
-
-NONE = "NONE"
-FENCED_MEMBER_EPOCH = "FENCED_MEMBER_EPOCH"
-UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
-STALE_MEMBER_EPOCH = "STALE_MEMBER_EPOCH"
-
-JOIN_EPOCH = 0
-LEAVE_EPOCH = -1
-FREE = -1
-"""A partition's epoch when no member holds it (assigned or pending revocation)."""
+from kmc.models.group_kip848.config import ACTION_ARGS, PRESETS, Kip848Config
+from kmc.models.group_kip848.drawing import Kip848Drawing
+from kmc.models.group_kip848.state import (
+    FENCED_MEMBER_EPOCH,
+    FREE,
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    LEAVING,
+    NONE,
+    RUNNING,
+    STABLE,
+    STALE_MEMBER_EPOCH,
+    STOPPED,
+    UNKNOWN_MEMBER_ID,
+    UNRELEASED_PARTITIONS,
+    UNREVOKED_PARTITIONS,
+    UNSUBSCRIBED,
+    Consumer,
+    Coordinator,
+    GroupMember,
+    Heartbeat,
+    HeartbeatResponse,
+    Kip848State,
+    OwnSteps,
+    Step,
+)
 
 _new = tuple.__new__
 """Builds a state from a tuple of its fields without NamedTuple's own __new__ (a Python call on
 every successor)."""
-
-# client phases
-UNSUBSCRIBED = "unsubscribed"
-RUNNING = "running"
-LEAVING = "leaving"
-STOPPED = "stopped"
-
-
-class GroupMember(NamedTuple):
-    memberId: str
-    memberEpoch: int
-    previousMemberEpoch: int
-    state: str
-    assigned: frozenset[int]
-    pendingRevocation: frozenset[int]
-    consumer: int
-
-
-class Coordinator(NamedTuple):
-    groupEpoch: int
-    targetAssignmentEpoch: int
-    targetAssignment: tuple[tuple[str, frozenset[int]], ...]
-    members: tuple[GroupMember, ...]
-    partitionEpochs: tuple[int, ...]
-    """The member epoch of each partition's current owner, or FREE."""
-
-
-class Heartbeat(NamedTuple):
-    memberId: str
-    memberEpoch: int
-    ownedPartitions: frozenset[int] | None
-    """None (the request's field left null) unless joining or a reconciliation completed since the last one."""
-
-
-class HeartbeatResponse(NamedTuple):
-    error: str
-    memberId: str
-    memberEpoch: int
-    assignment: frozenset[int]
-
-
-class Consumer(NamedTuple):
-    phase: str
-    memberId: str
-    memberEpoch: int
-    owned: frozenset[int]
-    assignment: frozenset[int]
-    """The last assignment the coordinator sent: what the client reconciles towards."""
-    request: Heartbeat | None
-    response: HeartbeatResponse | None
-    reconciled: frozenset[int] | None = None
-    """The partitions of the last reconciliation the consumer completed and has not reported yet (None:
-    nothing to report): like the consumer's local assignment, sent once in the next heartbeat."""
-    reconciling: frozenset[int] | None = None
-    """The assignment of the reconciliation in progress (None: none): fixed when it starts."""
-    synced: bool = True
-    """Whether the assignment in hand (the one being reconciled, else the last completed) is the latest
-    received; an assignment that differs from the previous one received makes it False."""
-
-
-class Kip848State(NamedTuple):
-    coordinator: Coordinator
-    consumers: tuple[Consumer, ...]
-    faults: int
-
-
-Step = tuple[Action, Kip848State]
-
-
-class OwnSteps(NamedTuple):
-    """A consumer's steps that read nothing but the consumer: the steps and the consumer after each."""
-
-    first: tuple[tuple[Action, Consumer], ...]
-    """Subscribe or SendHeartbeat: listed before the heartbeat's handling."""
-    then: tuple[tuple[Action, Consumer], ...]
-    """ReceiveHeartbeat, StartReconciliation, RevokePartitions or AssignPartitions."""
-    commits: bool
-    """Whether it sends an OffsetCommit (its error depends on the coordinator)."""
-    faults: tuple[tuple[Action, Consumer], ...]
-    """ConsumerCrash and Unsubscribe: each costs a fault."""
-
-
-@dataclass(frozen=True)
-class Kip848Config:
-    consumers: int = param(2, "consumer processes", min=1, max=4)
-    partitions: int = param(2, "partitions of the one subscribed topic", min=0, max=6)
-    wait_for_release: bool = param(
-        True, "give a partition only once its partition epoch is free (the previous owner revoked it)"
-    )
-    partition_epoch_bookkeeping: bool = param(
-        True, "KAFKA-16147: a member update removes all its old partition epochs before it adds the new ones"
-    )
-    reclaim_pending_revocation: bool = param(
-        False,
-        "early-2024 reconciliation: a revoking member whose new target returns partitions it still "
-        "holds takes them back at once",
-    )
-    revoke_only_owned: bool = param(
-        True,
-        "KAFKA-16615 (Kafka 3.8): partitions the heartbeat does not list as owned are dropped without waiting "
-        "for their revocation; before (KAFKA-16249's builder), every revocation waited for the member",
-    )
-    release_own_pending_revocation: bool = param(
-        True,
-        "KAFKA-19449 (Kafka 4.2): a partition the member itself has pending revocation is not withheld as "
-        "unreleased when its target gives it back",
-    )
-    bump_epoch_after_revocation: bool = param(
-        False,
-        "before KAFKA-19974 (Kafka 4.2): a member that has revoked what it must reconciles from its epoch + 1, "
-        "so it may stay UNREVOKED_PARTITIONS one epoch later",
-    )
-    max_faults: int = param(1, "consumer crashes and leaves in all", min=0, max=3)
-    timeouts: Literal["crashed", "any"] = param(
-        "crashed", "session and rebalance timeouts: only for stopped consumers, or at any moment"
-    )
-    max_group_epoch: int = param(8, "bound on the group epoch (within_bounds)", min=1, max=16)
-
-
-PRESETS = {
-    "kip-848": Preset.of(
-        "the KIP-848 protocol as in Kafka 4.2 and later (4.3.1 is the pinned release); a heartbeat that reports "
-        "an older completed reconciliation lets the coordinator give away a partition the consumer is taking",
-        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
-    ),
-    "kafka-4.0": Preset.of(
-        "Kafka 4.0 and 4.1: before KAFKA-19449 and KAFKA-19974",
-        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
-        release_own_pending_revocation=False,
-        bump_epoch_after_revocation=True,
-    ),
-    "pre-kafka-16615": Preset.of(
-        "today's protocol with KAFKA-16249's rule that every revocation waits for the member (never released: "
-        "KAFKA-16615 dropped unlisted partitions before 3.8.0); holds with one fault, not with two",
-        {"NoDoubleClientAssignment": "holds", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
-        revoke_only_owned=False,
-    ),
-    "no-release-wait": Preset.of(
-        "the coordinator assigns a partition before its previous owner has revoked it",
-        {"NoDoubleClientAssignment": "violated"},
-        wait_for_release=False,
-    ),
-    "pre-kafka-16147": Preset.of(
-        "early 2024: a revoking member takes back partitions its new target returns, and the partition "
-        "epochs are updated set by set, so the epoch of such a partition is lost",
-        {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "violated"},
-        partition_epoch_bookkeeping=False,
-        reclaim_pending_revocation=True,
-        revoke_only_owned=False,
-        release_own_pending_revocation=False,
-        bump_epoch_after_revocation=True,
-    ),
-    "slow-member": Preset.of(
-        "timeouts at any moment: a member fenced for being slow keeps processing until it learns",
-        {"NoDoubleClientAssignment": "violated"},
-        timeouts="any",
-        max_faults=0,
-    ),
-}
-
-ACTION_ARGS = {
-    "SendHeartbeat": ("consumer",),
-    "HandleHeartbeat": ("consumer", "error"),
-    "ReceiveHeartbeat": ("consumer", "error"),
-    "RevokePartitions": ("consumer",),
-    "AssignPartitions": ("consumer",),
-    "StartReconciliation": ("consumer",),
-    "Subscribe": ("consumer",),
-    "Unsubscribe": ("consumer",),
-    "ConsumerCrash": ("consumer",),
-    "SessionTimeout": ("memberId",),
-    "RebalanceTimeout": ("memberId",),
-    "OffsetCommit": ("consumer", "memberEpoch", "error"),
-}
 
 
 class Kip848Model(Model):
@@ -503,17 +331,6 @@ class Kip848Model(Model):
         return Kip848Drawing(self.config.consumers)
 
 
-def group_state(coord: Coordinator) -> str:
-    """``ConsumerGroup.maybeUpdateGroupState``."""
-    if not coord.members:
-        return EMPTY
-    if coord.groupEpoch > coord.targetAssignmentEpoch:
-        return ASSIGNING
-    if any(m.memberEpoch != coord.targetAssignmentEpoch or m.state != STABLE for m in coord.members):
-        return RECONCILING
-    return STABLE
-
-
 def _update_member(coord: Coordinator, old: GroupMember, new: GroupMember, whole: bool = True) -> Coordinator:
     """Replace the member and move its partition epochs (``maybeUpdatePartitionEpoch``): since
     KAFKA-16147 every old epoch is removed before the new ones are added; before, the assigned set
@@ -588,82 +405,3 @@ def _mentioned_ids(s: Kip848State) -> set[str]:
         if me.response is not None:
             ids.add(me.response.memberId)
     return ids
-
-
-class Kip848Drawing(Drawing):
-    """Lanes: the coordinator and one per consumer. Tables: epochs, target assignment, members
-    with their state, assigned and pending-revocation partitions, partition epochs; consumers."""
-
-    def __init__(self, consumers: int) -> None:
-        self.consumers = [f"consumer {c}" for c in range(consumers)]
-
-    def lanes(self) -> list[str]:
-        return ["coordinator", *self.consumers]
-
-    def arrow(self, action: Action, before: Kip848State, after: Kip848State) -> Arrow:
-        args = action.args
-        error = args.get("error", NONE)
-        suffix = "" if error == NONE else f" → {error}"
-        if "consumer" not in args:
-            return Arrow("coordinator", (), action.name)
-        lane = self.consumers[args["consumer"]]
-        if action.name == "SendHeartbeat":
-            hb = after.consumers[args["consumer"]].request
-            assert hb is not None
-            return Arrow(
-                lane,
-                ("coordinator",),
-                f"Heartbeat(epoch {hb.memberEpoch}, owned "
-                f"{'unchanged' if hb.ownedPartitions is None else describe(hb.ownedPartitions)})",
-            )
-        if action.name == "HandleHeartbeat":
-            return Arrow("coordinator", (), f"handle Heartbeat{suffix}")
-        if action.name == "ReceiveHeartbeat":
-            return Arrow("coordinator", (lane,), f"Heartbeat response{suffix}")
-        if action.name == "OffsetCommit":
-            return Arrow(lane, ("coordinator",), f"OffsetCommit{suffix}")
-        return Arrow(lane, (), action.name)
-
-    def tables(self, state: Kip848State) -> list[Table]:
-        coord = state.coordinator
-        target = "; ".join(f"{m}→{describe(p)}" for m, p in coord.targetAssignment) or "-"
-        epochs = " ".join(f"p{p}:{'-' if e == FREE else e}" for p, e in enumerate(coord.partitionEpochs))
-        group = Table(
-            "group coordinator",
-            ["state", "group epoch", "target epoch", "target assignment", "partition epochs"],
-            [[group_state(coord), str(coord.groupEpoch), str(coord.targetAssignmentEpoch), target, epochs]],
-        )
-        members = Table(
-            "members",
-            ["memberId", "epoch", "previous", "state", "assigned", "pending revocation"],
-            [
-                [
-                    m.memberId,
-                    str(m.memberEpoch),
-                    str(m.previousMemberEpoch),
-                    m.state,
-                    describe(m.assigned),
-                    describe(m.pendingRevocation),
-                ]
-                for m in coord.members
-            ]
-            or [["-", "", "", "", "", ""]],
-        )
-        consumers = Table(
-            "consumers",
-            ["", "phase", "memberId", "epoch", "owned", "assignment", "reconciling", "in flight"],
-            [
-                [
-                    self.consumers[c],
-                    me.phase,
-                    me.memberId or "-",
-                    str(me.memberEpoch),
-                    describe(me.owned),
-                    describe(me.assignment),
-                    "-" if me.reconciling is None else describe(me.reconciling),
-                    "Heartbeat" if me.request else ("response" if me.response else "-"),
-                ]
-                for c, me in enumerate(state.consumers)
-            ],
-        )
-        return [group, members, consumers]

@@ -161,9 +161,9 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         """(candidate, voter, their states) -> ``_vote_round``'s answer, for two replicas connected."""
         self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
         """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
-        self.use_c_twin("kmc.models.kraft_quorum._successors", KraftQuorumModel, self._fast_context)
+        self.use_c_twin("kmc.models.kraft_quorum._successors", KraftQuorumModel, self._twin_context)
 
-    def _fast_context(self) -> tuple:
+    def _twin_context(self) -> tuple:
         """What the C successor function reads: the state types, the strings, the action tables, the config."""
         cfg, ids, act = self.config, self.replica_ids, self._actions
 

@@ -52,7 +52,6 @@ from kmc.models.common.tuples import put
 from kmc.models.kraft_replication.config import ACTION_ARGS, PRESETS, KraftReplicationConfig
 from kmc.models.kraft_replication.controller import KraftController, action_label
 from kmc.models.kraft_replication.drawing import KraftReplicationDrawing
-from kmc.models.kraft_replication.fast import fast_context
 from kmc.models.kraft_replication.state import (
     DIVERGING_EPOCH,
     ERROR_NONE,
@@ -84,6 +83,7 @@ from kmc.models.kraft_replication.state import (
     with_log,
     with_pending,
 )
+from kmc.models.kraft_replication.twin import twin_context
 
 EPOCH_CHANGING_ACTIONS = frozenset(
     {
@@ -122,7 +122,7 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
         self.controller_changes = {}
-        self.use_c_twin("kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: fast_context(self))
+        self.use_c_twin("kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: twin_context(self))
 
     def inactive_actions(self) -> tuple[str, ...]:
         inactive = () if self.config.max_controller_failovers else ("ControllerFailover",)

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from kmc.checker import Action
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
-from kmc.models.replication.state import (
-    NO_EPOCH,
-    NO_LEADER,
-    ReplicationState,
-)
+from kmc.models.replication.state import NO_EPOCH, NO_LEADER, ReplicationState
 
 
 # -- how traces are drawn --------------------------------------------------------------------------

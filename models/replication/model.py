@@ -26,12 +26,12 @@ what changed in Kafka, so the rule that a KIP fixed can be switched on and off o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from kmc.checker import Action, Model, Preset, param
+from kmc.checker import Action, Model
 from kmc.checker.extension import SuccessorsInC
 from kmc.models.common.tuples import least_renaming, put
+from kmc.models.replication.config import PRESETS, ReplicationConfig
 from kmc.models.replication.drawing import ReplicationDrawing
 from kmc.models.replication.state import (
     ACTION_ARGS,
@@ -46,70 +46,6 @@ from kmc.models.replication.state import (
 Step = tuple[Action, ReplicationState]
 Change = tuple[Action, tuple[tuple[Record, ...], ...], tuple[ReplicaState, ...]]
 """A step that changes only the replicas' logs and states: the action, the new logs and states."""
-
-
-Truncation = Literal["hw", "leader_epoch", "matching_offset", "on_fetch", "fenced"]
-FetchFencing = Literal["none", "last_fetched_epoch", "current_leader_epoch"]
-HwAdvance = Literal["isr_offsets", "epoch_match", "current_epoch"]
-IsrRules = Literal["offsets", "epoch_match", "current_epoch"]
-
-
-@dataclass(frozen=True)
-class ReplicationConfig:
-    replicas: int = param(2, "Replicas: the replication factor", min=1, max=6)
-    log_size: int = param(2, "LogSize: the most records a replica's log holds", min=1, max=8)
-    max_records: int = param(2, "MaxRecords: how many records producers write in all", min=0, max=8)
-    max_leader_epoch: int = param(
-        2, "MaxLeaderEpoch: the largest leader epoch (epochs 0..max are handed out)", min=0, max=8
-    )
-    truncation: Truncation = param("fenced", "what a new follower does to its log")
-    fetch_fencing: FetchFencing = param("current_leader_epoch", "what a follower's fetch is checked against")
-    hw_advance: HwAdvance = param("current_epoch", "when the leader advances the high watermark")
-    isr_rules: IsrRules = param("current_epoch", "when the leader shrinks or expands the ISR")
-
-
-PRESETS = {
-    "truncate-to-hw": Preset.of(
-        "before KIP-101 (< 0.11): a new follower truncates to its high watermark",
-        {"StrongIsr": "violated"},
-        truncation="hw",
-        fetch_fencing="none",
-        hw_advance="isr_offsets",
-        isr_rules="offsets",
-    ),
-    "kip-101": Preset.of(
-        "KIP-101 (0.11): truncation by leader epoch (OffsetsForLeaderEpoch)",
-        {"StrongIsr": "violated"},
-        truncation="leader_epoch",
-        fetch_fencing="none",
-        hw_advance="isr_offsets",
-        isr_rules="offsets",
-    ),
-    "kip-279": Preset.of(
-        "KIP-279 (2.0): truncate after the last offset whose record matches the leader's",
-        {"StrongIsr": "violated with replicas=3"},
-        truncation="matching_offset",
-        fetch_fencing="none",
-        hw_advance="isr_offsets",
-        isr_rules="offsets",
-    ),
-    "kip-320-first-try": Preset.of(
-        "the first KIP-320 draft: truncate on a fetch error, fetches checked by last fetched epoch",
-        {"StrongIsr": "violated with replicas=3"},
-        truncation="on_fetch",
-        fetch_fencing="last_fetched_epoch",
-        hw_advance="epoch_match",
-        isr_rules="epoch_match",
-    ),
-    "kip-320": Preset.of(
-        "KIP-320 (2.1): fetches and truncation fenced by the current leader epoch",
-        {"StrongIsr": "holds", "WeakIsr": "holds", "LeaderInIsr": "holds", "LogMatching": "holds"},
-        truncation="fenced",
-        fetch_fencing="current_leader_epoch",
-        hw_advance="current_epoch",
-        isr_rules="current_epoch",
-    ),
-}
 
 
 class ReplicationModel(SuccessorsInC, Model):
@@ -141,7 +77,7 @@ class ReplicationModel(SuccessorsInC, Model):
         self._truncate = _action_table("FollowerTruncate", n, n)
         self._accepted: dict[tuple, Any] = {}
         self._changes: dict[tuple, tuple[list[Change], list[Change]]] = {}
-        self.use_c_twin("kmc.models.replication._successors", ReplicationModel, self._fast_context)
+        self.use_c_twin("kmc.models.replication._successors", ReplicationModel, self._twin_context)
 
     # -- init ----------------------------------------------------------------------------------
     def init_states(self) -> list[ReplicationState]:
@@ -157,7 +93,7 @@ class ReplicationModel(SuccessorsInC, Model):
             )
         ]
 
-    def _fast_context(self) -> tuple:
+    def _twin_context(self) -> tuple:
         """What the C successor function reads: the state types, the action tables, the config."""
         c = self.config
         modes = (

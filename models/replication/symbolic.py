@@ -12,14 +12,7 @@ from typing import Any, ClassVar
 import z3
 from kmc.checker import Action, Model
 from kmc.checker.engines.symbolic.encoding import ActionLabels, Frame, SymbolicEncoding, Var, becomes, select
-from kmc.models.replication.state import (
-    ACTION_ARGS,
-    NO_LEADER,
-    LeaderAndIsr,
-    Record,
-    ReplicaState,
-    ReplicationState,
-)
+from kmc.models.replication.state import ACTION_ARGS, NO_LEADER, LeaderAndIsr, Record, ReplicaState, ReplicationState
 
 LABELS = ActionLabels(ACTION_ARGS)
 EMPTY = -1

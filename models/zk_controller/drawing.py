@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from kmc.checker import Action
 from kmc.checker.drawing import Arrow, Drawing, Table
-from kmc.models.zk_controller.state import (
-    NO_EPOCH,
-    NONE,
-    ZkControllerState,
-)
+from kmc.models.zk_controller.state import NO_EPOCH, NONE, ZkControllerState
 
 
 class ZkControllerDrawing(Drawing):

@@ -1,2 +1,3 @@
-"""The hypothesis engine: the model as a Hypothesis state machine (machine.py), the runs' shared
-exploration (explored.py), running a check (check.py) and the engine (engine.py)."""
+"""The hypothesis engine: the model as a Hypothesis state machine (machine.py), what the runs of a
+check have reached, shared between them (reached.py), running a check (check.py), one check's
+settings (options.py) and the engine (engine.py)."""

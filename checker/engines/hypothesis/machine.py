@@ -15,7 +15,7 @@ would end a run whenever the families it kept had nothing enabled, so its runs a
 than ten steps.
 
 Guided, by default, as a coverage-guided fuzzer is: the runs of one check share what earlier runs
-reached (:class:`Explored`). A step prefers successors no run has reached yet, a run may start
+reached (:class:`Reached`). A step prefers successors no run has reached yet, a run may start
 from the end of an earlier run's path that still has unexplored successors, and a failure's
 trace is cut to the shortest path to a violation among the transitions the runs have seen.
 Hypothesis requires a run to be a function of its choices alone, so the examples are drawn in
@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
-from kmc.checker.engines.hypothesis.explored import Explored
+from kmc.checker.engines.hypothesis.reached import Reached
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import PropertySet, holds
@@ -67,7 +67,7 @@ class MachineSpec:
 
     checks: PropertyChecks
     observers: Sequence[SearchObserver]
-    explored: Explored
+    explored: Reached
     inits: list[State]
     within: Callable[[State], bool] | None
     deadlock: bool
@@ -80,7 +80,7 @@ class ModelMachine(RuleBasedStateMachine):
     attributes hold the check (``spec``) and what its runs found."""
 
     spec: ClassVar[MachineSpec]
-    explored: ClassVar[Explored]
+    explored: ClassVar[Reached]
     last_failure: ClassVar[tuple[Trace, str, str] | None] = None
     runs: ClassVar[int] = 0
     states_seen: ClassVar[set[int]]
@@ -249,7 +249,7 @@ def machine_for(
     inits = list(model.init_states())
     if not inits:
         raise UserError(f"model {model.name} has no initial states")
-    explored = Explored(inits, lambda state: [] if within is not None and not within(state) else expand(model, state))
+    explored = Reached(inits, lambda state: [] if within is not None and not within(state) else expand(model, state))
     spec = MachineSpec(
         checks=PropertyChecks(model, props),
         observers=observers,
@@ -266,7 +266,7 @@ def machine_for(
 
 
 def _shortest(
-    explored: Explored,
+    explored: Reached,
     trace: Trace,
     name: str,
     kind: str,

@@ -1,5 +1,5 @@
 /* The group model's C successor function, shared between its files: the sizes it handles, the
- * model's strings and actions as numbers, the context (GroupModel._fast_context()), the C view of a
+ * model's strings and actions as numbers, the context (GroupModel._twin_context()), the C view of a
  * state, and the functions one file offers the others.
  *
  *   successors.c   the module: successors, max_generation, the context

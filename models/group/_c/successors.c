@@ -3,7 +3,7 @@
  *
  * successors(ctx, state) returns the list GroupModel._successors(state) returns, or None when the
  * state is outside the sizes this code handles (the caller then runs the Python). ctx is the tuple
- * GroupModel._fast_context() builds: the state types, the model's strings, its action-label cache
+ * GroupModel._twin_context() builds: the state types, the model's strings, its action-label cache
  * and its configuration as small ints. The leader's assignor is not ported: the C calls the
  * model's _run_assignor (cached by subscriptions) where the Python does. The state is read into C
  * structs, each step works on a copy, and a successor reuses every tuple of the state it did not
@@ -15,7 +15,7 @@
 
 #define N_INTS 25
 
-/* The items of the context (GroupModel._fast_context(), a plain tuple): the seven state types, the
+/* The items of the context (GroupModel._twin_context(), a plain tuple): the seven state types, the
  * six tuples of names (group states, phases, errors, apis, delays, action names), then these. */
 enum { CTX_TYPES, CTX_NAMES = CTX_TYPES + 7, CTX_ACTIONS = CTX_NAMES + 6, CTX_ACT, CTX_RUN_ASSIGNOR, CTX_INTS,
        CTX_SIZE };

@@ -1,6 +1,6 @@
 /* The kraft-quorum model's C successor function, shared between its files: the sizes it handles,
  * the roles as numbers, which of the state's fields (fields.h) are counters, the context
- * (KraftQuorumModel._fast_context()), the C view of a state, and the functions one file offers the others.
+ * (KraftQuorumModel._twin_context()), the C view of a state, and the functions one file offers the others.
  *
  * The files form layers, each calling only the ones below it (top first):
  *

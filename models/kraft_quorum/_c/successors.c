@@ -5,7 +5,7 @@
  *
  * successors(ctx, state) returns the list KraftQuorumModel._successors(state) returns, or None when
  * the state is outside what this code handles (the caller then runs the Python). ctx is the tuple
- * KraftQuorumModel._fast_context() builds: the state types, the role and record-kind strings, the
+ * KraftQuorumModel._twin_context() builds: the state types, the role and record-kind strings, the
  * action tables and the configuration as small ints. The Python stays the definition; tests compare
  * the two on every reachable state.
  *

@@ -1,6 +1,6 @@
 /* The kraft-replication model's C successor function, shared between its files: the sizes it handles,
  * the model's strings and actions as numbers (the state's fields are fields.h's), the context
- * (fast.fast_context()), the C view of a state, and the functions one file offers the others.
+ * (fast.twin_context()), the C view of a state, and the functions one file offers the others.
  *
  *   successors.c  the module: successors, every step in _successors' order, the context
  *   read.c        a state's tuples into the view

@@ -3,7 +3,7 @@
  *
  * successors(ctx, state) returns the list KraftReplicationModel._successors(state) returns, or None
  * when the state is outside the sizes this code handles (the caller then runs the Python). ctx is the
- * tuple fast.fast_context(model) builds: the state types, the error and fetch-state
+ * tuple fast.twin_context(model) builds: the state types, the error and fetch-state
  * strings, the action tables, the model's controller-change memo, the Python methods of the rare
  * controller steps (called from here, appending to the same list) and the configuration as small ints.
  * The Python stays the definition; tests compare the two on every reachable state.

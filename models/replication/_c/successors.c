@@ -3,7 +3,7 @@
  *
  * successors(ctx, state) returns the list ReplicationModel._successors(state) returns, or None
  * when the state is outside the sizes this code handles (the caller then runs the Python). ctx is
- * the tuple ReplicationModel._fast_context() builds: the four state types, the action tables and
+ * the tuple ReplicationModel._twin_context() builds: the four state types, the action tables and
  * the configuration as small ints. The Python stays the definition; tests compare the two on
  * every reachable state.
  *

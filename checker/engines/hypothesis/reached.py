@@ -10,7 +10,7 @@ from kmc.checker.model import Action, State
 from kmc.checker.result import Trace
 
 
-class Explored:
+class Reached:
     """What the runs of one check have reached: every expanded state's successors, the states
     reached by finished runs, and paths to states with successors no run has taken yet."""
 

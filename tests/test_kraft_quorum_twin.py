@@ -64,9 +64,9 @@ def build(case: tuple[str, tuple]) -> KraftQuorumModel:
 def test_c_successors_are_the_python_ones_on_every_reachable_state(case: tuple[str, tuple]) -> None:
     """The same actions and states, in the same order, of the same types."""
     model = build(case)
-    assert model._fast_ctx is not None
+    assert model._twin_ctx is not None
     for s in reachable(model):
-        fast = model._fast(model._fast_ctx, s)
+        fast = model._twin(model._twin_ctx, s)
         python = model._successors(s)
         assert fast == python
         assert [(a, shape(t)) for a, t in fast] == [(a, shape(t)) for a, t in python]
@@ -75,7 +75,7 @@ def test_c_successors_are_the_python_ones_on_every_reachable_state(case: tuple[s
 @pytest.mark.parametrize("case", list(CASES), ids=str)
 def test_pure_python_and_c_give_the_same_counts(case: tuple[str, tuple]) -> None:
     pure = build(case)
-    pure._fast_ctx = None
+    pure._twin_ctx = None
     for model in (build(case), pure):
         stats = bfs(model, PropertySet()).stats
         assert (stats.distinct_states, stats.generated_states, stats.depth) == CASES[case]
@@ -91,8 +91,8 @@ def test_a_subclass_that_changes_a_method_runs_the_python() -> None:
         def vote_response(self, s: QuorumState, c: int, v: int, pre_vote: bool) -> tuple[Voter, bool]:
             return s.voters[v], False
 
-    assert KraftQuorumModel.build("kip-996")._fast_ctx is not None
-    assert NeverGrants(KraftQuorumModel.make_config("kip-996"))._fast_ctx is None
+    assert KraftQuorumModel.build("kip-996")._twin_ctx is not None
+    assert NeverGrants(KraftQuorumModel.make_config("kip-996"))._twin_ctx is None
 
 
 @needs_c
@@ -102,11 +102,11 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     # A VotersRecord where the voter set is static: the C declines and the Python answers.
     voters_record = VotersRecord(0, VOTERS, frozenset({(0, 0), (1, 0)}))
     odd = init._replace(voters=(init.voters[0]._replace(log=(voters_record,)), *init.voters[1:]))
-    assert model._fast(model._fast_ctx, odd) is None
+    assert model._twin(model._twin_ctx, odd) is None
     assert model.successors(odd) == model._successors(odd) != []
     # True == 1 as an epoch, but it is no plain int.
     boolean = init._replace(voters=(Voter(UNATTACHED, True, -1, -1, (), 0, frozenset(), (), False, False),) * 3)
-    assert model._fast(model._fast_ctx, boolean) is None
+    assert model._twin(model._twin_ctx, boolean) is None
     assert model.successors(boolean) == model._successors(boolean)
 
 
@@ -116,7 +116,7 @@ def test_the_model_still_pickles() -> None:
     model = KraftQuorumModel.build("kip-853")
     copy = pickle.loads(pickle.dumps(model))
     [init] = copy.init_states()
-    assert copy._fast_ctx is not None and copy.successors(init) == model._successors(init)
+    assert copy._twin_ctx is not None and copy.successors(init) == model._successors(init)
 
 
 @needs_c

@@ -42,14 +42,14 @@ def assert_same_steps(model: GroupModel) -> int:
     """Asserts the C's steps are the Python's on every state reached; returns how many states."""
     states = reachable(model, BOUND)
     for s in states:
-        fast = model._fast(model._fast_ctx, s)
+        fast = model._twin(model._twin_ctx, s)
         assert fast is not None, f"the C left a state of {model.config} to the Python: {s}"
         python = model._successors(s)
         assert fast == python
         assert [a for a, _t in fast] == [a for a, _t in python]  # the very same Action objects
         assert all(a is b for (a, _), (b, _) in zip(fast, python, strict=True))
         assert [shape(t) for _a, t in fast] == [shape(t) for _a, t in python]
-        assert model._fast_max_generation(model._fast_ctx, s) == highest_generation(s)
+        assert model._twin_highest_generation(model._twin_ctx, s) == highest_generation(s)
     return len(states)
 
 
@@ -82,7 +82,7 @@ def test_pure_python_and_c_give_the_same_counts(preset: str, counts: tuple[int, 
 
 
 def pure_python(model: GroupModel) -> GroupModel:
-    model._fast_ctx = None
+    model._twin_ctx = None
     return model
 
 
@@ -92,17 +92,17 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     [init] = model.init_states()
     # a member id the C does not name: the Python answers, the C declines
     odd = init._replace(consumers=(init.consumers[0]._replace(memberId="someone"), init.consumers[1]))
-    assert model._fast(model._fast_ctx, odd) is None
+    assert model._twin(model._twin_ctx, odd) is None
     assert model.successors(odd) == model._successors(odd) != []
     # True == 1, but it is no plain int
     flagged = init._replace(faults=True)
-    assert model._fast(model._fast_ctx, flagged) is None
+    assert model._twin(model._twin_ctx, flagged) is None
     # a generation past what the C's action keys hold
     far = init.consumers[0]._replace(phase="stable", memberId="c0-0", generationId=5000, owned=frozenset({0}))
     beyond = init._replace(consumers=(far, init.consumers[1]))
-    assert model._fast(model._fast_ctx, beyond) is None
+    assert model._twin(model._twin_ctx, beyond) is None
     assert any(a.name == "OffsetCommit" for a, _t in model.successors(beyond))
-    assert model._fast_max_generation(model._fast_ctx, init._replace(consumers=())) == 0
+    assert model._twin_highest_generation(model._twin_ctx, init._replace(consumers=())) == 0
     assert model.within_bounds(init)
 
 
@@ -113,7 +113,7 @@ def test_a_subclass_runs_the_python() -> None:
         def _maybe_prepare_rebalance(self, s: GroupState) -> GroupState:
             return s
 
-    assert Broken(GroupModel.make_config("eager-range"))._fast_ctx is None
+    assert Broken(GroupModel.make_config("eager-range"))._twin_ctx is None
 
 
 @needs_c
@@ -122,7 +122,7 @@ def test_the_model_still_pickles() -> None:
     model = GroupModel.build("eager-range")
     copy = pickle.loads(pickle.dumps(model))
     [init] = copy.init_states()
-    assert copy._fast_ctx is not None and copy.successors(init) == model.successors(init)
+    assert copy._twin_ctx is not None and copy.successors(init) == model.successors(init)
 
 
 @needs_c

@@ -6,7 +6,9 @@ import pytest
 from kmc.checker import bfs
 from kmc.checker.extension import c_extension
 from kmc.checker.properties import PropertySet
-from kmc.models.replication.model import PRESETS, LeaderAndIsr, ReplicaState, ReplicationModel, ReplicationState
+from kmc.models.replication.config import PRESETS
+from kmc.models.replication.model import ReplicationModel
+from kmc.models.replication.state import LeaderAndIsr, ReplicaState, ReplicationState
 from twins import LEAK_ALLOWANCE, memory_kept_by_a_search, reachable, shape
 
 # Replicas = 2: distinct states, states generated and depth, the same by either path (and the
@@ -25,7 +27,7 @@ needs_c = pytest.mark.skipif(
 
 
 def pure_python(model: ReplicationModel) -> ReplicationModel:
-    model._fast_ctx = None
+    model._twin_ctx = None
     return model
 
 
@@ -37,7 +39,7 @@ def test_c_successors_are_the_python_ones_on_every_reachable_state(preset: str) 
     states = reachable(model)
     assert len(states) == COUNTS_REPLICAS_2[preset][0]
     for s in states:
-        fast = model._fast(model._fast_ctx, s)
+        fast = model._twin(model._twin_ctx, s)
         assert fast == model._successors(s)
         assert [shape(t) for _a, t in fast] == [shape(t) for _a, t in model._successors(s)]
 
@@ -55,10 +57,10 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     [init] = model.init_states()
     # True == 1 as a key, but it is no plain int: the C declines and the Python answers.
     odd = init._replace(quorumState=LeaderAndIsr(True, -1, frozenset({0, 1})))
-    assert model._fast(model._fast_ctx, odd) is None
+    assert model._twin(model._twin_ctx, odd) is None
     assert model.successors(odd) == model._successors(odd) != []
     beyond = init._replace(replicaState=(ReplicaState(0, -1, -1, frozenset({7})),) * 2)
-    assert model._fast(model._fast_ctx, beyond) is None
+    assert model._twin(model._twin_ctx, beyond) is None
 
 
 @needs_c
@@ -69,9 +71,9 @@ def test_a_subclass_runs_the_python() -> None:
         def _leader_write(self, s: ReplicationState, out: list) -> None:
             return None
 
-    assert ReplicationModel.build("kip-320")._fast_ctx is not None
+    assert ReplicationModel.build("kip-320")._twin_ctx is not None
     model = NoWrites.build("kip-320")
-    assert model._fast_ctx is None
+    assert model._twin_ctx is None
     stats = bfs(model, PropertySet()).stats
     assert stats.distinct_states < COUNTS_REPLICAS_2["kip-320"][0]
 

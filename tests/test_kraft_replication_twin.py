@@ -63,7 +63,7 @@ def test_every_preset_is_compared() -> None:
 
 
 def pure_python(model: KraftReplicationModel) -> KraftReplicationModel:
-    model._fast_ctx = None
+    model._twin_ctx = None
     return model
 
 
@@ -90,7 +90,7 @@ def test_c_successors_are_the_python_ones_with_three_brokers(case: str) -> None:
 
 def assert_same_steps(model: KraftReplicationModel, states: list[KraftReplicationState]) -> None:
     for s in states:
-        fast, python = model._fast(model._fast_ctx, s), model._successors(s)
+        fast, python = model._twin(model._twin_ctx, s), model._successors(s)
         assert fast == python, s
         assert all(a is b for (a, _), (b, _) in zip(fast, python, strict=True))
         assert shape(fast) == shape(python)
@@ -113,11 +113,11 @@ def test_a_state_the_c_does_not_read_is_left_to_the_python() -> None:
     [init] = model.init_states()
     # True == 1, but it is no plain int: the C declines and the Python answers.
     odd = init._replace(nextRecordId=True)
-    assert model._fast(model._fast_ctx, odd) is None
+    assert model._twin(model._twin_ctx, odd) is None
     assert model.successors(odd) == model._successors(odd) != []
     unknown_error = FetchResponse(0, 0, 0, "SOME_OTHER_ERROR", (), 0, (-1, -1), 0)
     answered = init._replace(fetches=(None, unknown_error))
-    assert model._fast(model._fast_ctx, answered) is None
+    assert model._twin(model._twin_ctx, answered) is None
     assert model.successors(answered) == model._successors(answered)
 
 
@@ -126,7 +126,7 @@ def test_a_bad_context_is_a_type_error() -> None:
     model = KraftReplicationModel.build("kip-966")
     [init] = model.init_states()
     with pytest.raises(TypeError, match="context"):
-        model._fast((), init)
+        model._twin((), init)
 
 
 @needs_c
@@ -143,7 +143,7 @@ def test_a_subclass_runs_the_python() -> None:
             return None
 
     model = NoProduce.build(None, {"max_leader_epoch": 1, "max_records": 1})
-    assert model._fast_ctx is None
+    assert model._twin_ctx is None
     frontier = list(model.init_states())
     seen = set(frontier)
     while frontier:

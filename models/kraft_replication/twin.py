@@ -1,5 +1,6 @@
-"""The kraft-replication model's C successor function, plumbed in: loading the extension and the
-context it reads. The Python in ``model.py`` stays the definition of every step."""
+"""The kraft-replication model's C twin, plumbed in: the context its successor function reads (state
+types, strings, action tables, the Python it calls back, the config as small ints). The model loads
+the twin (``use_c_twin``); the Python in ``model.py`` stays the definition of every step."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from kmc.models.kraft_replication.state import (
 )
 
 
-def fast_context(model: Any) -> tuple:
+def twin_context(model: Any) -> tuple:
     """What the C successor function reads: the state types, the strings it compares and builds,
     the action tables, the controller-change memo, the Python helpers it calls for the rare
     controller steps, and the config as small ints. ``model`` is the KraftReplicationModel (this module
