@@ -215,7 +215,7 @@ def test_controller_failover_holds_and_every_pending_isr_change_is_resolved() ->
     NOT_CONTROLLER, then INVALID_UPDATE_VERSION, keeps its maximal ISR and waits for metadata."""
     result = Check("kraft-replication", preset="controller-failover").run()
     assert result.status is Status.HOLDS_COMPLETE, result.violations
-    assert result.stats.distinct_states == 69714
+    assert result.stats.distinct_states == 82480
 
 
 DROP_PENDING_TRACE = (
@@ -242,6 +242,20 @@ def test_a_stale_epoch_error_keeps_the_pending_isr_until_metadata_arrives() -> N
     assert not [a for a, _ in model.successors(failed) if a.name in ("HandleAlterPartition", "ShrinkIsr", "ExpandIsr")]
     [resolved] = [t for a, t in model.successors(failed) if a == Action("ApplyMetadata", broker=0)]
     assert (resolved.replicas[0].pendingAlterPartition, resolved.replicas[0].isr) == (None, {0, 1, 2})
+
+
+def test_one_alter_partition_takes_every_lagging_follower_out() -> None:
+    """Partition.maybeShrinkIsr proposes every out-of-sync follower out at once: with both followers
+    behind a leader's new record, the leader may shrink the ISR by either one or by both, in one
+    AlterPartition (a real cluster's metadata log showed ISR [1,2,3] -> [2] in one record)."""
+    model = KraftReplicationModel.build("kip-966", {"brokers": 3, "max_records": 1})
+    [start] = model.init_states()
+    [(_, written)] = [(a, t) for a, t in model.successors(start) if a.name == "Produce"]
+    shrinks = {a.args["replicas"]: t for a, t in model.successors(written) if a.name == "ShrinkIsr"}
+    assert list(shrinks) == [(1,), (2,), (1, 2)]
+    assert shrinks[(1, 2)].replicas[0].pendingAlterPartition.isr == {0}
+    [(_, committed)] = [(a, t) for a, t in model.successors(shrinks[(1, 2)]) if a.name == "HandleAlterPartition"]
+    assert (committed.controller.isr, committed.controller.elr) == ({0}, {1, 2})
 
 
 def test_min_isr_one_tolerates_no_power_loss() -> None:

@@ -87,9 +87,9 @@ def test_kafka_3_5_conforms_at_metadata_version_3_5() -> None:
 def test_an_alter_partition_committed_before_a_controller_failover_conforms() -> None:
     """The controller that commits an AlterPartition and fails over unanswered is compared too."""
     result = _conform(KraftReplicationModel.build("controller-failover", {"max_records": 1}))
-    assert _counts(result) == (11548, 7852, 62816, 0)
+    assert _counts(result) == (13906, 9978, 79824, 0)
     [tally] = result.tallies
-    assert tally.by_action["ControllerFailover"] == 4476
+    assert tally.by_action["ControllerFailover"] == 5632
 
 
 @needs_kafka

@@ -16,7 +16,7 @@ ACTION_ARGS = {
     "SendOffsetsForLeaderEpoch": ("follower", "leader"),
     "HandleOffsetsForLeaderEpoch": ("leader", "follower"),
     "HandleOffsetsForLeaderEpochResponse": ("follower", "leader"),
-    "ShrinkIsr": ("leader", "replica"),
+    "ShrinkIsr": ("leader", "replicas"),
     "ExpandIsr": ("leader", "replica"),
     "HandleAlterPartition": ("leader",),
     "ApplyMetadata": ("broker",),

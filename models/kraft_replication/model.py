@@ -401,19 +401,29 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
         out.append((action, with_fetches(s, put(s.fetches, f, response))))
 
     def _shrink_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
-        """Partition.maybeShrinkIsr: a follower that has not caught up to the leader's LEO within
-        replica.lag.time.max.ms (time is abstracted: any lagging follower) is proposed out of the ISR
-        by an AlterPartition request."""
+        """Partition.maybeShrinkIsr: the followers that have not caught up to the leader's LEO within
+        replica.lag.time.max.ms (time is abstracted: any nonempty set of lagging followers) are
+        proposed out of the ISR together, by one AlterPartition request."""
         leader = s.replicas[leader_id]
         if leader.pendingAlterPartition is not None:
             return
         leo = len(leader.log)
-        for r in sorted(leader.isr):
+        lagging = 0
+        for r in leader.isr:
             if r != leader_id and leader.followerState[r][0] < leo:
-                proposed = with_pending(leader, AlterPartition(leader.isr - {r}, (), s.failovers))
-                proposed = self._maybe_increment_hw(proposed, leader_id)
-                action = action_label("ShrinkIsr", leader=leader_id, replica=r)
-                out.append((action, self._update(s, leader_id, proposed)))
+                lagging |= 1 << r
+        for mask in self.out_of_sync_sets(lagging):
+            removed = frozenset(r for r in self.ids if mask >> r & 1)
+            proposed = with_pending(leader, AlterPartition(leader.isr - removed, (), s.failovers))
+            proposed = self._maybe_increment_hw(proposed, leader_id)
+            action = action_label("ShrinkIsr", leader=leader_id, replicas=tuple(sorted(removed)))
+            out.append((action, self._update(s, leader_id, proposed)))
+
+    def out_of_sync_sets(self, lagging: int) -> list[int]:
+        """The nonempty subsets of a set of brokers (a bit mask), smallest first, then by mask: the
+        order the C twin emits them in."""
+        subsets = [m for m in range(1, 1 << self.config.brokers) if m & ~lagging == 0]
+        return sorted(subsets, key=lambda m: (m.bit_count(), m))
 
     def _expand_isr(self, s: KraftReplicationState, leader_id: int, out: list[Step]) -> None:
         """Partition.maybeExpandIsr: a follower whose LEO has reached the leader's HW -- and, with

@@ -35,6 +35,7 @@ def twin_context(model: Any) -> tuple:
     is its, and so does not import it back)."""
     c, n, ids = model.config, model.config.brokers, model.ids
     records = range(c.max_records + 1)
+    masks = range(1 << n)
 
     def table(name: str, first: str, second: str | None = None, seconds: range = range(n)) -> list:
         if second is None:
@@ -47,7 +48,10 @@ def twin_context(model: Any) -> tuple:
         table("HandleFetch", "leader", "follower"),
         table("HandleFetchResponse", "follower", "leader"),
         table("SendOffsetsForLeaderEpoch", "follower", "leader"),
-        table("ShrinkIsr", "leader", "replica"),
+        [
+            [action_label("ShrinkIsr", leader=i, replicas=tuple(r for r in ids if mask >> r & 1)) for mask in masks]
+            for i in ids
+        ],
         table("ExpandIsr", "leader", "replica"),
         table("ApplyMetadata", "broker"),
         table("BrokerCrash", "broker", "logEndOffset", records),

@@ -79,15 +79,24 @@ int kr_shrink_isr(const Context *c, const View *v, int b, PyObject *out) {
     if (r->has_pending) {
         return 0;
     }
+    unsigned lagging = 0;
     for (int f = 0; f < v->n; f++) {
-        if (!(r->isr & (1u << f)) || f == b || r->fs_leo[f] >= (long)r->len) {
-            continue;
+        if ((r->isr & (1u << f)) && f != b && r->fs_leo[f] < (long)r->len) {
+            lagging |= 1u << f;
         }
-        unsigned isr = r->isr & ~(1u << f);
-        long hw = kr_incremented_hw(c, b, r->hw, r->len, r->isr, 1, isr, r->fs_leo);
-        PyObject *replica = proposed(c, v, r, isr, PyTuple_New(0), hw);
-        if (tuples_emit(out, act2(c, A_SHRINK_ISR, b, f), kr_update_replica(c, v, b, replica)) < 0) {
-            return -1;
+    }
+    /* Every nonempty set of lagging followers, smallest first, then by mask (out_of_sync_sets). */
+    for (int size = 1; size <= v->n; size++) {
+        for (unsigned mask = 1; mask < (1u << v->n); mask++) {
+            if ((mask & ~lagging) || __builtin_popcount(mask) != size) {
+                continue;
+            }
+            unsigned isr = r->isr & ~mask;
+            long hw = kr_incremented_hw(c, b, r->hw, r->len, r->isr, 1, isr, r->fs_leo);
+            PyObject *replica = proposed(c, v, r, isr, PyTuple_New(0), hw);
+            if (tuples_emit(out, act2(c, A_SHRINK_ISR, b, mask), kr_update_replica(c, v, b, replica)) < 0) {
+                return -1;
+            }
         }
     }
     return 0;
