@@ -57,8 +57,8 @@ def walk(model: KraftReplicationModel) -> tuple[dict[KraftReplicationState, None
                 "max_records": 1,
                 "alter_partition_awaits_metadata": True,
             },
-            11_548,
-            43_346,
+            13_906,
+            52_460,
             {"ControllerFailover"},
         ),
         (
