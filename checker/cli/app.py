@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from importlib.metadata import entry_points
 from typing import Any
 
 import typer
@@ -26,7 +27,9 @@ from typer.exceptions import Abort, TyperException
 
 
 def make_app() -> typer.Typer:
-    """The command, its `check` taking the settings of the engines registered now."""
+    """The command, its `check` taking the settings of the engines registered now, and the commands
+    other packages register under the ``kmc.commands`` entry point group (each a function that
+    adds them to the app: the real-cluster commands come this way)."""
     app = typer.Typer(
         name="kmc",
         help="Kafka model checker: check Kafka's replication and rebalance protocols.",
@@ -44,6 +47,13 @@ def make_app() -> typer.Typer:
     app.command("prove")(prove)
     app.command("ci")(ci)
     app.command("explore")(explore)
+    for entry_point in entry_points(group="kmc.commands"):
+        try:
+            register = entry_point.load()
+        except ImportError as exc:  # a plug-in that cannot load costs its commands, not the others
+            print(f"kmc: warning: commands of {entry_point.value} are unavailable: {exc}", file=sys.stderr)
+            continue
+        register(app)
     return app
 
 

@@ -29,7 +29,7 @@ def ci(
     if model:
 
         def named(entry: Any) -> set[str]:
-            ref = entry.check.model_name
+            ref = entry.label
             return {ref, ref.rpartition(":")[2]}
 
         known = sorted({name for entry in entries for name in named(entry)})

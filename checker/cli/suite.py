@@ -21,6 +21,10 @@ A conformance run (``kmc conform``) is an entry with ``conform = true``; it expe
     conform = true
     expect = "conforms"
 
+Other kinds of job join a suite as arrays of tables named after them, each kind registered under the
+``kmc.suite_jobs`` entry point group by the package that runs it (``[[campaign]]``: a real cluster
+under faults, from ``kmc.cluster``). Such a job passes when its own verdict is the one it expects.
+
 Every path in a suite is relative to the suite's own folder: ``model = "file.py:Class"``, ``spec``,
 ``replay`` and the engines' directories; ``model = "module:Class"`` is imported from sys.path.
 
@@ -39,8 +43,9 @@ import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kmc.checker.cli.junit import Case
 from kmc.checker.conformance.run import ConformJob, conform_table, write_mismatch_traces
@@ -68,10 +73,27 @@ _CHECK_ONLY_KEYS = {"properties", "spec", "engine", "replay", "fail_on_vacuity",
 _SUITE_KEYS = {"check", "fail_on_vacuity"}
 
 
+class SuiteJob(Protocol):
+    """An entry of another kind than a check (a campaign on a real cluster): it runs and judges itself."""
+
+    name: str
+    kind: str
+    """What it is, as JUnit's classname and ``kmc ci --model`` show it (``campaign``)."""
+
+    def run(self, out_dir: Path | None) -> tuple[bool, str]:
+        """Whether its verdict is the expected one, and a one-line summary."""
+        ...
+
+
+def job_kinds() -> dict[str, Callable[[dict[str, Any], Path, str], SuiteJob]]:
+    """The registered kinds of job, by their table name in a suite; each loads one table."""
+    return {ep.name: ep.load() for ep in entry_points(group="kmc.suite_jobs")}
+
+
 @dataclass
 class Entry:
     name: str
-    check: Check
+    check: Check | None
     expect: str
     expect_property: list[str] = field(default_factory=list)
     expect_trace_length: int | None = None
@@ -83,6 +105,12 @@ class Entry:
     fail_on_vacuity: bool = False
     expect_vacuous: list[str] = field(default_factory=list)
     """Actions and properties this entry's config leaves vacuous on purpose (a variant turns them off)."""
+    job: SuiteJob | None = None
+
+    @property
+    def label(self) -> str:
+        """The model it checks, or the kind of job it is."""
+        return self.job.kind if self.job is not None else self.check.model_name  # type: ignore[union-attr]
 
 
 @dataclass
@@ -94,7 +122,7 @@ class Outcome:
     result: CheckResult | None = None
 
     def as_case(self) -> Case:
-        classname = f"kmc.{self.entry.check.model_name}"
+        classname = f"kmc.{self.entry.label}"
         return Case(
             name=self.entry.name,
             classname=classname,
@@ -119,21 +147,33 @@ def load_suite(path: str | Path) -> list[Entry]:
         raise UserError(f"suite file not found: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"malformed suite {path}: {exc}") from None
-    unknown_top = set(data) - _SUITE_KEYS
+    kinds = job_kinds() if set(data) - _SUITE_KEYS else {}
+    unknown_top = set(data) - _SUITE_KEYS - set(kinds)
     if unknown_top:
         raise UserError(f"malformed suite {path}: unknown top-level key(s) {', '.join(sorted(unknown_top))}")
     vacuity_default = _typed(data, "fail_on_vacuity", bool, str(path)) or False
-    raw_entries = data.get("check")
-    if not isinstance(raw_entries, list) or not raw_entries:
+    raw_entries = data.get("check", [])
+    if not isinstance(raw_entries, list) or not (raw_entries or set(data) & set(kinds)):
         raise UserError(f"malformed suite {path}: it needs at least one [[check]] table")
     base = path.parent
     entries = []
     names: set[str] = set()
-    for index, raw in enumerate(raw_entries):
-        where = f"{path} check #{index + 1}"
+    tables = [("check", raw) for raw in raw_entries]
+    for kind in sorted(set(data) & set(kinds)):
+        if not isinstance(data[kind], list):
+            raise UserError(f"malformed suite {path}: {kind} must be an array of tables ([[{kind}]])")
+        tables += [(kind, raw) for raw in data[kind]]
+    counts: dict[str, int] = {}
+    for kind, raw in tables:
+        counts[kind] = counts.get(kind, 0) + 1
+        where = f"{path} {kind} #{counts[kind]}"
         if not isinstance(raw, dict):
             raise UserError(f"{where}: an entry must be a table")
-        entry = _entry(raw, base, where, vacuity_default)
+        if kind == "check":
+            entry = _entry(raw, base, where, vacuity_default)
+        else:
+            job = kinds[kind](raw, base, where)
+            entry = Entry(name=job.name, check=None, expect="", job=job)
         if entry.name in names:
             raise UserError(f"{where}: another entry is already named {entry.name!r}")
         names.add(entry.name)
@@ -338,6 +378,7 @@ def _judge_replay(entry: Entry) -> tuple[list[str], str]:
     one of the entry's properties, has the expected length, and violates its property exactly at its
     last state. Checked for every entry with a ``replay``, whether or not it also searches."""
     assert entry.replay is not None
+    assert entry.check is not None
     model, props = entry.check.build()
     doc = read_trace(entry.replay)
     meta = doc["#meta"]
@@ -436,9 +477,12 @@ def _run_entry(entry: Entry, out_dir: str | Path | None) -> Outcome:
     start = time.perf_counter()
     result = None
     try:
-        if entry.conform is not None:
+        if entry.job is not None:
+            ok, message = entry.job.run(Path(out_dir) if out_dir is not None else None)
+        elif entry.conform is not None:
             ok, message, result = _judge_conform(entry, out_dir)
         elif entry.search:
+            assert entry.check is not None
             result = entry.check.run()
             if out_dir is not None:
                 write_traces(result, Path(out_dir) / result.model)

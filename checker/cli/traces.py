@@ -14,6 +14,7 @@ from kmc.checker.model import parse_sets
 from kmc.checker.outputs import check_output_file, write_atomically
 from kmc.checker.registry import load_model_class
 from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.observed import is_observed, observed_note, render_observed
 from kmc.checker.traces.replay import recheck, replay
 from kmc.checker.traces.text import trace_text
 
@@ -26,7 +27,12 @@ def render(
     from kmc.checker.traces.render import FORMATS, render_replayed
 
     check_output_file(output, "-o", tuple(f".{f}" for f in FORMATS))
-    done = recheck(replay(read_trace(trace)))
+    doc = read_trace(trace)
+    if is_observed(doc):
+        render_observed(doc, output)
+        print(f"{trace} -> {output} (observed, not a model trace)")
+        return
+    done = recheck(replay(doc))
     render_replayed(done, output)
     print(f"{trace} -> {output}")
     if done.meta.get("not_violated"):
@@ -94,6 +100,9 @@ def show(
 ) -> None:
     """Print a trace, showing only the fields that changed at each step."""
     doc = read_trace(trace)
+    if is_observed(doc):
+        print(trace_text(doc, full=full, note=observed_note(doc)))
+        return
     try:
         done = recheck(replay(doc))
     except UserError as exc:  # still worth reading; nothing in it is confirmed

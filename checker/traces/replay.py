@@ -55,6 +55,11 @@ def model_for_trace(doc: Mapping[str, Any]) -> Model:
 
 def replay(doc: Mapping[str, Any]) -> Replayed:
     """Check every state of the trace against the model; raise UserError at the first mismatch."""
+    if doc.get("#meta", {}).get("observed"):
+        raise UserError(
+            "this is an observed trace (what a real cluster logged), not a model's: there are no model "
+            "steps to replay; kmc show and kmc render read it"
+        )
     model = model_for_trace(doc)
     itf_states = [_vars_of(s) for s in doc["states"]]
     inits = [s for s in model.init_states() if state_vars(s) == itf_states[0]]

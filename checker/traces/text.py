@@ -61,7 +61,9 @@ def trace_text(doc: Mapping[str, Any], full: bool = False, note: str = "") -> st
     title = f"{meta.get('model')}"
     if meta.get("preset"):
         title += f" --preset {meta['preset']}"
-    if meta.get("property"):
+    if meta.get("observed"):
+        title = f"OBSERVED on a real cluster ({meta.get('model')}, {meta.get('trace', '')})"
+    elif meta.get("property"):
         title += f": {meta['property']} violated"
     lines.append(title)
     if note:
@@ -72,7 +74,9 @@ def trace_text(doc: Mapping[str, Any], full: bool = False, note: str = "") -> st
         action = state.get("#meta", {}).get("action")
         marker = "  <- loop starts here" if loop == index else ""
         if loop is None and meta.get("property") and index == len(states) - 1:
-            marker = f"  <- {meta['property']} violated here"
+            marker = (
+                "  <- not explained by the model" if meta.get("observed") else f"  <- {meta['property']} violated here"
+            )
         lines.append(f"State {index}: {format_action(action)}{marker}")
         if index == 0 or full:
             for key, value in state.items():
