@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := kmc-out
 
-.PHONY: demo test lint unit ci-suite system-deps java-deps kafka-jars counterexamples diagrams bench clean sanitize fields
+.PHONY: demo test lint unit ci-suite system-deps java-deps kafka-jars kafka-server cluster-deps counterexamples diagrams bench clean sanitize fields
 
 # The Kafka release whose classes the oracles call (`kmc conform`); its jars are fetched from Maven
 # Central once, into oracles/java/lib/$(KAFKA_VERSION) (ignored by git).
@@ -50,6 +50,19 @@ $(KAFKA_JARS)/.complete: oracles/java/pom.xml
 	  || { echo "could not fetch Kafka $(KAFKA_VERSION)'s jars: is that release on Maven Central?" >&2; exit 1; }
 	@rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).partial $(KAFKA_JARS) && touch $@
 
+# The Kafka broker the real-cluster campaigns start (the same release by default), fetched once into
+# cluster/java/lib/$(KAFKA_VERSION) (ignored by git); any other KRaft release: KAFKA_VERSION=3.9.1.
+kafka-server: $(STAMP)
+	@$(MAKE) --no-print-directory java-deps
+	@$(BIN)/python -c "from kmc.cluster.release import Release, server_jars; print(server_jars(Release.parse('$(KAFKA_VERSION)')))"
+
+# What the real-cluster tests need besides Java: iptables, for the network partitions between nodes
+# (each node runs as a Unix user of its own, which needs root; without root those tests skip).
+cluster-deps:
+	@missing=""; \
+	if [ "$$(id -u)" = 0 ]; then command -v iptables >/dev/null 2>&1 || missing="$$missing iptables"; fi; \
+	$(INSTALL_MISSING)
+
 # every C extension's sources and headers: a change to any rebuilds them (pip install)
 C_SOURCES := $(shell find checker models -name "*.[ch]")
 
@@ -87,7 +100,7 @@ ci-suite: $(STAMP)
 	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml --jobs $(TEST_WORKERS)
 
 test: NEED_CHROMIUM = yes
-test: system-deps kafka-jars $(STAMP) lint unit ci-suite
+test: system-deps cluster-deps kafka-jars $(STAMP) kafka-server lint unit ci-suite
 
 # Regenerate the checked-in shortest counterexamples from the models, and their diagrams.
 counterexamples: $(STAMP)

@@ -1,0 +1,470 @@
+"""A real Kafka cluster on loopback, started by the toolkit: KRaft, every node a broker and a controller.
+
+Everything lives under one run directory, recorded in its ``run.json``: the release, the nodes
+(ports, folders, directory ids, pids, users), the firewall chain. A cluster is started in one of two
+ways:
+
+* **owned** (a campaign, a drive, a test: ``Cluster.start(...)`` as a context manager): its nodes die
+  with the process that started them on every way out -- the normal end, an exception, Ctrl-C,
+  SIGTERM, and ``kill -9`` of that process, through the kernel's parent-death signal for the nodes
+  and a reaper process (reaper.py) that removes the firewall rules and the users when the pipe from
+  its parent closes;
+* **in the background** (``kmc cluster start``): the nodes run on until ``kmc cluster stop``.
+
+A start in a run directory a dead run left first removes what it left (processes, rules, users).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kmc.checker.errors import UserError
+from kmc.cluster import network, users
+from kmc.cluster.node import Node
+from kmc.cluster.release import Release, requested, server_jars
+
+RUN_FILE = "run.json"
+MARKER = "kmc-cluster"
+READY_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 20.0
+TOOL_TIMEOUT_S = 60.0
+LOG4J2 = """status = error
+appender.server.type = File
+appender.server.name = server
+appender.server.fileName = ${sys:kafka.logs.dir}/server.log
+appender.server.layout.type = PatternLayout
+appender.server.layout.pattern = [%d] %p %m (%c)%n
+appender.state.type = File
+appender.state.name = state
+appender.state.fileName = ${sys:kafka.logs.dir}/state-change.log
+appender.state.layout.type = PatternLayout
+appender.state.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.server.ref = server
+logger.state.name = state.change.logger
+logger.state.level = info
+logger.state.additivity = false
+logger.state.appenderRef.state.ref = state
+"""
+BROKER_DEFAULTS: dict[str, str] = {
+    "num.network.threads": "2",
+    "num.io.threads": "2",
+    "num.partitions": "1",
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.cleaner.dedupe.buffer.size": "16777216",
+    "broker.session.timeout.ms": "6000",
+    "broker.heartbeat.interval.ms": "1000",
+    "replica.lag.time.max.ms": "6000",
+    "auto.create.topics.enable": "false",
+    "unclean.leader.election.enable": "false",
+}
+"""Small and quick: a heap of 128 MB needs the cleaner's buffer made to fit; failures are noticed in
+seconds. A campaign or a drive overrides what its scenario needs."""
+
+
+@dataclass
+class ClusterSpec:
+    """What to start: how many nodes, which release, and settings for every node's server.properties."""
+
+    nodes: int = 3
+    release: Release = field(default_factory=requested)
+    settings: Mapping[str, str] = field(default_factory=dict)
+    base_port: int | None = None
+    """The first of 2 * nodes consecutive ports on 127.0.0.1 (None: any free ones)."""
+    node_users: bool | None = None
+    """Run each node as a Unix user of its own (needed for partitions); None: where this is root."""
+    ready_timeout_s: float = READY_TIMEOUT_S
+    """How long the nodes may take to start before the start is given up (and everything removed)."""
+
+
+def free_ports(count: int, base: int | None) -> list[int]:
+    if base is not None:
+        ports = list(range(base, base + count))
+        for port in ports:
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    raise UserError(f"port {port} on 127.0.0.1 is in use: give another --base-port") from None
+        return ports
+    found: list[int] = []
+    holders = []
+    try:
+        for _ in range(count):
+            holder = socket.socket()
+            holder.bind(("127.0.0.1", 0))
+            holders.append(holder)
+            found.append(holder.getsockname()[1])
+    finally:
+        for holder in holders:
+            holder.close()
+    return found
+
+
+def reachable_by_others(run_dir: Path) -> None:
+    """The node users must reach their folders: every folder above the run directory must be
+    searchable by others (a private temporary folder is not)."""
+    for folder in [run_dir, *run_dir.parents]:
+        if folder.exists() and not folder.stat().st_mode & 0o001:
+            if folder == run_dir:
+                continue  # ours: made searchable when it is set up
+            raise UserError(
+                f"the nodes run as users of their own and cannot reach {run_dir}: {folder} is not searchable "
+                "by others (chmod o+x it, or give a --run-dir elsewhere)"
+            )
+
+
+def java() -> str:
+    found = shutil.which("java")
+    if found is None:
+        raise UserError("no Java runtime: Kafka's broker needs one (sudo apt-get install -y default-jre-headless)")
+    return found
+
+
+class Cluster:
+    """A started cluster (or one read back from its run directory)."""
+
+    def __init__(self, run_dir: Path, info: dict[str, Any], nodes: list[Node], owned: bool) -> None:
+        self.run_dir, self.info, self.nodes, self.owned = run_dir, info, nodes, owned
+        self.release = Release.parse(info["release"])
+        self.firewall = network.Firewall(info["chain"]) if info.get("chain") else None
+        self.reaper: subprocess.Popen[bytes] | None = None
+        self.classpath = str(Path(info["jars"]) / "*")
+
+    # -- starting ----------------------------------------------------------------------------------
+    @classmethod
+    def start(cls, run_dir: Path | str, spec: ClusterSpec | None = None, owned: bool = True) -> Cluster:
+        """Format and start the nodes, wait until every one is ready; on any failure, nothing is left."""
+        spec = spec or ClusterSpec()
+        java()  # before anything is made: no Java is one line, and nothing to clean up
+        run_dir = Path(run_dir).resolve()
+        as_users = spec.node_users if spec.node_users is not None else os.geteuid() == 0
+        if as_users and os.geteuid() != 0:
+            raise UserError("nodes can run as users of their own only as root")
+        if as_users:
+            reachable_by_others(run_dir)
+        prepare_run_dir(run_dir)
+        jars = server_jars(spec.release)
+        run_id = uuid.uuid4().hex[:6]
+        ports = free_ports(2 * spec.nodes, spec.base_port)
+        nodes = [
+            Node(
+                node_id=i + 1,
+                port=ports[2 * i],
+                controller_port=ports[2 * i + 1],
+                folder=run_dir / f"node-{i + 1}",
+                directory_id=_random_uuid(),
+                user=users.user_name(run_id, i + 1) if as_users else None,
+            )
+            for i in range(spec.nodes)
+        ]
+        info = {
+            "kind": MARKER,
+            "run_id": run_id,
+            "release": str(spec.release),
+            "jars": str(jars),
+            "cluster_id": _random_uuid(),
+            "owner_pid": os.getpid() if owned else None,
+            "chain": f"KMC-{run_id}" if as_users else None,
+            "settings": {**BROKER_DEFAULTS, **spec.settings},
+            "started": time.time(),
+            "nodes": [],
+        }
+        cluster = cls(run_dir, info, nodes, owned)
+        try:
+            cluster._launch(spec.ready_timeout_s)
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    def _launch(self, ready_timeout_s: float) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.firewall is not None:
+            self.run_dir.chmod(0o755)  # the node users pass through it to their folders
+        (self.run_dir / "log4j2.properties").write_text(LOG4J2)
+        self.save()  # before anything that a later start would have to clean up
+        if self.owned:
+            self.reaper = subprocess.Popen(
+                [sys.executable, "-m", "kmc.cluster.reaper", str(self.run_dir)],
+                stdin=subprocess.PIPE,
+                start_new_session=True,
+            )
+        for node in self.nodes:
+            if node.user is not None:
+                users.create(node.user)
+        if self.firewall is not None:
+            self.firewall.create([n.user for n in self.nodes if n.user is not None])
+        for node in self.nodes:
+            self._write_config(node)
+        self.format_storage(self.nodes)
+        for node in self.nodes:
+            self.start_node(node)
+        self.save()
+        deadline = time.monotonic() + ready_timeout_s
+        for node in self.nodes:
+            node.wait_ready(deadline)
+
+    def _write_config(self, node: Node) -> None:
+        for folder in (node.data / "logs", node.data / "metadata", node.logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        quorum = ",".join(f"127.0.0.1:{n.controller_port}" for n in self.nodes)
+        lines = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(node.data / "logs"),
+            "metadata.log.dir": str(node.data / "metadata"),
+            **self.info["settings"],
+        }
+        if self.release.dynamic_quorum:
+            lines["controller.quorum.bootstrap.servers"] = quorum
+        else:
+            lines["controller.quorum.voters"] = ",".join(
+                f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes
+            )
+        node.properties.parent.mkdir(parents=True, exist_ok=True)
+        node.properties.write_text("".join(f"{key}={value}\n" for key, value in lines.items()))
+
+    def format_storage(self, nodes: Sequence[Node], initial: bool = True) -> None:
+        """``kafka-storage format`` for each node, in parallel (3-5 s for three)."""
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}:{n.directory_id}" for n in self.nodes)
+        running = []
+        for node in nodes:
+            argv = [
+                java(),
+                "-cp",
+                self.classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "--cluster-id",
+                self.info["cluster_id"],
+                "--config",
+                str(node.properties),
+                "--ignore-formatted",
+            ]
+            if self.release.dynamic_quorum:
+                argv += ["--initial-controllers", voters] if initial else ["--no-initial-controllers"]
+            log = open(node.folder / "format.log", "ab")  # noqa: SIM115 - closed once the tool ends
+            running.append((node, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
+        for node, process, log in running:
+            code = process.wait(timeout=120)
+            log.close()
+            if code != 0:
+                raise UserError(f"formatting node {node.node_id}'s storage failed: see {node.folder / 'format.log'}")
+            if node.user is not None:
+                users.chown_tree(node.folder, node.user)
+
+    def metadata_quorum(self, *args: str, timeout_s: float = TOOL_TIMEOUT_S) -> str:
+        """``kafka-metadata-quorum --bootstrap-controller ... ARGS``: its output, or one error line."""
+        argv = [java(), "-cp", self.classpath, "org.apache.kafka.tools.MetadataQuorumCommand"]
+        argv += ["--bootstrap-controller", self.bootstrap_controllers, *args]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise UserError(f"kafka-metadata-quorum {' '.join(args)} did not answer in {timeout_s:.0f} s") from None
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"kafka-metadata-quorum {' '.join(args)} failed: {last[:300]}")
+        return done.stdout
+
+    def start_node(self, node: Node) -> None:
+        node.start(java(), self.classpath, self.run_dir / "log4j2.properties", die_with_parent=self.owned)
+
+    # -- the run directory -------------------------------------------------------------------------
+    def save(self) -> None:
+        self.info["nodes"] = [n.to_json() for n in self.nodes]
+        tmp = self.run_dir / f".{RUN_FILE}.tmp"
+        tmp.write_text(json.dumps(self.info, indent=2))
+        tmp.replace(self.run_dir / RUN_FILE)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(f"127.0.0.1:{n.controller_port}" for n in self.nodes)
+
+    def node(self, node_id: int) -> Node:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise UserError(f"no node {node_id}: the nodes are {', '.join(str(n.node_id) for n in self.nodes)}")
+
+    # -- stopping ----------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop every node (SIGTERM together, then kill -9 what is left), remove the firewall rules and
+        the users. Idempotent; every way out calls it."""
+        for node in self.nodes:
+            node.resume()
+            node.signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for node in self.nodes:
+            if node.process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    node.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            node.kill()  # a lone last node hangs on SIGTERM (its controlled shutdown needs a quorum)
+        cleanup(self.info)
+        if self.reaper is not None and self.reaper.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.reaper.stdin.close()  # the reaper sees EOF: nothing left for it
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.reaper.wait(timeout=10)
+        self.info["stopped"] = time.time()
+        if (self.run_dir / RUN_FILE).exists():
+            self.save()
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _random_uuid() -> str:
+    """A Kafka Uuid (base64 of 16 random bytes, as StorageTool random-uuid prints it)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def prepare_run_dir(run_dir: Path) -> None:
+    """A run directory that is new, empty, or ours; what a dead run left there is removed first."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"{run_dir} is not a directory")
+    if not run_dir.exists() or not any(run_dir.iterdir()):
+        return
+    info = read_info(run_dir)
+    if live_pids(info):
+        raise UserError(f"a cluster is running in {run_dir}: stop it first (kmc cluster stop --run-dir {run_dir})")
+    cleanup(info)
+    for path in run_dir.iterdir():
+        if path.is_dir() and path.name.startswith("node-"):
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.name in (RUN_FILE, "log4j2.properties"):
+            path.unlink()
+
+
+def read_info(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / RUN_FILE
+    try:
+        info = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{run_dir} is not a run directory of kmc (no {RUN_FILE}): give a new or empty one") from None
+    except ValueError:
+        raise UserError(f"{path} is damaged (not JSON): remove the directory by hand") from None
+    if not isinstance(info, dict) or info.get("kind") != MARKER:
+        raise UserError(f"{run_dir} is not a run directory of kmc ({RUN_FILE} is another program's)")
+    return info
+
+
+def is_node_process(pid: int, folder: str) -> bool:
+    """Whether ``pid`` is still the JVM of that node (a pid can be reused by another program)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"kafka.Kafka" in cmdline and f"{folder}/server.properties".encode() in cmdline
+
+
+def live_pids(info: Mapping[str, Any]) -> list[int]:
+    return [n["pid"] for n in info.get("nodes", []) if n.get("pid") and is_node_process(n["pid"], n["folder"])]
+
+
+def cleanup(info: Mapping[str, Any]) -> None:
+    """Kill what is left of a run's nodes, and remove its firewall chain and its users (idempotent)."""
+    for node in info.get("nodes", []):
+        pid = node.get("pid")
+        if pid and is_node_process(pid, node["folder"]):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+                os.kill(pid, signal.SIGKILL)
+    if info.get("chain") and network.available() is None:
+        network.Firewall(info["chain"]).remove()
+    for node in info.get("nodes", []):
+        if node.get("user"):
+            users.remove(node["user"])
+
+
+def stop_background(run_dir: Path) -> int:
+    """Stop a cluster that ``kmc cluster start`` left running: SIGTERM to every node at once, kill -9
+    after STOP_TIMEOUT_S, then its firewall rules and users. Returns how many nodes were running."""
+    info = read_info(run_dir)
+    if info.get("owner_pid") and _alive(info["owner_pid"]) and live_pids(info):
+        raise UserError(f"the cluster in {run_dir} belongs to a running campaign or test (pid {info['owner_pid']})")
+    pids = live_pids(info)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while live_pids(info) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    cleanup(info)
+    info["stopped"] = time.time()
+    (run_dir / RUN_FILE).write_text(json.dumps(info, indent=2))
+    return len(pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def status(run_dir: Path) -> dict[str, Any]:
+    """What ``kmc cluster status`` shows: the nodes, their ports and whether each runs."""
+    info = read_info(run_dir)
+    nodes = [{**n, "running": bool(n.get("pid")) and is_node_process(n["pid"], n["folder"])} for n in info["nodes"]]
+    return {
+        "run_dir": str(run_dir),
+        "release": info["release"],
+        "run_id": info["run_id"],
+        "nodes": nodes,
+        "bootstrap_servers": ",".join(f"127.0.0.1:{n['port']}" for n in nodes),
+    }
+
+
+@contextlib.contextmanager
+def started(run_dir: Path | str, spec: ClusterSpec | None = None) -> Iterator[Cluster]:
+    """A cluster owned by this process for the ``with`` block: SIGTERM stops it as Ctrl-C does."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def terminate(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        with Cluster.start(run_dir, spec) as cluster:
+            yield cluster
+    finally:
+        signal.signal(signal.SIGTERM, previous)

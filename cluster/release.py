@@ -1,0 +1,126 @@
+"""Which Kafka release a real cluster runs, and its server's jars.
+
+The release is the one the oracles pin (``oracles/java/pom.xml``: one variable for both) unless
+another is asked for. Its jars -- the broker, its tools and a log4j2 binding, about 90 jars and
+55 MB -- are copied from Maven Central by Maven into ``cluster/java/lib/<release>`` (ignored by
+git) once, by ``make kafka-server`` or on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from kmc.checker.errors import UserError
+from kmc.oracles.jvm import pinned_version
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+POM = JAVA_DIR / "pom.xml"
+FETCH_TIMEOUT_S = 600
+RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True, order=True)
+class Release:
+    """A Kafka release, e.g. 4.3.1: what each supported release needs done differently."""
+
+    major: int
+    minor: int
+    patch: int
+
+    @classmethod
+    def parse(cls, text: str) -> Release:
+        match = RELEASE.fullmatch(text.strip())
+        if match is None:
+            raise UserError(f"not a Kafka release: {text!r} (give one such as 4.3.1)")
+        release = cls(*(int(part) for part in match.groups()))
+        if release < Release(3, 3, 0):
+            raise UserError(f"Kafka {release} has no production KRaft mode: real clusters need 3.3 or later")
+        return release
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+    @property
+    def dynamic_quorum(self) -> bool:
+        """KIP-853: ``format --initial-controllers`` and controller.quorum.bootstrap.servers (3.9 on);
+        before, a static controller.quorum.voters."""
+        return self >= Release(3, 9, 0)
+
+    @property
+    def log4j2(self) -> bool:
+        """Kafka logs through log4j2 from 4.0 on (reload4j before)."""
+        return self >= Release(4, 0, 0)
+
+    @property
+    def metadata_decoder(self) -> str:
+        """The class that decodes __cluster_metadata (``--cluster-metadata-decoder``)."""
+        return "org.apache.kafka.tools.DumpLogSegments" if self >= Release(4, 0, 0) else "kafka.tools.DumpLogSegments"
+
+
+def requested(version: str | None = None) -> Release:
+    """The release asked for, else $KMC_KAFKA_VERSION, else the pinned one."""
+    return Release.parse(version or os.environ.get("KMC_KAFKA_VERSION") or pinned_version())
+
+
+def jars_dir(release: Release) -> Path:
+    override = os.environ.get("KMC_KAFKA_SERVER_JARS")
+    return Path(override) if override else JAVA_DIR / "lib" / str(release)
+
+
+def server_jars(release: Release, fetch: bool = True) -> Path:
+    """The folder of the release's server jars, fetched from Maven Central first if they are not there."""
+    folder = jars_dir(release)
+    if (folder / ".complete").is_file() or _has_server(folder):
+        return folder
+    if not fetch or "KMC_KAFKA_SERVER_JARS" in os.environ:
+        raise UserError(
+            f"Kafka {release}'s server jars are not in {folder}: run `make kafka-server KAFKA_VERSION={release}`"
+        )
+    _fetch(release, folder)
+    return folder
+
+
+def _has_server(folder: Path) -> bool:
+    return folder.is_dir() and any(p.name.startswith("kafka_2.13-") for p in folder.glob("*.jar"))
+
+
+def _fetch(release: Release, folder: Path) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise UserError("Maven is not installed: it fetches Kafka's jars (sudo apt-get install -y maven)")
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    argv = [
+        mvn,
+        "-q",
+        "-B",
+        "dependency:copy-dependencies",
+        f"-Dkafka.version={release}",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={partial}",
+    ]
+    try:
+        done = subprocess.run(argv, cwd=JAVA_DIR, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise UserError(
+            f"fetching Kafka {release}'s jars took over {FETCH_TIMEOUT_S} s: is Maven Central reachable?"
+        ) from None
+    if done.returncode != 0 or not _has_server(partial):
+        shutil.rmtree(partial, ignore_errors=True)
+        raise UserError(
+            f"Kafka {release} is not on Maven Central (or Maven failed): {_last_error(done.stdout + done.stderr)}"
+        )
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+    (folder / ".complete").touch()
+
+
+def _last_error(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if "ERROR" in line or "error" in line]
+    return (lines[0] if lines else text.strip().splitlines()[-1] if text.strip() else "no output")[:300]

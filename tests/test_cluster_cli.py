@@ -1,0 +1,131 @@
+"""Bad input to the real-cluster commands: one line on stderr, exit 2, and nothing left running."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kmc.checker.cli.app import main
+from kmc.checker.cli.suite import load_suite
+
+KMC = Path(sys.executable).parent / "kmc"
+
+
+def one_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("kmc: error: "), err
+    return err[0]
+
+
+@pytest.fixture
+def reachable(tmp_path: Path) -> Iterator[Path]:
+    """A folder the node users can reach (pytest's own temporary folders are private)."""
+    base = Path(tempfile.mkdtemp(prefix="kmc-cli-tests-"))
+    base.chmod(0o711)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["campaign", "--duration", "2"], "a campaign lasts 5 to 3600 seconds, not 2"),
+        (["campaign", "--faults", "crash,meteor"], "unknown fault meteor"),
+        (["campaign", "--acks", "2"], "acks must be 0, 1 or all, not '2'"),
+        (["campaign", "--depth", "99"], "the validation depth must be 1 to 20 steps, not 99"),
+        (["campaign", "--release", "2.8.0"], "Kafka 2.8.0 has no production KRaft mode"),
+        (["campaign", "--release", "4.x"], "not a Kafka release: '4.x'"),
+        (["campaign", "--config", "/nonexistent.toml"], "campaign file not found"),
+        (["cluster", "status", "--run-dir", "/nonexistent/run"], "is not a run directory of kmc"),
+        (["verify", "/nonexistent/run"], "is not a directory"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], error: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert error in one_error(args, capsys)
+
+
+def test_a_campaign_file_with_an_unknown_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('duration_s = 30\nworkload = { acks = "all", colour = "blue" }\n')
+    assert "workload: unknown key(s) colour" in one_error(["campaign", "--config", str(config)], capsys)
+
+
+def test_a_directory_that_is_not_ours_is_left_alone(reachable: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (reachable / "precious.txt").write_text("not kmc's")
+    assert "is not a run directory of kmc" in one_error(["cluster", "start", "--run-dir", str(reachable)], capsys)
+    assert (reachable / "precious.txt").read_text() == "not kmc's"
+    assert "is not a run directory of kmc" in one_error(["cluster", "stop", "--run-dir", str(reachable)], capsys)
+
+
+def test_a_finished_run_whose_history_is_not_a_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "campaign.json").write_text('{"seed": 1, "duration_s": 30}')
+    (tmp_path / "history.jsonl").write_text("this is not a history\n")
+    assert "not a history: the line is not JSON" in one_error(["verify", str(tmp_path)], capsys)
+
+
+def test_without_java_nothing_is_started(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # kmc, but no java
+    done = subprocess.run(
+        [str(KMC), "cluster", "start", "--run-dir", str(tmp_path / "run")], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "kmc: error: no Java runtime: Kafka's broker needs one (sudo apt-get install -y default-jre-headless)"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="nodes run as users of their own only as root")
+def test_a_run_dir_the_node_users_cannot_reach(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    error = one_error(["cluster", "start", "--run-dir", str(private / "run")], capsys)
+    assert error == (
+        f"kmc: error: the nodes run as users of their own and cannot reach {private}/run: {private} is not "
+        "searchable by others (chmod o+x it, or give a --run-dir elsewhere)"
+    )
+    assert not (private / "run").exists()
+
+
+def test_a_port_in_use(reachable: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        error = one_error(["cluster", "start", "--run-dir", str(reachable / "run"), "--base-port", str(port)], capsys)
+    assert error == f"kmc: error: port {port} on 127.0.0.1 is in use: give another --base-port"
+
+
+def test_a_node_that_never_becomes_ready_is_given_up(reachable: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = reachable / "run"
+    error = one_error(["cluster", "start", "--run-dir", str(run), "--nodes", "1", "--ready-timeout", "0.5"], capsys)
+    assert error == f"kmc: error: node 1 did not become ready in time: see {run.resolve()}/node-1/logs/server.log"
+    assert subprocess.run(["pgrep", "-f", str(run)], capture_output=True).stdout == b""
+
+
+def test_a_suite_entry_can_be_a_campaign(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.toml"
+    suite.write_text(
+        """
+[[campaign]]
+name = "acks=1 loses acknowledged writes when the leader is cut off"
+expect = "violated"
+expect_findings = ["AcknowledgedWriteNeverLost"]
+duration_s = 30
+workload = { acks = "1", idempotent = false }
+steps = [{ at_s = 6, action = "partition-leader" }, { at_s = 20, action = "heal" }]
+"""
+    )
+    [entry] = load_suite(suite)
+    assert entry.check is None and entry.label == "campaign"
+    assert entry.job.spec.workload.acks == "1" and entry.job.expect_findings == ["AcknowledgedWriteNeverLost"]
+    suite.write_text('[[campaign]]\nname = "x"\nexpect = "maybe"\n')
+    with pytest.raises(Exception, match="'expect' must be one of holds, violated"):
+        load_suite(suite)

@@ -1,0 +1,236 @@
+"""A real Kafka cluster on loopback: started, faulted, and stopped with nothing left behind, and a
+short campaign under faults whose history and metadata log are checked.
+
+Every test here runs Kafka's broker (the pinned release's jars, fetched by `make kafka-server`). The
+nodes of one cluster are shared by the fault tests; the tests of what is left after each way out
+start one-node clusters of their own. Partitions need root and iptables: without them those tests
+skip, with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kmc.cluster import network
+from kmc.cluster.cluster import Cluster, ClusterSpec, live_pids, read_info, started
+from kmc.cluster.faults import Nemesis
+from kmc.cluster.history import History
+
+HERE = Path(__file__).resolve().parent
+KMC = Path(sys.executable).parent / "kmc"
+NO_PARTITIONS = network.available()
+needs_partitions = pytest.mark.skipif(NO_PARTITIONS is not None, reason=str(NO_PARTITIONS))
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[Path]:
+    """A folder the node users can pass through (pytest's own temporary folders are private)."""
+    base = Path(tempfile.mkdtemp(prefix="kmc-cluster-tests-"))
+    base.chmod(0o711)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(runs: Path) -> Iterator[Cluster]:
+    with started(runs / "shared", ClusterSpec(nodes=3)) as running:
+        yield running
+
+
+@pytest.fixture
+def nemesis(cluster: Cluster, tmp_path: Path) -> Iterator[Nemesis]:
+    history = History(tmp_path / "history.jsonl")
+    yield Nemesis(cluster, history)
+    history.close()
+
+
+def reaches(user: str | None, port: int) -> bool:
+    """Whether a process of ``user`` can open a connection to 127.0.0.1:port (2 s)."""
+    entry = pwd.getpwnam(user) if user else None
+
+    def become() -> None:
+        if entry is not None:
+            os.setgid(entry.pw_gid)
+            os.setuid(entry.pw_uid)
+
+    probe = ["timeout", "2", "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"]
+    done = subprocess.run(probe, preexec_fn=become, cwd="/", capture_output=True, timeout=20)
+    return done.returncode == 0
+
+
+def leftovers(run_dir: Path, run_id: str) -> list[str]:
+    """What of a run is still there: processes naming its directory, its firewall chain, its users."""
+    found = []
+    ps = subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True, text=True)
+    found += [f"process {pid}" for pid in ps.stdout.split()]
+    if NO_PARTITIONS is None:
+        rules = subprocess.run(["iptables", "-w", "-S"], capture_output=True, text=True).stdout
+        found += [f"iptables chain KMC-{run_id}" for line in rules.splitlines() if f"KMC-{run_id}" in line][:1]
+    users = subprocess.run(["getent", "passwd"], capture_output=True, text=True).stdout
+    found += [f"user {line.split(':')[0]}" for line in users.splitlines() if line.startswith(f"kmc{run_id}n")]
+    return found
+
+
+def test_the_cluster_runs_every_node_as_a_broker_and_a_controller(cluster: Cluster) -> None:
+    info = read_info(cluster.run_dir)
+    assert len(live_pids(info)) == 3
+    assert info["release"] == str(cluster.release)
+    assert Nemesis(cluster, History(cluster.run_dir / "probe.jsonl")).active_controller() in (1, 2, 3)
+    for node in cluster.nodes:
+        properties = node.properties.read_text()
+        assert "process.roles=broker,controller" in properties
+        assert (
+            f"listeners=PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}" in properties
+        )
+
+
+def test_a_crashed_node_restarts_on_its_data(cluster: Cluster, nemesis: Nemesis) -> None:
+    node = cluster.node(3)
+    nemesis.crash(3)
+    assert not node.running() and len(live_pids(read_info(cluster.run_dir))) == 2
+    nemesis.restart(3)
+    assert node.running() and len(live_pids(read_info(cluster.run_dir))) == 3
+    assert [e.f for e in nemesis.history.events] == ["crash", "restart"]
+
+
+def test_a_paused_node_is_stopped_until_resumed(cluster: Cluster, nemesis: Nemesis) -> None:
+    node = cluster.node(2)
+
+    def state() -> str:
+        return next(
+            line for line in Path(f"/proc/{node.pid}/status").read_text().splitlines() if line.startswith("State")
+        )
+
+    def settles(stopped: bool) -> bool:  # a signal is delivered to the JVM's threads in a moment
+        deadline = time.monotonic() + 5
+        while ("stopped" in state()) != stopped and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return ("stopped" in state()) == stopped
+
+    nemesis.pause(2)
+    assert settles(stopped=True)
+    nemesis.resume(2)
+    assert settles(stopped=False)
+
+
+@needs_partitions
+def test_a_partition_cuts_the_nodes_apart_and_nobody_else(cluster: Cluster, nemesis: Nemesis) -> None:
+    one, two, three = (cluster.node(i) for i in (1, 2, 3))
+    assert reaches(one.user, two.port) and reaches(two.user, one.controller_port)
+    nemesis.partition([1], [2, 3])
+    try:
+        assert not reaches(one.user, two.port) and not reaches(one.user, three.controller_port)
+        assert not reaches(two.user, one.port)  # both ways
+        assert reaches(two.user, three.port)  # the majority side still talks
+        assert reaches(None, one.port)  # clients (root here) are not cut off
+    finally:
+        nemesis.heal()
+    assert reaches(one.user, two.port) and reaches(two.user, one.port)
+
+
+@needs_partitions
+def test_a_one_way_partition_drops_what_one_side_sends(cluster: Cluster, nemesis: Nemesis) -> None:
+    one, two, three = (cluster.node(i) for i in (1, 2, 3))
+    nemesis.partition([1], [2], one_way=True)
+    try:
+        assert not reaches(one.user, two.port)
+        assert reaches(one.user, three.port)
+        # 2 -> 1: its SYN arrives, but 1's answer on a connection 2 opened is dropped (connmark)
+        assert not reaches(two.user, one.port)
+        assert reaches(three.user, one.port)
+    finally:
+        nemesis.heal()
+    assert nemesis.history.events[0].value == {"from": [1], "to": [2], "one_way": True}
+
+
+def test_a_lost_disk_comes_back_formatted_and_empty(cluster: Cluster, nemesis: Nemesis) -> None:
+    node = cluster.node(3)
+    (node.data / "logs" / "kmc-marker").mkdir(exist_ok=True)
+    nemesis.lose_disk(3)
+    assert not (node.data / "logs" / "kmc-marker").exists()
+    assert "directory.id=" in (node.data / "logs" / "meta.properties").read_text()
+    nemesis.restart(3)
+    assert node.running()
+
+
+@pytest.mark.parametrize("way_out", ["exit", "raise", "SIGINT", "SIGTERM", "SIGKILL"])
+def test_nothing_is_left_after_the_owner_ends(way_out: str, runs: Path) -> None:
+    """An owned cluster dies with its owner however it ends: the JVMs by the parent-death signal or
+    the owner's own stop, the firewall chain and the users by the stop or, after kill -9, the reaper."""
+    if os.geteuid() != 0:
+        pytest.skip("nodes run as users of their own only as root")
+    run_dir = runs / f"owner-{way_out}"
+    mode = way_out if way_out in ("exit", "raise") else "wait"
+    owner = subprocess.Popen(
+        [sys.executable, str(HERE / "cluster_owner.py"), str(run_dir), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    line = owner.stdout.readline().split()
+    assert line[:1] == ["ready"], owner.stderr.read() if owner.stderr else ""
+    run_id = line[1]
+    assert leftovers(run_dir, run_id)  # there is something to clean up
+    if mode == "wait":
+        time.sleep(1)
+        owner.send_signal(getattr(signal, way_out))
+    owner.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while leftovers(run_dir, run_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert leftovers(run_dir, run_id) == []
+    assert owner.returncode != 0 if way_out != "exit" else owner.returncode == 0
+
+
+def test_a_short_campaign_under_faults_holds_and_its_metadata_log_validates(runs: Path, tmp_path: Path) -> None:
+    run_dir = runs / "campaign"
+    junit = tmp_path / "junit.xml"
+    done = subprocess.run(
+        [
+            str(KMC),
+            "campaign",
+            "--run-dir",
+            str(run_dir),
+            "--seed",
+            "3",
+            "--duration",
+            "24",
+            "--faults",
+            "crash,pause,partition,crash-leader" if NO_PARTITIONS is None else "crash,pause,crash-leader",
+            "--json",
+            "--junit",
+            str(junit),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["verdict"] == "holds" and result["findings"] == [] and result["not_exercised"] == []
+    assert result["faults"] == 2 and result["operations"]["ok"] > 500
+    assert result["checks"]["AcknowledgedWriteNeverLost"] > 500
+    models = result["validation"]["models"]
+    assert models["kraft-replication"]["transitions"] >= 4
+    assert all(m["validated"] == m["transitions"] for m in models.values())
+    assert "cluster up in" in done.stderr and "stopping the cluster" in done.stderr
+    for name in ("campaign.json", "schedule.json", "history.jsonl", "result.json", "clients.log"):
+        assert (run_dir / name).is_file(), name
+    assert json.loads((run_dir / "schedule.json").read_text())["seed"] == 3
+    assert 'name="kraft-replication trace validation"' in junit.read_text()
+    assert leftovers(run_dir, read_info(run_dir / "cluster")["run_id"]) == []
+    again = subprocess.run([str(KMC), "verify", str(run_dir), "--json"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    rechecked = json.loads(again.stdout)
+    assert rechecked["validation"]["models"] == models and rechecked["checks"] == result["checks"]
