@@ -134,6 +134,15 @@ def reachable_by_others(run_dir: Path) -> None:
             )
 
 
+def last_words(log: Path) -> str:
+    """The last line a tool wrote, for an error line (the whole log stays on disk)."""
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "it wrote nothing"
+
+
 def java() -> str:
     found = shutil.which("java")
     if found is None:
@@ -275,7 +284,10 @@ class Cluster:
             code = process.wait(timeout=120)
             log.close()
             if code != 0:
-                raise UserError(f"formatting node {node.node_id}'s storage failed: see {node.folder / 'format.log'}")
+                said = last_words(node.folder / "format.log")
+                raise UserError(
+                    f"formatting node {node.node_id}'s storage failed ({said}): see {node.folder / 'format.log'}"
+                )
             if node.user is not None:
                 users.chown_tree(node.folder, node.user)
 
