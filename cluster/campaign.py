@@ -17,8 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from kmc.checker.errors import UserError
-from kmc.cluster.checkers import FINAL_COMMITTED, FINAL_LOG, Finding, applicable, check_history, exercised
-from kmc.cluster.cluster import Cluster, ClusterSpec, java, started
+from kmc.cluster.attribution import Attribution, attribute, decode_batches
+from kmc.cluster.checkers import (
+    FINAL_COMMITTED,
+    FINAL_LOG,
+    Facts,
+    Finding,
+    applicable,
+    check_history,
+    duplicates,
+    exercised,
+)
+from kmc.cluster.cluster import Cluster, ClusterSpec, java, read_info, started
 from kmc.cluster.faults import Nemesis
 from kmc.cluster.history import History, read_history
 from kmc.cluster.mappings import MAPPINGS
@@ -151,6 +161,8 @@ class CampaignResult:
     elapsed_s: float
     validation: RunValidation | None = None
     client_errors: list[str] = field(default_factory=list)
+    attributions: list[Attribution] = field(default_factory=list)
+    """Who wrote each run of duplicated values: the client or the broker (from the batches' headers)."""
 
     @property
     def ok(self) -> bool:
@@ -175,6 +187,7 @@ class CampaignResult:
             "elapsed_s": round(self.elapsed_s, 1),
             "validation": self.validation.to_json() if self.validation is not None else None,
             "client_errors": self.client_errors,
+            "attributions": [a.to_json() for a in self.attributions],
         }
 
 
@@ -244,24 +257,34 @@ def check_run(
             operations[event.type] = operations.get(event.type, 0) + 1
     faults = sum(1 for e in events if e.process == "nemesis" and e.f not in ("restart", "resume", "heal", "rejoin"))
     result = CampaignResult(spec, findings, exercised(events, names), operations, faults, 0.0)
+    if any(f.check == "NoDuplicates" for f in findings):
+        progress("reading the batches that hold the duplicates")
+        result.attributions = attribute_duplicates(run_dir, events)
     if spec.validate:
         progress("validating the metadata log against the models")
         result.validation = validate_metadata(run_dir, spec.depth)
     return result
 
 
+def attribute_duplicates(run_dir: Path, events: list[Any]) -> list[Attribution]:
+    """The producer ids, epochs and sequences of the batches holding each duplicate's two copies."""
+    found = duplicates(Facts.of(events))
+    cluster_dir = run_dir / CLUSTER_DIR
+    if not (cluster_dir / "run.json").exists():
+        return []
+    jars = server_jars(Release.parse(read_info(cluster_dir)["release"]), fetch=False)
+    return attribute(found, decode_batches(cluster_dir, found, str(jars / "*"), java()))
+
+
 def validate_metadata(run_dir: Path, depth: int | None = None) -> RunValidation:
     """Decode every node's metadata log of a stopped run and validate it against every mapped model."""
-    from kmc.cluster.cluster import read_info
-
     cluster_dir = run_dir / CLUSTER_DIR
     info = read_info(cluster_dir)
     release = Release.parse(info["release"])
     jars = server_jars(release, fetch=False)
     logs = decode(cluster_dir, release, str(jars / "*"), java())
-    bootstrap = tuple(sorted((n["node_id"], n["directory_id"]) for n in info["nodes"]))
-    if "bootstrap_voters" in info:
-        bootstrap = tuple(tuple(v) for v in info["bootstrap_voters"])  # type: ignore[misc]
+    voters = info.get("bootstrap_voters") or [(n["node_id"], n["directory_id"]) for n in info["nodes"]]
+    bootstrap = tuple(sorted((int(node), str(directory)) for node, directory in voters))
     return validate_run(observations(logs, bootstrap, info.get("settings", {})), MAPPINGS, run_dir / "observed", depth)
 
 

@@ -111,23 +111,30 @@ def acknowledged_write_lost(facts: Facts) -> list[Finding]:
     ]
 
 
-def duplicated_in_log(facts: Facts) -> list[Finding]:
-    """No value is in the log twice (the idempotent producer's promise)."""
-    findings = []
+def duplicates(facts: Facts) -> dict[str, dict[int, list[int]]]:
+    """Per partition, every value the log holds more than once, and its offsets."""
+    found: dict[str, dict[int, list[int]]] = {}
     for key, records in facts.final.get(FINAL_LOG, {}).items():
         offsets: dict[int, list[int]] = defaultdict(list)
         for offset, value, _epoch in records:
             offsets[value].append(offset)
-        for value, at in sorted(offsets.items()):
-            if len(at) > 1:
-                findings.append(
-                    Finding(
-                        "NoDuplicates",
-                        f"value {value} is in {key} at offsets {at}",
-                        (facts.sends[value][2],) if value in facts.sends else (),
-                    )
-                )
-    return findings
+        twice = {value: at for value, at in sorted(offsets.items()) if len(at) > 1}
+        if twice:
+            found[key] = twice
+    return found
+
+
+def duplicated_in_log(facts: Facts) -> list[Finding]:
+    """No value is in the log twice (the idempotent producer's promise)."""
+    return [
+        Finding(
+            "NoDuplicates",
+            f"value {value} is in {key} at offsets {at}",
+            (facts.sends[value][2],) if value in facts.sends else (),
+        )
+        for key, values in duplicates(facts).items()
+        for value, at in values.items()
+    ]
 
 
 def producer_order_broken(facts: Facts) -> list[Finding]:
@@ -190,15 +197,26 @@ def torn_transaction(facts: Facts) -> list[Finding]:
 
 
 def offsets_or_epochs_backwards(facts: Facts) -> list[Finding]:
-    """A value is always at the same offset, and leader epochs never go down along a partition's log."""
+    """A value is always at the same offset (at one of its copies, when the log holds it twice: the
+    duplicate is NoDuplicates' finding), and leader epochs never go down along a partition's log."""
     findings = []
     where: dict[int, tuple[str, int, int]] = {}
+    copies: dict[int, set[tuple[str, int]]] = defaultdict(set)
+    for key, records in facts.final.get(FINAL_LOG, {}).items():
+        for offset, value, _epoch in records:
+            copies[value].add((key, offset))
     reads = [(event.index, key, records) for event, key, records in facts.polls]
     reads += [
         (facts.final_index[r], key, records) for r, by_key in facts.final.items() for key, records in by_key.items()
     ]
     for index, key, records in reads:
         for offset, value, _epoch in records:
+            if len(copies[value]) > 1:
+                if (key, offset) not in copies[value]:
+                    at = ", ".join(f"{k}:{o}" for k, o in sorted(copies[value]))
+                    message = f"value {value} was read at {key}:{offset}, and the log holds it at {at}"
+                    findings.append(Finding("OffsetsStable", message, (index, facts.final_index[FINAL_LOG])))
+                continue
             seen = where.setdefault(value, (key, offset, index))
             if seen[:2] != (key, offset):
                 findings.append(

@@ -134,6 +134,10 @@ def reachable_by_others(run_dir: Path) -> None:
             )
 
 
+TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
+"""Kafka's command-line tools run a moment: a small heap and no JIT beyond the first tier."""
+
+
 def last_words(log: Path) -> str:
     """The last line a tool wrote, for an error line (the whole log stays on disk)."""
     try:
@@ -196,6 +200,8 @@ class Cluster:
             "owner_pid": os.getpid() if owned else None,
             "chain": f"KMC-{run_id}" if as_users else None,
             "settings": {**BROKER_DEFAULTS, **spec.settings},
+            "bootstrap_voters": sorted([n.node_id, n.directory_id] for n in nodes),
+            # what format --initial-controllers wrote: a node that loses its disk later gets a new id
             "started": time.time(),
             "nodes": [],
         }
@@ -266,6 +272,7 @@ class Cluster:
         for node in nodes:
             argv = [
                 java(),
+                *TOOL_JVM_OPTIONS,
                 "-cp",
                 self.classpath,
                 "kafka.tools.StorageTool",
@@ -293,7 +300,7 @@ class Cluster:
 
     def metadata_quorum(self, *args: str, timeout_s: float = TOOL_TIMEOUT_S) -> str:
         """``kafka-metadata-quorum --bootstrap-controller ... ARGS``: its output, or one error line."""
-        argv = [java(), "-cp", self.classpath, "org.apache.kafka.tools.MetadataQuorumCommand"]
+        argv = [java(), *TOOL_JVM_OPTIONS, "-cp", self.classpath, "org.apache.kafka.tools.MetadataQuorumCommand"]
         argv += ["--bootstrap-controller", self.bootstrap_controllers, *args]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)

@@ -31,8 +31,9 @@ KINDS = (
     "cut-followers",
     "lose-controller-disk",
 )
-"""The faults a schedule can hold (each undone after a while: restart, resume, heal). The last three
-aim at the leader of the workload's first partition, as a client's metadata shows it at the time."""
+"""The faults a schedule can hold (each undone after a while: restart, resume, heal, rejoin).
+crash-leader, partition-leader and cut-followers aim at the leader of the workload's first partition,
+as a client's metadata shows it at the time; crash-controller at the quorum's leader."""
 
 
 class Nemesis:

@@ -15,9 +15,10 @@ Each line is one event::
   ``["send", key, value]`` (a key is a topic-partition, ``"t-0"``), completed as ``["send", key,
   [offset, value]]``; ``poll`` is ``[["poll", {key: [[offset, value], ...]}]]``; ``txn`` is a
   transaction: sends and polls in one list, committed when ``ok``, aborted when ``fail``. The
-  consumer's own operations are ``subscribe`` and ``assign``; faults are ``crash``, ``restart``,
-  ``pause``, ``resume``, ``partition``, ``heal``, ``lose-disk`` and ``crash-controller``, with
-  their targets as the value.
+  consumer's own operations are ``subscribe`` and ``assign``; faults are named as the fault kinds
+  and the steps that undo them (faults.py: ``crash``, ``restart``, ``pause``, ``resume``,
+  ``partition``, ``heal``, ``lose-disk``, ``lose-controller-disk``, ``rejoin``, ...), with their
+  targets as the value.
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ def campaign_text(result: Any, title: str) -> str:
         lines.append(f"      {finding.check}: {finding.message} (history events {ops_named})")
     if len(result.findings) > 20:
         lines.append(f"      ... and {len(result.findings) - 20} more in result.json")
+    for attribution in result.attributions:
+        lines.append(f"      the {attribution.by}'s doing: {attribution.describe()}")
     validation = result.validation
     if validation is not None:
         lines.append("  metadata log against the models:")

@@ -3,10 +3,11 @@ with it, so that a node's packets can be told by their owner (network.py)."""
 
 from __future__ import annotations
 
-import contextlib
+import grp
 import os
 import pwd
 import subprocess
+import time
 
 from kmc.checker.errors import UserError
 
@@ -26,14 +27,26 @@ def exists(name: str) -> bool:
     return True
 
 
+LOCK_TRIES = 20
+LOCK_WAIT_S = 0.25
+
+
+def shadow_tool(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """useradd, userdel or groupdel, tried again while another one holds /etc/passwd's lock (two
+    clusters starting or stopping at once): at most LOCK_TRIES times, LOCK_WAIT_S apart."""
+    for _ in range(LOCK_TRIES):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode == 0 or "lock" not in done.stderr.lower():
+            return done
+        time.sleep(LOCK_WAIT_S)
+    return done
+
+
 def create(name: str) -> None:
     if exists(name):
         return
-    done = subprocess.run(
-        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name],
-        capture_output=True,
-        text=True,
-        check=False,
+    done = shadow_tool(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name]
     )
     if done.returncode != 0:
         raise UserError(f"cannot create the node user {name}: {done.stderr.strip()[:200]}")
@@ -42,9 +55,17 @@ def create(name: str) -> None:
 def remove(name: str) -> None:
     """The user and its group, if they are there (idempotent)."""
     if exists(name):
-        subprocess.run(["userdel", name], capture_output=True, check=False)
-    with contextlib.suppress(FileNotFoundError):
-        subprocess.run(["groupdel", name], capture_output=True, check=False)
+        shadow_tool(["userdel", name])
+    if group_exists(name):
+        shadow_tool(["groupdel", name])
+
+
+def group_exists(name: str) -> bool:
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def chown_tree(path: os.PathLike[str], name: str) -> None:

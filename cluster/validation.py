@@ -32,9 +32,9 @@ from kmc.cluster.mappings.base import Mapping, View
 
 DEFAULT_DEPTH = 8
 DEFAULT_STATES = 2_000_000
+"""States one transition's search may visit before its verdict is "undecided"."""
 PRUNED_SLACK = 1
 """A pruned search keeps the states reached at the shortest depth and this many steps beyond."""
-"""States one transition's search may visit before its verdict is "undecided"."""
 
 
 @dataclass

@@ -163,6 +163,22 @@ def test_a_lost_disk_comes_back_formatted_and_empty(cluster: Cluster, nemesis: N
     assert node.running()
 
 
+def test_a_controller_that_lost_its_disk_rejoins_as_a_new_voter(cluster: Cluster, nemesis: Nemesis) -> None:
+    """KIP-853: the node comes back with a new directory id; the old voter is removed and the new one
+    added, while the bootstrap voters stay what format wrote."""
+    old = cluster.node(2).directory_id
+    nemesis.lose_controller_disk(2)
+    new = cluster.node(2).directory_id
+    assert new != old
+    nemesis.rejoin(2)
+    status = cluster.metadata_quorum("describe", "--status")
+    [voters] = [line.split(":", 1)[1] for line in status.splitlines() if line.startswith("CurrentVoters:")]
+    ids = {v["id"]: v["directoryId"] for v in json.loads(voters)}
+    assert ids[2] == new and sorted(ids) == [1, 2, 3]
+    assert [2, old] in read_info(cluster.run_dir)["bootstrap_voters"]
+    assert [e.f for e in nemesis.history.events] == ["lose-controller-disk", "rejoin"]
+
+
 @pytest.mark.parametrize("way_out", ["exit", "raise", "SIGINT", "SIGTERM", "SIGKILL"])
 def test_nothing_is_left_after_the_owner_ends(way_out: str, runs: Path) -> None:
     """An owned cluster dies with its owner however it ends: the JVMs by the parent-death signal or
