@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := kmc-out
 
-.PHONY: demo test lint unit ci-suite system-deps java-deps kafka-jars kafka-server cluster-deps counterexamples diagrams bench clean sanitize fields
+.PHONY: demo test lint unit ci-suite campaigns system-deps java-deps kafka-jars kafka-server cluster-deps counterexamples diagrams bench clean sanitize fields
 
 # The Kafka release whose classes the oracles call (`kmc conform`); its jars are fetched from Maven
 # Central once, into oracles/java/lib/$(KAFKA_VERSION) (ignored by git).
@@ -98,6 +98,10 @@ unit: $(STAMP)
 
 ci-suite: $(STAMP)
 	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml --jobs $(TEST_WORKERS)
+
+# The real-cluster campaigns of counterexamples/campaigns.toml, one after another (about 5 minutes).
+campaigns: cluster-deps kafka-server
+	$(BIN)/kmc ci counterexamples/campaigns.toml --junit $(OUT)/campaigns-junit.xml --jobs 1
 
 test: NEED_CHROMIUM = yes
 test: system-deps cluster-deps kafka-jars $(STAMP) kafka-server lint unit ci-suite
