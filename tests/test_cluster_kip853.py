@@ -60,6 +60,13 @@ def log_text(cluster: Cluster, node_id: int) -> str:
     return "".join(path.read_text(errors="replace") for path in sorted(logs.glob("server.log*")))
 
 
+def appended_alone(log: str, leader: int, voter: int) -> bool:
+    """Whether the leader has appended a voter set of ``voter`` alone (KafkaRaftClient logs each set
+    it reads from its log, uncommitted ones included)."""
+    prefix = f"[RaftManager id={leader}] Latest set of voters is VoterSet(voters={{{voter}=VoterNode("
+    return any(prefix in line and line.count("VoterNode(") == 1 for line in log.splitlines())
+
+
 def wait_for(condition, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -102,7 +109,7 @@ def test_a_leader_removed_and_restarted_before_the_removal_commits_leaves_no_lea
 
     self_removal = threading.Thread(target=remove_leader, daemon=True)
     self_removal.start()
-    time.sleep(3)
+    assert wait_for(lambda: appended_alone(log_text(cluster, leader), leader, last), 30), f"no VotersRecord {{{last}}}"
     nemesis.crash(leader)
     nemesis.restart(leader, wait=False)
     nemesis.resume(last)
