@@ -6,7 +6,7 @@ copy under the same producer id and epoch with sequences it already took means t
 its promise; a second copy under a new epoch (the client bumped it, and its sequences start again
 at 0) or a new producer id is a send the broker had no means to recognise, so the client re-sent
 something that had been written. ``DumpLogSegments`` prints every batch's header; one JVM decodes
-the topic's segments of every node.
+the topic's segments of every node (``tool``: the release's DumpLogSegments class).
 """
 
 from __future__ import annotations
@@ -101,7 +101,9 @@ def blame(first: ProducerBatch, second: ProducerBatch, first_offset: int, second
     return "client", "the client gave the same values two sequence numbers within one epoch"
 
 
-def decode_batches(cluster_dir: Path, partitions: Iterable[str], classpath: str, java: str) -> dict[str, list]:
+def decode_batches(
+    cluster_dir: Path, partitions: Iterable[str], classpath: str, java: str, tool: str
+) -> dict[str, list]:
     """Per partition, the batches of its longest copy among the nodes (all copies agree once healed)."""
     files: dict[str, tuple[str, int]] = {}
     for folder in sorted(cluster_dir.glob("node-*")):
@@ -111,7 +113,7 @@ def decode_batches(cluster_dir: Path, partitions: Iterable[str], classpath: str,
                 files[str(segment)] = (partition, node)
     if not files:
         return {}
-    argv = [java, "-cp", classpath, "org.apache.kafka.tools.DumpLogSegments", "--files", ",".join(files)]
+    argv = [java, "-cp", classpath, tool, "--files", ",".join(files)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S)
     except subprocess.TimeoutExpired:

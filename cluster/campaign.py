@@ -129,7 +129,24 @@ class CampaignSpec:
         if self.workload.replication_factor > self.nodes:
             raise UserError(f"replication factor {self.workload.replication_factor} needs as many nodes")
         self.workload.check()
-        self.schedule()
+        schedule = self.schedule()
+        if self.validate and self.release < Release(4, 0, 0):
+            raise UserError(
+                f"validating the metadata log of Kafka {self.release} is not supported (4.0 or later is): "
+                "give --no-validate"
+            )
+        kinds = set(self.bounds.kinds) if self.steps is None else {step.action for step in schedule.steps}
+        if "lose-controller-disk" in kinds and not self.release.dynamic_quorum:
+            raise UserError(
+                f"lose-controller-disk needs a dynamic quorum (KIP-853, Kafka 3.9 or later), not {self.release}"
+            )
+
+    def partitions(self) -> bool:
+        """Whether the schedule may cut the network (then the nodes need users of their own)."""
+        cuts = ("partition", "one-way-partition", "partition-leader", "cut-followers")
+        if self.steps is None:
+            return any(kind in cuts for kind in self.bounds.kinds)
+        return any(step.action in cuts for step in self.schedule().steps)
 
 
 def _typed(value: Any, kind: Any, where: str) -> Any:
@@ -163,10 +180,25 @@ class CampaignResult:
     client_errors: list[str] = field(default_factory=list)
     attributions: list[Attribution] = field(default_factory=list)
     """Who wrote each run of duplicated values: the client or the broker (from the batches' headers)."""
+    errors: list[str] = field(default_factory=list)
+    """What could not be checked after the run (the decoder failed, the jars are gone): the verdict
+    is then ``error``, and the history's findings still stand."""
+
+    @property
+    def verdict(self) -> str:
+        """``violated`` on a finding or an unexplained transition; ``not exercised`` when no write was
+        acknowledged (the clients failed, or acks=0): nothing was tested; else ``holds``."""
+        if self.findings or (self.validation is not None and not self.validation.ok):
+            return "violated"
+        if self.errors:
+            return "error"
+        if not self.checks.get("AcknowledgedWriteNeverLost"):
+            return "not exercised"
+        return "holds"
 
     @property
     def ok(self) -> bool:
-        return not self.findings and (self.validation is None or self.validation.ok)
+        return self.verdict == "holds"
 
     @property
     def not_exercised(self) -> list[str]:
@@ -177,7 +209,7 @@ class CampaignResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "verdict": "holds" if self.ok else "violated",
+            "verdict": self.verdict,
             "campaign": self.spec.to_json(),
             "checks": self.checks,
             "not_exercised": self.not_exercised,
@@ -188,6 +220,7 @@ class CampaignResult:
             "validation": self.validation.to_json() if self.validation is not None else None,
             "client_errors": self.client_errors,
             "attributions": [a.to_json() for a in self.attributions],
+            "errors": self.errors,
         }
 
 
@@ -197,6 +230,8 @@ Progress = Callable[[str], None]
 def run_campaign(spec: CampaignSpec, progress: Progress = lambda _line: None) -> CampaignResult:
     spec.check()
     schedule = spec.schedule()
+    if spec.run_dir.is_dir() and any(spec.run_dir.iterdir()) and not (spec.run_dir / "campaign.json").exists():
+        raise UserError(f"{spec.run_dir} is not a campaign's run directory (no campaign.json): give a new or empty one")
     spec.run_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("result.json", "history.jsonl"):
         (spec.run_dir / stale).unlink(missing_ok=True)
@@ -209,12 +244,8 @@ def run_campaign(spec: CampaignSpec, progress: Progress = lambda _line: None) ->
         "unclean.leader.election.enable": str(spec.workload.unclean_election).lower(),
         **spec.settings,
     }
-    partitions = any(k in spec.bounds.kinds for k in ("partition", "one-way-partition", "partition-leader"))
-    partitions |= any(
-        s.action in ("partition", "one-way-partition", "partition-leader", "cut-followers") for s in schedule.steps
-    )
     cluster_spec = ClusterSpec(
-        nodes=spec.nodes, release=spec.release, settings=settings, node_users=True if partitions else None
+        nodes=spec.nodes, release=spec.release, settings=settings, node_users=True if spec.partitions() else None
     )
     progress(f"starting {spec.nodes} nodes of Kafka {spec.release} in {spec.run_dir / CLUSTER_DIR}")
     workload: Workload | None = None
@@ -259,10 +290,16 @@ def check_run(
     result = CampaignResult(spec, findings, exercised(events, names), operations, faults, 0.0)
     if any(f.check == "NoDuplicates" for f in findings):
         progress("reading the batches that hold the duplicates")
-        result.attributions = attribute_duplicates(run_dir, events)
+        try:
+            result.attributions = attribute_duplicates(run_dir, events)
+        except UserError as exc:
+            result.errors.append(f"the duplicates could not be attributed: {exc}")
     if spec.validate:
         progress("validating the metadata log against the models")
-        result.validation = validate_metadata(run_dir, spec.depth)
+        try:
+            result.validation = validate_metadata(run_dir, spec.depth)
+        except UserError as exc:
+            result.errors.append(f"the metadata log could not be validated: {exc}")
     return result
 
 
@@ -272,8 +309,9 @@ def attribute_duplicates(run_dir: Path, events: list[Any]) -> list[Attribution]:
     cluster_dir = run_dir / CLUSTER_DIR
     if not (cluster_dir / "run.json").exists():
         return []
-    jars = server_jars(Release.parse(read_info(cluster_dir)["release"]), fetch=False)
-    return attribute(found, decode_batches(cluster_dir, found, str(jars / "*"), java()))
+    release = Release.parse(read_info(cluster_dir)["release"])
+    jars = server_jars(release, fetch=False)
+    return attribute(found, decode_batches(cluster_dir, found, str(jars / "*"), java(), release.metadata_decoder))
 
 
 def validate_metadata(run_dir: Path, depth: int | None = None) -> RunValidation:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from kmc.checker.cli.exit_codes import EXIT_HOLDS, EXIT_VIOLATED
+from kmc.checker.cli.exit_codes import EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_VIOLATED
 from kmc.checker.cli.junit import write_junit
 from kmc.checker.errors import UserError
 from kmc.checker.model import parse_sets
@@ -37,7 +37,9 @@ def start(
     nodes: Annotated[int, typer.Option(help="Nodes, each a broker and a controller.", min=1, max=9)] = 3,
     release: Annotated[str | None, typer.Option(help="Kafka release (default: the pinned one).")] = None,
     sets: Annotated[list[str], typer.Option("--set", "-s", help="server.properties key=value.")] = [],  # noqa: B006
-    base_port: Annotated[int | None, typer.Option(help="First of 2 x nodes ports on 127.0.0.1.")] = None,
+    base_port: Annotated[
+        int | None, typer.Option(min=1024, max=65000, help="First of 2 x nodes ports on 127.0.0.1.")
+    ] = None,
     ready_timeout: Annotated[float, typer.Option(help="Seconds the nodes may take to start.", min=0.1)] = 90.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -114,7 +116,8 @@ def campaign(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress on stderr.")] = True,
 ) -> None:
     """Start a cluster, run a workload under a seeded fault schedule, stop it, check the history and
-    validate the metadata log against the models; exit 1 on a finding. Faults: crash, pause,
+    validate the metadata log against the models; exit 1 on a finding or when no write was
+    acknowledged (nothing tested), 2 on bad input or when a check could not run. Faults: crash, pause,
     partition, one-way-partition, lose-disk, crash-controller, crash-leader, partition-leader,
     cut-followers, lose-controller-disk."""
     from dataclasses import replace
@@ -159,7 +162,9 @@ def campaign(
 def verify(
     run_dir: Annotated[Path, typer.Argument(help="A finished campaign's run directory.")],
     depth: Annotated[int | None, typer.Option(help="Validation: steps between observed states.")] = None,
-    validate: Annotated[bool, typer.Option("--validate/--no-validate", help="Validate the metadata log.")] = True,
+    validate: Annotated[
+        bool | None, typer.Option("--validate/--no-validate", help="Validate the metadata log (default: as the run).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
 ) -> None:
@@ -171,7 +176,8 @@ def verify(
         raise UserError(f"{run_dir} is not a directory")
     spec = spec_of(run_dir)
     spec.depth = depth if depth is not None else spec.depth
-    spec.validate = validate
+    spec.validate = validate if validate is not None else spec.validate
+    spec.check()
     began = time.monotonic()
     result = check_run(run_dir, lambda _line: None, spec)
     result.elapsed_s = time.monotonic() - began
@@ -198,4 +204,4 @@ def _report(result: Any, as_json: bool, junit: Path | None, title: str) -> None:
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(campaign_text(result, title))
-    raise typer.Exit(EXIT_HOLDS if result.ok else EXIT_VIOLATED)
+    raise typer.Exit({"holds": EXIT_HOLDS, "error": EXIT_BAD_INPUT}.get(result.verdict, EXIT_VIOLATED))

@@ -134,6 +134,7 @@ def reachable_by_others(run_dir: Path) -> None:
             )
 
 
+FORMAT_TIMEOUT_S = 120
 TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
 """Kafka's command-line tools run a moment: a small heap and no JIT beyond the first tier."""
 
@@ -171,9 +172,10 @@ class Cluster:
         spec = spec or ClusterSpec()
         java()  # before anything is made: no Java is one line, and nothing to clean up
         run_dir = Path(run_dir).resolve()
-        as_users = spec.node_users if spec.node_users is not None else os.geteuid() == 0
-        if as_users and os.geteuid() != 0:
-            raise UserError("nodes can run as users of their own only as root")
+        cannot_cut = network.available()
+        as_users = spec.node_users if spec.node_users is not None else cannot_cut is None
+        if as_users and cannot_cut is not None:
+            raise UserError(f"{cannot_cut}: leave the partition faults out (--faults) or run as root")
         if as_users:
             reachable_by_others(run_dir)
         prepare_run_dir(run_dir)
@@ -288,8 +290,14 @@ class Cluster:
             log = open(node.folder / "format.log", "ab")  # noqa: SIM115 - closed once the tool ends
             running.append((node, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
         for node, process, log in running:
-            code = process.wait(timeout=120)
-            log.close()
+            try:
+                code = process.wait(timeout=FORMAT_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                for _node, other, _log in running:
+                    other.kill()
+                raise UserError(f"formatting node {node.node_id}'s storage took over {FORMAT_TIMEOUT_S} s") from None
+            finally:
+                log.close()
             if code != 0:
                 said = last_words(node.folder / "format.log")
                 raise UserError(
@@ -298,10 +306,16 @@ class Cluster:
             if node.user is not None:
                 users.chown_tree(node.folder, node.user)
 
-    def metadata_quorum(self, *args: str, timeout_s: float = TOOL_TIMEOUT_S) -> str:
-        """``kafka-metadata-quorum --bootstrap-controller ... ARGS``: its output, or one error line."""
+    def metadata_quorum(
+        self, *args: str, timeout_s: float = TOOL_TIMEOUT_S, through: Sequence[int] | None = None
+    ) -> str:
+        """``kafka-metadata-quorum --bootstrap-controller ... ARGS``: its output, or one error line.
+        ``through``: the controllers to bootstrap from (default: all; a paused one can stall the tool)."""
+        controllers = self.bootstrap_controllers
+        if through is not None:
+            controllers = ",".join(f"127.0.0.1:{self.node(i).controller_port}" for i in through)
         argv = [java(), *TOOL_JVM_OPTIONS, "-cp", self.classpath, "org.apache.kafka.tools.MetadataQuorumCommand"]
-        argv += ["--bootstrap-controller", self.bootstrap_controllers, *args]
+        argv += ["--bootstrap-controller", controllers, *args]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -378,6 +392,8 @@ def prepare_run_dir(run_dir: Path) -> None:
         raise UserError(f"{run_dir} is not a directory")
     if not run_dir.exists() or not any(run_dir.iterdir()):
         return
+    if not (run_dir / RUN_FILE).exists():
+        raise UserError(f"{run_dir} is not a run directory of kmc (no {RUN_FILE}): give a new or empty one")
     info = read_info(run_dir)
     if live_pids(info):
         raise UserError(f"a cluster is running in {run_dir}: stop it first (kmc cluster stop --run-dir {run_dir})")
@@ -394,7 +410,7 @@ def read_info(run_dir: Path) -> dict[str, Any]:
     try:
         info = json.loads(path.read_text())
     except FileNotFoundError:
-        raise UserError(f"{run_dir} is not a run directory of kmc (no {RUN_FILE}): give a new or empty one") from None
+        raise UserError(f"{run_dir} is not a run directory of kmc (no {RUN_FILE})") from None
     except ValueError:
         raise UserError(f"{path} is damaged (not JSON): remove the directory by hand") from None
     if not isinstance(info, dict) or info.get("kind") != MARKER:

@@ -66,14 +66,16 @@ class Nemesis:
         self.cluster.node(node_id).resume()
         self.history.fault("resume", [node_id])
 
-    def partition(self, a: Sequence[int], b: Sequence[int], one_way: bool = False) -> None:
-        """Cut the nodes of ``a`` from those of ``b`` (with ``one_way``, only a -> b)."""
+    def partition(self, a: Sequence[int], b: Sequence[int], one_way: bool = False, kind: str | None = None) -> None:
+        """Cut the nodes of ``a`` from those of ``b`` (with ``one_way``, only a -> b); recorded as
+        ``kind`` (the fault that asked for it), else as partition or one-way-partition."""
         firewall = self.cluster.firewall
         if firewall is None:
             raise UserError("this cluster's nodes do not run as users of their own: no partitions (start it as root)")
         side = lambda ids: [(self.cluster.node(i).user, self._ports(i)) for i in ids]  # noqa: E731
         firewall.partition(side(a), side(b), one_way)  # type: ignore[arg-type]
-        self.history.fault("partition", {"from": list(a), "to": list(b), "one_way": one_way})
+        recorded = kind or ("one-way-partition" if one_way else "partition")
+        self.history.fault(recorded, {"from": list(a), "to": list(b), "one_way": one_way})
 
     def _ports(self, node_id: int) -> list[int]:
         node = self.cluster.node(node_id)
@@ -128,7 +130,7 @@ class Nemesis:
         if leader is None:
             return None
         others = [n.node_id for n in self.cluster.nodes if n.node_id != leader]
-        self.partition([leader], others)
+        self.partition([leader], others, kind="partition-leader")
         return leader
 
     def cut_followers(self) -> int | None:

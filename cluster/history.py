@@ -120,6 +120,10 @@ def _events(path: Path, lines: list[str]) -> Iterator[Event]:
             raise UserError(f"{path}:{number}: not a history event (it needs type in {', '.join(TYPES)} and f)")
         if not isinstance(raw.get("time"), int | float) or not isinstance(raw.get("process"), int | str):
             raise UserError(f"{path}:{number}: a history event needs a numeric time and a process")
+        if not isinstance(raw.get("index", 0), int) or isinstance(raw.get("index"), bool):
+            raise UserError(f"{path}:{number}: a history event's index is a whole number")
+        if raw["process"] != NEMESIS and (problem := malformed(raw["f"], raw.get("value"))) is not None:
+            raise UserError(f"{path}:{number}: not a history event: {problem}")
         yield Event(
             int(raw.get("index", number - 1)),
             float(raw["time"]),
@@ -129,3 +133,35 @@ def _events(path: Path, lines: list[str]) -> Iterator[Event]:
             raw.get("value"),
             raw.get("error"),
         )
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def malformed(f: str, value: Any) -> str | None:
+    """Why a client operation's value is not shaped as the checkers read it (None: it is)."""
+    if f not in ("send", "poll", "txn"):
+        return None
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(op, list) and op for op in value):
+        return f"a {f}'s value is a list of micro-operations"
+    for op in value:
+        if op[0] == "send":
+            written = op[2] if len(op) == 3 else None
+            pair = isinstance(written, list) and len(written) == 2 and _number(written[1])
+            if len(op) != 3 or not isinstance(op[1], str) or not (_number(written) or pair):
+                return 'a send is ["send", key, value] or ["send", key, [offset, value]]'
+        elif op[0] == "poll":
+            reads = op[1] if len(op) == 2 else {}
+            records = reads.values() if isinstance(reads, dict) else [None]
+            if not all(isinstance(r, list) and all(_record(x) for x in r) for r in records):
+                return 'a poll is ["poll", {key: [[offset, value, leaderEpoch], ...]}]'
+        else:
+            return f"unknown micro-operation {op[0]!r}"
+    return None
+
+
+def _record(x: Any) -> bool:
+    return isinstance(x, list) and len(x) == 3 and all(_number(n) for n in x)

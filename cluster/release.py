@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,3 +125,20 @@ def _fetch(release: Release, folder: Path) -> None:
 def _last_error(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if "ERROR" in line or "error" in line]
     return (lines[0] if lines else text.strip().splitlines()[-1] if text.strip() else "no output")[:300]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m kmc.cluster.release VERSION``: fetch a release's server jars (``make kafka-server``);
+    one line and exit 2 when it cannot."""
+    try:
+        if len(argv) != 1:
+            raise UserError("give one Kafka release, e.g. 4.3.1")
+        print(server_jars(Release.parse(argv[0])))
+    except UserError as exc:
+        print(f"kmc: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

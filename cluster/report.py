@@ -53,16 +53,20 @@ def campaign_text(result: Any, title: str) -> str:
             lines.append(f"      observed trace: {path} (kmc show / kmc render)")
     if result.client_errors:
         lines.append(f"  client errors: {'; '.join(result.client_errors[:3])}")
+    for error in result.errors:
+        lines.append(f"  not checked: {error}")
     if result.not_exercised:
         lines.append(f"  not exercised: {', '.join(result.not_exercised)}")
-    lines.append(f"  verdict: {'holds' if result.ok else 'violated'} ({result.elapsed_s:.1f} s)")
+    lines.append(f"  verdict: {result.verdict} ({result.elapsed_s:.1f} s)")
     return "\n".join(lines)
 
 
 def campaign_cases(result: Any) -> list[Case]:
     """One JUnit case per history check and per validated model."""
     cases = []
-    for name, count in result.checks.items():
+    names = list(result.checks) + sorted({f.check for f in result.findings} - set(result.checks))
+    for name in names:
+        count = result.checks.get(name)
         found = [f for f in result.findings if f.check == name]
         cases.append(
             Case(
@@ -75,14 +79,31 @@ def campaign_cases(result: Any) -> list[Case]:
         )
     if result.validation is not None:
         for model, counts in result.validation.per_model().items():
-            bad = [t for t in result.validation.traces if t.model == model and not t.ok]
             cases.append(
                 Case(
                     name=f"{model} trace validation",
                     classname="kmc.campaign.validation",
                     seconds=sum(t.elapsed_s for t in result.validation.traces if t.model == model),
-                    failure="\n".join(f"{t.trace}: not explained" for t in bad) or None,
+                    failure="\n".join(validation_failures(result.validation, model)) or None,
                     output=f"{counts['validated']}/{counts['transitions']} transitions explained",
                 )
             )
+    for error in result.errors:
+        cases.append(Case(name="not checked", classname="kmc.campaign", seconds=0.0, failure=error, output=""))
     return cases
+
+
+def validation_failures(validation: Any, model: str) -> list[str]:
+    """Why one model's validation failed: unexplained or undecided transitions, violated invariants."""
+    out = []
+    for trace in validation.traces:
+        if trace.model != model:
+            continue
+        if trace.unexplained is not None:
+            how = "undecided" if trace.unexplained.undecided else "not explained"
+            out.append(
+                f"{trace.trace}: observed state {trace.unexplained.index - 1} -> {trace.unexplained.index} {how}"
+            )
+        out += [f"{trace.trace}: {prop} violated on observed state {i}" for i, prop in trace.invariant_violations]
+    out += [f"{label}: {prop} violated" for m, label, prop in validation.snapshot_violations if m == model]
+    return out

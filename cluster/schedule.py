@@ -48,14 +48,17 @@ class Bounds:
     """Calm between one fault's undoing and the next fault."""
 
     def check(self) -> None:
+        if not self.kinds or not all(isinstance(kind, str) and kind for kind in self.kinds):
+            raise UserError(f"a schedule needs at least one fault kind, by name: the faults are {', '.join(KINDS)}")
         unknown = sorted(set(self.kinds) - set(KINDS))
         if unknown:
             raise UserError(f"unknown fault {', '.join(unknown)}: the faults are {', '.join(KINDS)}")
         if self.max_faulty != 1:
             raise UserError("schedules keep one node faulty at a time (max_faulty = 1): the guarantees assume it")
-        for name, (low, high) in (("fault_s", self.fault_s), ("gap_s", self.gap_s)):
-            if not 0 < low <= high:
-                raise UserError(f"bad schedule bound {name}: {low}..{high}")
+        for name, bound in (("fault_s", self.fault_s), ("gap_s", self.gap_s)):
+            numbers = [b for b in bound if isinstance(b, int | float) and not isinstance(b, bool)]
+            if len(bound) != 2 or len(numbers) != 2 or not 0 < numbers[0] <= numbers[1]:
+                raise UserError(f"bad schedule bound {name}: give [low, high] seconds with 0 < low <= high")
 
 
 @dataclass(frozen=True)

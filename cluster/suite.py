@@ -39,10 +39,10 @@ class CampaignJob:
         result = run_campaign(self.spec)
         found = sorted({f.check for f in result.findings})
         unexplained = [t.trace for t in (result.validation.traces if result.validation else []) if not t.ok]
-        verdict = "holds" if result.ok else "violated"
+        verdict = result.verdict
         problems = []
         if verdict != self.expect:
-            problems.append(f"expected {self.expect}, but the campaign {verdict}")
+            problems.append(f"expected {self.expect}, but the campaign gave {verdict}")
         missing = [name for name in self.expect_findings if name not in found]
         if missing:
             problems.append(f"expected findings of {', '.join(missing)}, found {', '.join(found) or 'none'}")

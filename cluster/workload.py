@@ -96,6 +96,8 @@ class WorkloadSpec:
             raise UserError(f"isolation must be read_committed or read_uncommitted, not {self.isolation!r}")
         if self.transactional and (self.acks != "all" or not self.idempotent):
             raise UserError("a transactional producer is idempotent with acks=all")
+        if self.idempotent and self.acks != "all":
+            raise UserError(f"an idempotent producer needs acks=all: with acks={self.acks}, give --no-idempotent")
 
     @property
     def keys(self) -> list[str]:
@@ -214,7 +216,9 @@ class Workload:
         partition = int(key.rsplit("-", 1)[1])
 
         def delivered(error: Any, message: Any) -> None:
-            if error is None:
+            if error is None and self.spec.acks == "0":  # sent, never acknowledged: unknown
+                self.history.record(process, "info", "send", [["send", key, value]], error="acks=0")
+            elif error is None:
                 offset = message.offset() if message.offset() >= 0 else None
                 self.history.record(process, "ok", "send", [["send", key, [offset, value]]])
             else:
@@ -319,32 +323,37 @@ def read_all(bootstrap: str, spec: WorkloadSpec, isolation: str, history: Histor
             "isolation.level": isolation,
         }
     )
+    history.record(process, "invoke", "poll", [["poll"]])
     try:
-        ends = {}
-        for p in range(spec.partitions):
-            _low, high = consumer.get_watermark_offsets(kafka.TopicPartition(spec.topic, p), timeout=OP_TIMEOUT_S)
-            ends[p] = high
-        consumer.assign([kafka.TopicPartition(spec.topic, p, kafka.OFFSET_BEGINNING) for p in range(spec.partitions)])
-        history.record(process, "invoke", "poll", [["poll"]])
-        polled: dict[str, list[list[int]]] = {key: [] for key in spec.keys}
-        deadline = time.monotonic() + 60
-        done = {p for p, end in ends.items() if end == 0}
-        while len(done) < spec.partitions and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=500, timeout=0.5):
-                if message.error() is not None:
-                    continue
-                for key, records in _polled(spec.topic, [message]).items():
-                    polled[key].extend(records)
-                if message.offset() + 1 >= ends[message.partition()]:
-                    done.add(message.partition())
-            positions = consumer.position([kafka.TopicPartition(spec.topic, p) for p in range(spec.partitions)])
-            done |= {tp.partition for tp in positions if tp.offset >= ends[tp.partition]}
-        kind = "ok" if len(done) == spec.partitions else "info"
-        history.record(
-            process, kind, "poll", [["poll", polled]], error=None if kind == "ok" else "did not reach the end"
-        )
+        _read_to_the_end(kafka, consumer, spec, history, process)
+    except kafka.KafkaException as exc:  # a partition without a leader at the end: what was read is unknown
+        history.record(process, "info", "poll", [["poll", {}]], error=f"could not read to the end: {exc}")
     finally:
         consumer.close()
+
+
+def _read_to_the_end(kafka: Any, consumer: Any, spec: WorkloadSpec, history: History, process: str) -> None:
+    """Every partition from its start to the end offsets it had when the read began, as one poll."""
+    ends = {}
+    for p in range(spec.partitions):
+        _low, high = consumer.get_watermark_offsets(kafka.TopicPartition(spec.topic, p), timeout=OP_TIMEOUT_S)
+        ends[p] = high
+    consumer.assign([kafka.TopicPartition(spec.topic, p, kafka.OFFSET_BEGINNING) for p in range(spec.partitions)])
+    polled: dict[str, list[list[int]]] = {key: [] for key in spec.keys}
+    deadline = time.monotonic() + 60
+    done = {p for p, end in ends.items() if end == 0}
+    while len(done) < spec.partitions and time.monotonic() < deadline:
+        for message in consumer.consume(num_messages=500, timeout=0.5):
+            if message.error() is not None:
+                continue
+            for key, records in _polled(spec.topic, [message]).items():
+                polled[key].extend(records)
+            if message.offset() + 1 >= ends[message.partition()]:
+                done.add(message.partition())
+        positions = consumer.position([kafka.TopicPartition(spec.topic, p) for p in range(spec.partitions)])
+        done |= {tp.partition for tp in positions if tp.offset >= ends[tp.partition]}
+    kind = "ok" if len(done) == spec.partitions else "info"
+    history.record(process, kind, "poll", [["poll", polled]], error=None if kind == "ok" else "did not reach the end")
 
 
 def partition_leader(bootstrap: str, topic: str, partition: int) -> int | None:

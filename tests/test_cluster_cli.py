@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -46,6 +47,17 @@ def reachable(tmp_path: Path) -> Iterator[Path]:
         (["campaign", "--config", "/nonexistent.toml"], "campaign file not found"),
         (["cluster", "status", "--run-dir", "/nonexistent/run"], "is not a run directory of kmc"),
         (["verify", "/nonexistent/run"], "is not a directory"),
+        (["campaign", "--faults", ","], "a schedule needs at least one fault kind"),
+        (["campaign", "--acks", "1"], "an idempotent producer needs acks=all: with acks=1, give --no-idempotent"),
+        (["campaign", "--release", "3.9.1"], "validating the metadata log of Kafka 3.9.1 is not supported"),
+        (
+            ["campaign", "--release", "3.8.1", "--no-validate", "--faults", "lose-controller-disk"],
+            "lose-controller-disk needs a dynamic quorum (KIP-853, Kafka 3.9 or later), not 3.8.1",
+        ),
+        (
+            ["cluster", "start", "--base-port", "80"],
+            "Invalid value for '--base-port': Input should be greater than or equal to 1024",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], error: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,3 +141,58 @@ steps = [{ at_s = 6, action = "partition-leader" }, { at_s = 20, action = "heal"
     suite.write_text('[[campaign]]\nname = "x"\nexpect = "maybe"\n')
     with pytest.raises(Exception, match="'expect' must be one of holds, violated"):
         load_suite(suite)
+
+
+def test_a_history_whose_values_are_not_operations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "campaign.json").write_text('{"seed": 1, "duration_s": 30}')
+    event = {"index": 0, "time": 0.1, "process": 0, "type": "ok", "f": "send", "value": [["send", "kmc-0", "x"]]}
+    (tmp_path / "history.jsonl").write_text(json.dumps(event) + "\n")
+    error = one_error(["verify", str(tmp_path), "--no-validate"], capsys)
+    assert error.endswith(
+        'history.jsonl:1: not a history event: a send is ["send", key, value] or ["send", key, [offset, value]]'
+    )
+
+
+def test_a_campaign_does_not_write_into_a_folder_that_is_not_a_campaign_s(
+    reachable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (reachable / "notes.txt").write_text("mine")
+    error = one_error(["campaign", "--run-dir", str(reachable), "--faults", "crash"], capsys)
+    assert (
+        error
+        == f"kmc: error: {reachable} is not a campaign's run directory (no campaign.json): give a new or empty one"
+    )
+    assert sorted(p.name for p in reachable.iterdir()) == ["notes.txt"]
+
+
+def test_a_run_where_nothing_was_acknowledged_is_not_exercised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "campaign.json").write_text('{"seed": 1, "duration_s": 30}')
+    events = [
+        {"index": 0, "time": 0.1, "process": 0, "type": "invoke", "f": "send", "value": [["send", "kmc-0", 7]]},
+        {"index": 1, "time": 0.2, "process": 0, "type": "info", "f": "send", "value": [["send", "kmc-0", 7]]},
+        {
+            "index": 2,
+            "time": 9.0,
+            "process": "final-read_uncommitted",
+            "type": "invoke",
+            "f": "poll",
+            "value": [["poll"]],
+        },
+        {
+            "index": 3,
+            "time": 9.1,
+            "process": "final-read_uncommitted",
+            "type": "ok",
+            "f": "poll",
+            "value": [["poll", {"kmc-0": []}]],
+        },
+    ]
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    junit = tmp_path / "junit.xml"
+    assert main(["verify", str(tmp_path), "--no-validate", "--junit", str(junit)]) == 1
+    out = capsys.readouterr().out
+    assert "AcknowledgedWriteNeverLost   not exercised" in out
+    assert out.rstrip().splitlines()[-1].startswith("  verdict: not exercised")
+    assert 'name="AcknowledgedWriteNeverLost"' in junit.read_text()
