@@ -51,7 +51,7 @@ $(KAFKA_JARS)/.complete: oracles/java/pom.xml
 	@rm -rf $(KAFKA_JARS) && mv $(KAFKA_JARS).partial $(KAFKA_JARS) && touch $@
 
 # The Kafka broker the real-cluster campaigns start (the same release by default), fetched once into
-# cluster/java/lib/$(KAFKA_VERSION) (ignored by git); any other KRaft release: KAFKA_VERSION=3.9.1.
+# cluster/java/lib/$(KAFKA_VERSION) (ignored by git); another release (4.0 or later): KAFKA_VERSION=4.0.2.
 kafka-server: $(STAMP)
 	@$(MAKE) --no-print-directory java-deps
 	@$(BIN)/python -m kmc.cluster.release $(KAFKA_VERSION)

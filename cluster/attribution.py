@@ -6,7 +6,7 @@ copy under the same producer id and epoch with sequences it already took means t
 its promise; a second copy under a new epoch (the client bumped it, and its sequences start again
 at 0) or a new producer id is a send the broker had no means to recognise, so the client re-sent
 something that had been written. ``DumpLogSegments`` prints every batch's header; one JVM decodes
-the topic's segments of every node (``tool``: the release's DumpLogSegments class).
+the topic's segments of every node.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kmc.checker.errors import UserError
+from kmc.cluster.release import log_dumper
 
 DECODE_TIMEOUT_S = 120
 BATCH = re.compile(
@@ -101,9 +102,7 @@ def blame(first: ProducerBatch, second: ProducerBatch, first_offset: int, second
     return "client", "the client gave the same values two sequence numbers within one epoch"
 
 
-def decode_batches(
-    cluster_dir: Path, partitions: Iterable[str], classpath: str, java: str, tool: str
-) -> dict[str, list]:
+def decode_batches(cluster_dir: Path, partitions: Iterable[str], jars: Path, java: str) -> dict[str, list]:
     """Per partition, the batches of its longest copy among the nodes (all copies agree once healed)."""
     files: dict[str, tuple[str, int]] = {}
     for folder in sorted(cluster_dir.glob("node-*")):
@@ -113,7 +112,7 @@ def decode_batches(
                 files[str(segment)] = (partition, node)
     if not files:
         return {}
-    argv = [java, "-cp", classpath, tool, "--files", ",".join(files)]
+    argv = [java, "-cp", str(jars / "*"), log_dumper(jars), "--files", ",".join(files)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S)
     except subprocess.TimeoutExpired:

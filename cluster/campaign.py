@@ -129,17 +129,7 @@ class CampaignSpec:
         if self.workload.replication_factor > self.nodes:
             raise UserError(f"replication factor {self.workload.replication_factor} needs as many nodes")
         self.workload.check()
-        schedule = self.schedule()
-        if self.validate and self.release < Release(4, 0, 0):
-            raise UserError(
-                f"validating the metadata log of Kafka {self.release} is not supported (4.0 or later is): "
-                "give --no-validate"
-            )
-        kinds = set(self.bounds.kinds) if self.steps is None else {step.action for step in schedule.steps}
-        if "lose-controller-disk" in kinds and not self.release.dynamic_quorum:
-            raise UserError(
-                f"lose-controller-disk needs a dynamic quorum (KIP-853, Kafka 3.9 or later), not {self.release}"
-            )
+        self.schedule()
 
     def partitions(self) -> bool:
         """Whether the schedule may cut the network (then the nodes need users of their own)."""
@@ -311,7 +301,7 @@ def attribute_duplicates(run_dir: Path, events: list[Any]) -> list[Attribution]:
         return []
     release = Release.parse(read_info(cluster_dir)["release"])
     jars = server_jars(release, fetch=False)
-    return attribute(found, decode_batches(cluster_dir, found, str(jars / "*"), java(), release.metadata_decoder))
+    return attribute(found, decode_batches(cluster_dir, found, jars, java()))
 
 
 def validate_metadata(run_dir: Path, depth: int | None = None) -> RunValidation:
@@ -320,7 +310,7 @@ def validate_metadata(run_dir: Path, depth: int | None = None) -> RunValidation:
     info = read_info(cluster_dir)
     release = Release.parse(info["release"])
     jars = server_jars(release, fetch=False)
-    logs = decode(cluster_dir, release, str(jars / "*"), java())
+    logs = decode(cluster_dir, jars, java())
     voters = info.get("bootstrap_voters") or [(n["node_id"], n["directory_id"]) for n in info["nodes"]]
     bootstrap = tuple(sorted((int(node), str(directory)) for node, directory in voters))
     return validate_run(observations(logs, bootstrap, info.get("settings", {})), MAPPINGS, run_dir / "observed", depth)

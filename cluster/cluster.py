@@ -258,12 +258,7 @@ class Cluster:
             "metadata.log.dir": str(node.data / "metadata"),
             **self.info["settings"],
         }
-        if self.release.dynamic_quorum:
-            lines["controller.quorum.bootstrap.servers"] = quorum
-        else:
-            lines["controller.quorum.voters"] = ",".join(
-                f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes
-            )
+        lines["controller.quorum.bootstrap.servers"] = quorum  # a dynamic quorum (KIP-853)
         node.properties.parent.mkdir(parents=True, exist_ok=True)
         node.properties.write_text("".join(f"{key}={value}\n" for key, value in lines.items()))
 
@@ -285,8 +280,7 @@ class Cluster:
                 str(node.properties),
                 "--ignore-formatted",
             ]
-            if self.release.dynamic_quorum:
-                argv += ["--initial-controllers", voters] if initial else ["--no-initial-controllers"]
+            argv += ["--initial-controllers", voters] if initial else ["--no-initial-controllers"]
             log = open(node.folder / "format.log", "ab")  # noqa: SIM115 - closed once the tool ends
             running.append((node, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
         for node, process, log in running:

@@ -4,7 +4,7 @@
 written in as ``partitionLeaderEpoch``, whether it is a control batch) and every record in it: the
 control records (``LeaderChange``, ``KRaftVersion``, ``KRaftVoters``) and the metadata records as
 ``payload: {"type": ..., "data": {...}}``. One JVM decodes the segments of every node (about 1.4 s).
-The output format is the one of Kafka 4.x; earlier releases print it differently and are refused.
+The output format is the one of Kafka 4.x (4.0's prints a LeaderChange by its control type alone).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kmc.checker.errors import UserError
-from kmc.cluster.release import Release
+from kmc.cluster.release import log_dumper
 
 DECODE_TIMEOUT_S = 120
 METADATA_PARTITION = "__cluster_metadata-0"
@@ -26,6 +26,9 @@ BATCH = re.compile(
     r"isTransactional: \w+ isControl: (\w+)"
 )
 RECORD = re.compile(r"\| offset: (\d+) .*?headerKeys: \[[^\]]*\] (\w+):? (\{.*\})$")
+CONTROL = re.compile(r"\| offset: (\d+) .*?controlType: (\w+)\(\d+\)$")
+"""A control record printed by its type alone (4.0's decoder prints no LeaderChange body)."""
+CONTROL_TYPES = {"LEADER_CHANGE": "LeaderChange", "KRAFT_VERSION": "KRaftVersion", "KRAFT_VOTERS": "KRaftVoters"}
 START = re.compile(r"Log starting offset: (\d+)")
 DUMPING = "Dumping "
 
@@ -69,10 +72,8 @@ def segment_files(node_folder: Path) -> list[Path]:
     return sorted((node_folder / "data" / "metadata" / METADATA_PARTITION).glob("*.log"))
 
 
-def decode(run_dir: Path, release: Release, classpath: str, java: str) -> dict[int, MetadataLog]:
+def decode(run_dir: Path, jars: Path, java: str) -> dict[int, MetadataLog]:
     """Every node's metadata log under a cluster's run directory, by node id."""
-    if release < Release(4, 0, 0):
-        raise UserError(f"reading the metadata log of Kafka {release} is not supported: 4.0 or later is")
     files: dict[Path, int] = {}
     for folder in sorted(run_dir.glob("node-*")):
         node = int(folder.name.split("-", 1)[1])
@@ -80,7 +81,7 @@ def decode(run_dir: Path, release: Release, classpath: str, java: str) -> dict[i
             files[segment] = node
     if not files:
         raise UserError(f"no metadata log under {run_dir}: is it a cluster's run directory?")
-    argv = [java, "-cp", classpath, release.metadata_decoder, "--cluster-metadata-decoder", "--files"]
+    argv = [java, "-cp", str(jars / "*"), log_dumper(jars), "--cluster-metadata-decoder", "--files"]
     argv.append(",".join(str(path) for path in files))
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S)
@@ -120,6 +121,9 @@ def parse(text: str, nodes_by_file: dict[str, int]) -> dict[int, MetadataLog]:
             if kind == "payload":
                 kind, body = body["type"], body.get("data", {})
             log.records.append(MetadataRecord(offset, epoch, batch, kind, body, control))
+        elif line.startswith("|") and (match := CONTROL.match(line)) is not None:
+            kind = CONTROL_TYPES.get(match.group(2), match.group(2))
+            log.records.append(MetadataRecord(int(match.group(1)), epoch, batch, kind, {}, True))
     for log in logs.values():
         log.start_offset = max(log.start_offset, 0)
     return logs

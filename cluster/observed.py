@@ -15,6 +15,8 @@ from typing import Any
 from kmc.cluster.metadata import MetadataLog, MetadataRecord, most_up_to_date
 
 NO_LEADER = -1
+UNKNOWN_LEADER = -3
+"""A LeaderChange whose body the release's decoder does not print: the epoch's leader is not shown."""
 NO_LEADER_CHANGE = -2
 """PartitionChangeRecord's default leader: the leader does not change."""
 
@@ -197,8 +199,8 @@ def quorum_history(log: MetadataLog, bootstrap: tuple[tuple[int, str], ...]) -> 
     leader = NO_LEADER
     for record in log.records:
         if record.type == "LeaderChange":
-            leader = record.data["leaderId"]
-        elif record.type == "KRaftVoters":
+            leader = record.data.get("leaderId", UNKNOWN_LEADER)
+        elif record.type == "KRaftVoters" and "voters" in record.data:
             voters = tuple(sorted((v["voterId"], v.get("voterDirectoryId", "")) for v in record.data["voters"]))
             if views and views[-1].epoch == record.epoch and views[-1].voters == voters:
                 continue

@@ -8,11 +8,13 @@ git) once, by ``make kafka-server`` or on first use.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +29,7 @@ RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 @dataclass(frozen=True, order=True)
 class Release:
-    """A Kafka release, e.g. 4.3.1: what each supported release needs done differently."""
+    """A Kafka release, e.g. 4.3.1; 4.0 or later (log4j2 logging, the metadata decoder's output)."""
 
     major: int
     minor: int
@@ -39,28 +41,29 @@ class Release:
         if match is None:
             raise UserError(f"not a Kafka release: {text!r} (give one such as 4.3.1)")
         release = cls(*(int(part) for part in match.groups()))
-        if release < Release(3, 3, 0):
-            raise UserError(f"Kafka {release} has no production KRaft mode: real clusters need 3.3 or later")
+        if release < Release(4, 0, 0):
+            raise UserError(
+                f"real clusters run Kafka 4.0 or later (log4j2 logging, the metadata decoder kmc reads), not {release}"
+            )
         return release
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}.{self.patch}"
 
-    @property
-    def dynamic_quorum(self) -> bool:
-        """KIP-853: ``format --initial-controllers`` and controller.quorum.bootstrap.servers (3.9 on);
-        before, a static controller.quorum.voters."""
-        return self >= Release(3, 9, 0)
 
-    @property
-    def log4j2(self) -> bool:
-        """Kafka logs through log4j2 from 4.0 on (reload4j before)."""
-        return self >= Release(4, 0, 0)
+LOG_DUMPER = "org.apache.kafka.tools.DumpLogSegments"
+LOG_DUMPER_IN_CORE = "kafka.tools.DumpLogSegments"
 
-    @property
-    def metadata_decoder(self) -> str:
-        """The class that decodes __cluster_metadata (``--cluster-metadata-decoder``)."""
-        return "org.apache.kafka.tools.DumpLogSegments" if self >= Release(4, 0, 0) else "kafka.tools.DumpLogSegments"
+
+def log_dumper(jars: Path) -> str:
+    """The DumpLogSegments class the release's jars hold: the tools module's, or the Scala core's
+    (where it was until a 4.x release moved it)."""
+    entry = LOG_DUMPER.replace(".", "/") + ".class"
+    for jar in sorted(jars.glob("kafka-tools-*.jar")):
+        with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(jar) as archive:
+            if entry in archive.namelist():
+                return LOG_DUMPER
+    return LOG_DUMPER_IN_CORE
 
 
 def requested(version: str | None = None) -> Release:

@@ -215,13 +215,17 @@ class RunValidation:
     """(model, what was lifted, property) for each determined invariant a snapshot breaks."""
     files: list[Path] = field(default_factory=list)
     """The observed ITF traces written for what did not validate."""
+    models: list[str] = field(default_factory=list)
+    """Every model a mapping was asked about, whether the run showed it anything or not."""
 
     @property
     def ok(self) -> bool:
         return all(t.ok for t in self.traces) and not self.snapshot_violations
 
     def per_model(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
+        out: dict[str, dict[str, int]] = {
+            model: {"traces": 0, "observed": 0, "transitions": 0, "validated": 0} for model in self.models
+        }
         for t in self.traces:
             counts = out.setdefault(t.model, {"traces": 0, "observed": 0, "transitions": 0, "validated": 0})
             counts["traces"] += 1
@@ -256,6 +260,7 @@ def validate_run(
         for stale in out_dir.glob("observed-*.itf.json"):
             stale.unlink()
     for mapping in mappings.values():
+        run.models.append(mapping.model_name)
         done: dict[tuple[Any, ...], TraceValidation] = {}
         for name, trace in mapping.traces(observations).items():
             model = mapping.model(name, trace, observations)

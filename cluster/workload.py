@@ -191,11 +191,11 @@ class Workload:
 
     def _produce(self, process: int) -> None:
         kafka = client_library()
-        producer = kafka.Producer(self._producer_config(process))
         rng = random.Random(self.spec.seed * 1000 + process)
         if self.spec.transactional:
-            self._transactions(process, producer, rng)
+            self._transactions(process, rng)
             return
+        producer = kafka.Producer(self._producer_config(process))
         count = 0
         while not self.stop.is_set():
             value = process * 1_000_000 + count
@@ -230,44 +230,60 @@ class Workload:
         except BufferError:
             self.history.record(process, "fail", "send", [["send", key, value]], error="local queue full")
 
-    def _transactions(self, process: int, producer: Any, rng: random.Random) -> None:
-        kafka = client_library()
-        try:
-            producer.init_transactions(OP_TIMEOUT_S)
-        except kafka.KafkaException as exc:
-            self.errors.append(f"client {process}: init_transactions: {exc}")
-            return
+    def _transactions(self, process: int, rng: random.Random) -> None:
+        producer = self._transactional_producer(process)
         count = 0
-        while not self.stop.is_set():
+        while producer is not None and not self.stop.is_set():
             sends = []
             for _ in range(self.spec.txn_size):
                 sends.append(["send", rng.choice(self.spec.keys), process * 1_000_000 + count])
                 count += 1
             abort = self.spec.abort_every > 0 and rng.randrange(self.spec.abort_every) == 0
-            self._transaction(process, producer, sends, abort)
+            producer = self._transaction(process, producer, sends, abort)
             time.sleep(1 / self.spec.rate)
 
-    def _transaction(self, process: int, producer: Any, sends: list[list[Any]], abort: bool) -> None:
+    def _transactional_producer(self, process: int) -> Any | None:
+        """A producer with its transactional id initialised (which fences an earlier one of the same
+        id and ends its open transaction); None when the coordinator never answers."""
+        kafka = client_library()
+        for _attempt in range(3):
+            producer = kafka.Producer(self._producer_config(process))
+            try:
+                producer.init_transactions(OP_TIMEOUT_S)
+                return producer
+            except kafka.KafkaException as exc:
+                failure = exc
+            if self.stop.is_set():
+                break
+        self.errors.append(f"client {process}: init_transactions: {failure}")
+        return None
+
+    def _transaction(self, process: int, producer: Any, sends: list[list[Any]], abort: bool) -> Any | None:
+        """One transaction, and the producer for the next: the same one, or a new one when this one
+        is left unable to go on (a fatal error, or a transaction it could not end)."""
         kafka = client_library()
         self.history.record(process, "invoke", "txn", sends)
         try:
             producer.begin_transaction()
             for _send, key, value in sends:
                 producer.produce(self.spec.topic, value=str(value).encode(), partition=int(key.rsplit("-", 1)[1]))
-            if abort:
-                producer.abort_transaction(OP_TIMEOUT_S)
-                self.history.record(process, "fail", "txn", sends, error="aborted on purpose")
-            else:
-                producer.commit_transaction(OP_TIMEOUT_S)
-                self.history.record(process, "ok", "txn", sends)
+            _end_transaction(kafka, producer, commit=not abort)
         except kafka.KafkaException as exc:
             error = exc.args[0]
             self.history.record(process, "info", "txn", sends, error=error.name())
-            if error.txn_requires_abort():
+            if error.txn_requires_abort() and not error.fatal():
                 with contextlib.suppress(kafka.KafkaException):
-                    producer.abort_transaction(OP_TIMEOUT_S)
-            elif error.fatal():
-                raise
+                    _end_transaction(kafka, producer, commit=False)
+                    return producer
+            CLIENT_LOG.warning("client %s: %s; a new producer takes over", process, error.str())
+            if error.fatal():
+                self.errors.append(f"client {process}: {error.name()}: {error.str()}; a new producer took over")
+            return self._transactional_producer(process)
+        if abort:
+            self.history.record(process, "fail", "txn", sends, error="aborted on purpose")
+        else:
+            self.history.record(process, "ok", "txn", sends)
+        return producer
 
     # -- consumers ---------------------------------------------------------------------------------
     def _consume(self, process: int) -> None:
@@ -371,3 +387,17 @@ def partition_leader(bootstrap: str, topic: str, partition: int) -> int | None:
         return None
     leader = found.partitions[partition].leader
     return leader if leader >= 0 else None
+
+
+def _end_transaction(kafka: Any, producer: Any, commit: bool) -> None:
+    """Commit or abort, called again while the error is retriable (librdkafka's rule), for at most
+    OP_TIMEOUT_S; any other error is raised."""
+    deadline = time.monotonic() + OP_TIMEOUT_S
+    end = producer.commit_transaction if commit else producer.abort_transaction
+    while True:
+        try:
+            end(max(1.0, deadline - time.monotonic()))
+            return
+        except kafka.KafkaException as exc:
+            if not exc.args[0].retriable() or time.monotonic() >= deadline:
+                raise

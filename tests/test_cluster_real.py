@@ -250,3 +250,19 @@ def test_a_short_campaign_under_faults_holds_and_its_metadata_log_validates(runs
     assert again.returncode == 0, again.stderr
     rechecked = json.loads(again.stdout)
     assert rechecked["validation"]["models"] == models and rechecked["checks"] == result["checks"]
+
+
+def test_transactions_and_a_kip_848_group_under_a_leader_crash(runs: Path) -> None:
+    """The transactional workload (some transactions aborted on purpose) read by a consumer-protocol
+    group with read_committed: every transaction check is exercised, and holds."""
+    run_dir = runs / "transactions"
+    argv = [str(KMC), "campaign", "--run-dir", str(run_dir), "--seed", "4", "--duration", "15"]
+    argv += ["--transactional", "--group-protocol", "consumer", "--faults", "crash-leader", "--json", "--no-validate"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["verdict"] == "holds" and result["not_exercised"] == []
+    assert set(result["checks"]) >= {"AtomicVisibility", "AbortedNeverVisible"}
+    assert result["checks"]["AbortedNeverVisible"] > 0 and result["operations"]["fail"] > 0  # aborted on purpose
+    polled = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    assert any(e["process"] == 2 and e["f"] == "poll" and e["type"] == "ok" for e in polled)  # the group read

@@ -181,3 +181,29 @@ def test_observations_carry_the_topic_and_cluster_settings() -> None:
     assert obs.topic_config("kmc", "min.insync.replicas", "x") == "1"
     assert obs.topic_config("kmc", "unclean.leader.election.enable", "x") == "true"
     assert obs.topic_config("__consumer_offsets", "unclean.leader.election.enable", "x") == "true"  # static
+
+
+def test_a_decoder_that_hides_the_leaders_leaves_the_quorum_unvalidated_and_says_so(tmp_path: Path) -> None:
+    """Kafka 4.0's decoder prints a LeaderChange as its control type alone: the quorum's leaders are
+    not shown, so kraft-quorum is reported as not exercised, never as explained."""
+    text = "\n".join(
+        [
+            "Dumping node-1/00000000000000000000.log",
+            "Log starting offset: 0",
+            "baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+            "partitionLeaderEpoch: 1 isTransactional: false isControl: true deleteHorizonMs: OptionalLong.empty "
+            "position: 0 CreateTime: 1 size: 292 magic: 2 compresscodec: none crc: 1 isvalid: true",
+            "| offset: 0 CreateTime: 1 keySize: 4 valueSize: 34 sequence: -1 headerKeys: [] "
+            "controlType: LEADER_CHANGE(2)",
+            "| offset: 1 CreateTime: 1 keySize: 4 valueSize: 5 sequence: -1 headerKeys: [] "
+            'KRaftVersion {"version":0,"kRaftVersion":1}',
+        ]
+    )
+    logs = parse(text, {"node-1/00000000000000000000.log": 1})
+    assert [(r.offset, r.type, r.data, r.control) for r in logs[1].records] == [
+        (0, "LeaderChange", {}, True),
+        (1, "KRaftVersion", {"version": 0, "kRaftVersion": 1}, True),
+    ]
+    run = validate_run(observations(logs, ((1, "a"),)), MAPPINGS, tmp_path)
+    assert run.per_model()["kraft-quorum"] == {"traces": 0, "observed": 0, "transitions": 0, "validated": 0}
+    assert run.ok
