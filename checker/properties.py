@@ -372,6 +372,8 @@ def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), na
     else:
         chosen = []
         for name in names:
+            if list(names).count(name) > 1:
+                raise UserError(f"property {name} is asked for twice; name it once")
             if name not in by_name:
                 known = ", ".join(by_name) or "(none)"
                 raise UserError(f"unknown property {name!r} for model {model_cls.name}; properties: {known}")

@@ -67,6 +67,7 @@ def _config_cases() -> list[Case]:
         out.append(case(f"{model}-unknown-key", "check", model, "--set", "no_such_key=1", says="unknown config key"))
         out.append(case(f"{model}-unknown-preset", "check", model, "--preset", "kip-0", says="unknown preset"))
         out.append(case(f"{model}-unknown-property", "check", model, "-P", "NoSuchProperty", says="unknown property"))
+        out.append(case(f"{model}-property-twice", "check", model, "-P", "X", "-P", "X", says="asked for twice"))
     return out
 
 
@@ -566,6 +567,7 @@ TRACE_FAULTS: dict[str, Any] = {
     "loop-not-int": lambda doc: {**doc, "loop": "x"},
     "loop-out-of-range": lambda doc: {**doc, "loop": 99},
     "bigint-malformed": _mangle_state(0, "participants", {"#bigint": "twelve"}),
+    "property-unknown": _set_meta("property", "NoSuchProperty"),
 }
 
 

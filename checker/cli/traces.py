@@ -12,6 +12,7 @@ from kmc.checker.cli.exit_codes import EXIT_VIOLATED
 from kmc.checker.errors import UserError
 from kmc.checker.model import parse_sets
 from kmc.checker.outputs import check_output_file, write_atomically
+from kmc.checker.properties import select_properties
 from kmc.checker.registry import load_model_class
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.observed import is_observed, observed_note, render_observed
@@ -76,7 +77,15 @@ def replay_traces(
     check that its property still fails where it did; exit 1 if some trace no longer shows its bug."""
     gone = 0
     for path in traces:
-        done = recheck(replay(read_trace(path)), tuple(str(s) for s in specs))
+        replayed = replay(read_trace(path))
+        named = replayed.meta.get("property")
+        if isinstance(named, str):  # a property the model does not have is bad input, not a lost bug
+            select_properties(
+                type(replayed.model),
+                tuple(str(s) for s in specs) or tuple(replayed.meta.get("spec_files") or ()),
+                [named],
+            )
+        done = recheck(replayed, tuple(str(s) for s in specs))
         loop = f", loop back to state {done.trace.loop}" if done.trace.loop is not None else ""
         line = f"{path}: replays on {done.model.name} ({len(done.trace)} states{loop})"
         if done.meta.get("property"):
