@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -116,13 +117,31 @@ def config_keys(config_cls: type) -> list[ConfigKey]:
     return keys
 
 
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"expected true or false, got {text!r}")
+def _parse_bool(value: Any) -> bool:
+    """true or false, as written in TOML or on the command line: 1, yes or on are refused, since a
+    user who wrote them may have meant another key."""
+    if isinstance(value, bool):
+        return value
+    lowered = str(value).strip().lower() if isinstance(value, str) else None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError("expected true or false")
+
+
+INTEGER = re.compile(r"[+-]?[0-9]+")
+"""An integer as a user writes one: ASCII digits, no separators (Python's int() also takes 1_0
+and non-ASCII digits)."""
+
+
+def _parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, got a boolean")
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not INTEGER.fullmatch(text):
+        raise ValueError("expected an integer in decimal digits")
+    return int(text)
 
 
 def coerce_value(config_cls: type, key: str, value: Any) -> Any:
@@ -141,11 +160,9 @@ def coerce_value(config_cls: type, key: str, value: Any) -> Any:
             if coerced not in allowed:
                 raise ValueError(f"expected one of {', '.join(map(str, allowed))}")
         elif tp is bool:
-            coerced = value if isinstance(value, bool) else _parse_bool(str(value))
+            coerced = _parse_bool(value)
         elif tp is int:
-            if isinstance(value, bool):
-                raise ValueError("expected an integer, got a boolean")
-            coerced = value if isinstance(value, int) else int(str(value).strip())
+            coerced = _parse_int(value)
         elif tp is str:
             coerced = str(value)
         else:

@@ -320,8 +320,6 @@ class PropertySet:
     liveness: list[Property] = field(default_factory=list)
     fairness: list[Any] = field(default_factory=list)
     """Fairness constraints (kmc.checker.search.liveness.WF / SF) from the model and the spec files."""
-    notes: list[str] = field(default_factory=list)
-    """What the user should know about the selection, e.g. a spec file redefining a built-in property."""
 
     @classmethod
     def of(cls, props: Iterable[Property], fairness: Iterable[Any] = ()) -> PropertySet:
@@ -343,8 +341,9 @@ class PropertySet:
 
 
 def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), names: Sequence[str] = ()) -> PropertySet:
-    """The model's own properties plus those of spec files, narrowed to ``names`` if given. A spec
-    file's property of the same name as an earlier one replaces it, and the set's notes say so."""
+    """The model's own properties plus those of spec files, narrowed to ``names`` if given. A name is
+    one property: a spec file that defines a name twice, or one the model (or an earlier spec file)
+    has, is refused, so no check runs a property other than the one its name says."""
     available = [(prop, f"model {model_cls.name}") for prop in model_properties(model_cls)]
     fairness = list(getattr(model_cls, "fairness", ()))
     for module_name in spec_module_names(model_cls):
@@ -361,10 +360,10 @@ def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), na
         available.extend((prop, f"spec file {spec_file}") for prop in user_props)
     by_name: dict[str, Property] = {}
     origin: dict[str, str] = {}
-    redefined: dict[str, str] = {}
     for prop, where in available:
         if prop.name in by_name and by_name[prop.name].fn is not prop.fn:
-            redefined[prop.name] = f"{where} redefines the property {prop.name} of {origin[prop.name]}"
+            what = "twice" if origin[prop.name] == where else f"again: {origin[prop.name]} has it"
+            raise UserError(f"{where} defines the property {prop.name} {what}; give each property its own name")
         by_name[prop.name] = prop
         origin[prop.name] = where
     if not names:
@@ -379,5 +378,4 @@ def select_properties(model_cls: type, spec_files: Sequence[str | Path] = (), na
                 raise UserError(f"unknown property {name!r} for model {model_cls.name}; properties: {known}")
             chosen.append(by_name[name])
         selected = PropertySet.of(chosen, fairness)
-    selected.notes = [note for name, note in redefined.items() if name in selected.names()]
     return selected

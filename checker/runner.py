@@ -110,7 +110,6 @@ class Check:
                 "must be immutable, hashable values: tuples, frozensets, NamedTuples, frozen dataclasses, ints, strs, "
                 "None"
             ) from None
-        result.warnings[:0] = props.notes
         result.property_docs = {prop.name: prop.doc for prop in props.all() if prop.doc}
         result.spec_files = [str(Path(spec).resolve()) for spec in self.spec_files]
         if props.liveness:

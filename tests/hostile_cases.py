@@ -68,6 +68,17 @@ def _config_cases() -> list[Case]:
         out.append(case(f"{model}-unknown-preset", "check", model, "--preset", "kip-0", says="unknown preset"))
         out.append(case(f"{model}-unknown-property", "check", model, "-P", "NoSuchProperty", says="unknown property"))
         out.append(case(f"{model}-property-twice", "check", model, "-P", "X", "-P", "X", says="asked for twice"))
+        keys = config_keys(cls.Config)
+        ints = [key for key in keys if key.type_name == "int"]
+        bools = [key for key in keys if key.type_name == "bool"]
+        if ints:
+            for label, value in (("underscore", "1_0"), ("arabic-digits", "\u0663"), ("float", "2.0")):
+                says = "decimal digits"
+                out.append(case(f"{model}-int-{label}", "check", model, "--set", f"{ints[0].name}={value}", says=says))
+        if bools:
+            for value in ("1", "yes", "on"):
+                name = f"{model}-bool-{value}"
+                out.append(case(name, "check", model, "--set", f"{bools[0].name}={value}", says="true or false"))
     return out
 
 

@@ -257,13 +257,29 @@ def test_coverage_in_text_json_and_report(kmc, toy: str, tmp_path: Path) -> None
     assert any("NoTeleport was never exercised" in line for line in doc["vacuity"])
 
 
-def test_a_spec_redefining_a_built_in_property_says_so(kmc, toy: str, tmp_path: Path) -> None:
+def test_a_spec_redefining_a_built_in_property_is_refused(kmc, toy: str, tmp_path: Path) -> None:
     spec = _write(
         tmp_path, "mine.py", "from kmc.checker import invariant\n\n@invariant\ndef Consistent(s):\n    return True\n"
     )
+    code, out, err = kmc("check", f"{toy}:TwoPhaseCommit", "--spec", spec, "--out", tmp_path, "--no-progress")
+    assert (code, out) == (2, "")
+    assert err.strip() == (
+        f"kmc: error: spec file {spec} defines the property Consistent again: model two-phase has it; "
+        "give each property its own name"
+    )
+
+
+def test_a_spec_defining_one_name_twice_is_refused(kmc, toy: str, tmp_path: Path) -> None:
+    body = "from kmc.checker import invariant\n\n"
+    body += (
+        "@invariant(name='Mine')\ndef a(s):\n    return True\n\n@invariant(name='Mine')\ndef b(s):\n    return True\n"
+    )
+    spec = _write(tmp_path, "twice.py", body)
     code, _, err = kmc("check", f"{toy}:TwoPhaseCommit", "--spec", spec, "--out", tmp_path, "--no-progress")
-    assert code == 0
-    assert f"kmc: warning: spec file {spec} redefines the property Consistent of model two-phase" in err
+    assert code == 2
+    assert (
+        err.strip() == f"kmc: error: spec file {spec} defines the property Mine twice; give each property its own name"
+    )
 
 
 def test_engines_are_imported_when_used_and_registered_under_their_names() -> None:

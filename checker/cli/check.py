@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -77,14 +76,12 @@ def check(
     if (coverage or fail_on_vacuity) and not engine_cls.observes:
         flag = "--coverage" if coverage else "--fail-on-vacuity"
         raise UserError(f"the {engine} engine observes no states: it does not take {flag}")
-    _model, props = job.build(require_properties=True)  # validate names and values before any work
+    job.build(require_properties=True)  # validate names and values before any work
     check_output_dir(out, "--out")
     if junit is not None:
         check_output_file(junit, "--junit", (".xml",))
     if render is not None:
         check_output_dir(render, "--render")
-    for note in props.notes:
-        print(f"kmc: warning: {note}", file=sys.stderr)
     bar = make_progress(f"kmc {engine}", enabled=progress and not as_json)
     try:
         result = job.run(bar)
