@@ -692,15 +692,17 @@ CI_CASES = [
     suite(ENTRY + 'preset = "buggy"\nexpect = "holds"\n', "unexpected-violation", code=1, says="violated"),
     suite(ENTRY + 'expect = "holds-complete"\nmax_depth = 2\n', "bounded-not-complete", code=1),
     suite(ENTRY + 'expect = "holds"\nexpect_distinct_states = 61\n', "count-changed", code=1, says="62"),
-    suite(STORED.replace('"buggy"', '"correct"'), "replay-other-preset", code=1, says="recorded on preset buggy"),
-    suite(STORED + "set = { participants = 2 }\n", "replay-other-config", code=1, says="another config"),
+    suite(STORED.replace('"buggy"', '"correct"'), "replay-other-preset", says="recorded on preset buggy"),
+    suite(STORED + "set = { participants = 2 }\n", "replay-other-config", says="another config"),
     suite(
         STORED + 'properties = ["Consistent"]\nexpect_trace_length = 9\n',
         "replay-wrong-length",
         code=1,
         says="expected a trace of 9 states",
     ),
-    suite(STORED + 'expect_property = "Other"\n', "replay-other-property", code=1),
+    suite(STORED + 'expect_property = "Other"\n', "replay-other-property", says="the entry expects Other violated"),
+    suite(ENTRY + 'expect = "holds"\nexpect_property = "Consistent"\n', "holds-with-expect-property", says="goes with"),
+    suite(f'[[check]]\nmodel = "{TPC}"\nexpect = "holds"\n', "no-name", says="an entry needs a name"),
     suite(
         STORED,
         "replay-truncated",
@@ -711,7 +713,7 @@ CI_CASES = [
     suite(
         STORED.replace("search = false\n", ""),
         "replay-and-search-other-model",
-        code=1,
+        says="was recorded on model counter-grid",
         **{"t.itf.json": _set_meta("model", "counter-grid")},
     ),
     suite(

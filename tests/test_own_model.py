@@ -124,12 +124,13 @@ def test_a_suite_names_model_and_spec_relative_to_itself(examples: Path, monkeyp
     (examples / "sub").mkdir()
     suite = examples / "sub" / "suite.toml"
     suite.write_text(
-        '[[check]]\nmodel = "../elections.py:Elections"\nspec = ["../my_props.py"]\nexpect = "holds-complete"\n'
+        '[[check]]\nname = "elections"\nmodel = "../elections.py:Elections"\n'
+        'spec = ["../my_props.py"]\nexpect = "holds-complete"\n'
         "expect_distinct_states = 36\n"
     )
     monkeypatch.chdir(examples.parent)
     [entry] = load_suite(suite)
-    assert entry.name == "../elections.py:Elections holds-complete"
+    assert entry.name == "elections"
     [outcome] = run_suite([entry])
     assert outcome.ok, outcome.message
     assert outcome.result is not None and len(outcome.result.properties) == 4
@@ -141,7 +142,9 @@ def test_module_class_in_a_suite_is_found_on_sys_path_only(
     """``module:Class`` is imported from sys.path (PYTHONPATH), never from the suite's folder: the
     error says how to make it found."""
     suite = examples / "modules.toml"
-    suite.write_text('[[check]]\nmodel = "elections_by_module:Elections"\nexpect = "holds-complete"\n')
+    suite.write_text(
+        '[[check]]\nname = "elections"\nmodel = "elections_by_module:Elections"\nexpect = "holds-complete"\n'
+    )
     (examples / "elections_by_module.py").write_text((examples / "elections.py").read_text())
     monkeypatch.chdir(tmp_path)
     code, _out, err = kmc("ci", suite)
@@ -166,7 +169,7 @@ def test_a_check_with_no_properties_is_an_error(kmc, examples: Path) -> None:
         "or name a module of @invariant/@step functions in the model's spec_modules"
     )
     suite = examples / "bare.toml"
-    suite.write_text('[[check]]\nmodel = "bare.py:Elections"\nexpect = "holds"\n')
+    suite.write_text('[[check]]\nname = "elections"\nmodel = "bare.py:Elections"\nexpect = "holds"\n')
     code, out, err = kmc("ci", suite)
     assert code == 2 and "has no properties to check" in _one_error_line(err)
     code, out, err = kmc("check", f"{examples / 'bare.py'}:Elections", "--deadlock", "--out", examples / "out")

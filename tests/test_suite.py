@@ -110,17 +110,18 @@ def test_suite_judges_a_stored_trace_without_searching(kmc, toy: str, tmp_path: 
     code, out, _ = kmc("ci", suite)
     assert code == 1 and "expected a trace of 4 states, the stored one has 5" in out
     suite.write_text(STORED.format(toy=toy, preset="correct", length=5))
-    code, out, _ = kmc("ci", suite)
-    assert code == 1 and "was recorded on another config than the entry's (commit_rule differ)" in out
+    code, out, err = kmc("ci", suite)
+    assert (code, out) == (2, "")  # the suite contradicts itself: refused before anything runs
+    assert err.strip().endswith("buggy-Consistent.itf.json was recorded on preset buggy, the entry checks correct")
 
 
 def test_malformed_suites_are_bad_input(kmc, tmp_path: Path) -> None:
     cases = {
         "empty.toml": "",
         "syntax.toml": "[[check]\nmodel=",
-        "noexpect.toml": '[[check]]\nmodel = "replication"\n',
-        "unknown.toml": '[[check]]\nmodel = "replication"\nexpect = "holds"\nspeed = 3\n',
-        "nosearch.toml": '[[check]]\nmodel = "replication"\nexpect = "holds"\nsearch = false\n',
+        "noexpect.toml": '[[check]]\nname = "n"\nmodel = "replication"\n',
+        "unknown.toml": '[[check]]\nname = "n"\nmodel = "replication"\nexpect = "holds"\nspeed = 3\n',
+        "nosearch.toml": '[[check]]\nname = "n"\nmodel = "replication"\nexpect = "holds"\nsearch = false\n',
     }
     for name, text in cases.items():
         path = tmp_path / name

@@ -58,7 +58,7 @@ from kmc.checker.runner import Check
 from kmc.checker.search.observers import vacuity_failures
 from kmc.checker.traces.files import write_traces
 from kmc.checker.traces.itf import file_reference, read_trace
-from kmc.checker.traces.replay import confirm_violation, replay
+from kmc.checker.traces.replay import confirm_violation, model_for_trace, replay
 
 EXPECTATIONS = ("holds", "holds-complete", "violated")
 CONFORM_EXPECTATIONS = ("conforms", "mismatch")
@@ -236,12 +236,19 @@ def _entry(raw: dict[str, Any], base: Path, where: str, vacuity_default: bool) -
         raise UserError(f"{where}: 'search = false' needs a 'replay' trace and expect = \"violated\"")
     if replay_path and not (base / replay_path).is_file():
         raise UserError(f"{where}: replay trace not found: {base / replay_path}")
+    if replay_path:
+        _recorded_as_the_entry(check, base / replay_path, expect_property, where)
+    if expect_property and expect != "violated":
+        raise UserError(f"{where}: 'expect_property' names the property violated: it goes with expect = \"violated\"")
     for key in ("expect_trace_length", "expect_distinct_states"):
         value = _typed(raw, key, int, where)
         if value is not None and value < 1:
             raise UserError(f"{where}: '{key}' must be a positive integer")
+    name = _typed(raw, "name", str, where)
+    if not name:
+        raise UserError(f'{where}: an entry needs a name (name = "..."): its result line and JUnit case carry it')
     return Entry(
-        name=_typed(raw, "name", str, where) or " ".join(filter(None, (given, check.preset, expect))),
+        name=name,
         check=check,
         expect=expect,
         expect_property=list(expect_property),
@@ -373,37 +380,45 @@ def _judge(entry: Entry, result: CheckResult) -> list[str]:
     return problems
 
 
+def _recorded_as_the_entry(check: Check, path: Path, expect_property: list[str], where: str) -> None:
+    """A stored trace recorded on another model, preset or config than its entry's contradicts the
+    entry: refused before anything runs (whether it still replays is the run's question)."""
+    model, props = check.build()
+    doc = read_trace(path)
+    meta = doc["#meta"]
+    if meta.get("model") != model.name:
+        raise UserError(
+            f"{where}: {path.name} was recorded on model {meta.get('model')}, the entry checks {model.name}"
+        )
+    preset = check.preset if check.preset is not None else type(model).default_preset
+    if meta.get("preset") != preset:
+        raise UserError(f"{where}: {path.name} was recorded on preset {meta.get('preset')}, the entry checks {preset}")
+    recorded = json.loads(json.dumps(model_for_trace(doc).config_dict(), default=str))
+    entry_config = json.loads(json.dumps(model.config_dict(), default=str))
+    if recorded != entry_config:
+        differ = sorted(k for k in entry_config if recorded.get(k) != entry_config[k])
+        raise UserError(
+            f"{where}: {path.name} was recorded on another config than the entry's ({', '.join(differ)} differ)"
+        )
+    if meta.get("property") not in props.names():
+        raise UserError(f"{where}: {path.name} is a trace of {meta.get('property')}, which the entry does not check")
+    if expect_property and meta.get("property") not in expect_property:
+        raise UserError(
+            f"{where}: {path.name} is a trace of {meta.get('property')}, the entry expects "
+            f"{' or '.join(expect_property)} violated"
+        )
+
+
 def _judge_replay(entry: Entry) -> tuple[list[str], str]:
-    """The entry's stored trace replays on the entry's own model, preset and config, was recorded for
-    one of the entry's properties, has the expected length, and violates its property exactly at its
-    last state. Checked for every entry with a ``replay``, whether or not it also searches."""
+    """The entry's stored trace still replays on the model, has the expected length, and violates its
+    property exactly at its last state. Checked for every entry with a ``replay``, whether or not it
+    also searches (that it was recorded as the entry says is checked when the suite is loaded)."""
     assert entry.replay is not None
     assert entry.check is not None
-    model, props = entry.check.build()
-    doc = read_trace(entry.replay)
-    meta = doc["#meta"]
-    name = entry.replay.name
-    problems = []
-    if meta.get("model") != model.name:
-        return [f"{name} was recorded on model {meta.get('model')}, the entry checks {model.name}"], ""
-    preset = entry.check.preset if entry.check.preset is not None else type(model).default_preset
-    if meta.get("preset") != preset:
-        problems.append(f"{name} was recorded on preset {meta.get('preset')}, the entry checks {preset}")
-    done = replay(doc)
-    recorded = json.loads(json.dumps(done.model.config_dict(), default=str))
-    if recorded != json.loads(json.dumps(model.config_dict(), default=str)):
-        differ = sorted(k for k in model.config_dict() if recorded.get(k) != model.config_dict()[k])
-        problems.append(
-            f"{name} was recorded on another config than the entry's ({', '.join(differ) or 'keys'} differ)"
-        )
-        return problems, ""
-    recorded_prop = meta.get("property")
-    if recorded_prop not in props.names():
-        problems.append(f"{name} is a trace of {recorded_prop}, which the entry does not check")
-        return problems, ""
+    problems: list[str] = []
+    # Its model, preset, config and property were checked against the entry when it was loaded.
+    done = replay(read_trace(entry.replay))
     prop = confirm_violation(done, tuple(str(s) for s in entry.check.spec_files))
-    if entry.expect_property and prop not in entry.expect_property:
-        problems.append(f"expected {' or '.join(entry.expect_property)} to be violated, the trace violates {prop}")
     if entry.expect_trace_length is not None and len(done.trace) != entry.expect_trace_length:
         problems.append(f"expected a trace of {entry.expect_trace_length} states, the stored one has {len(done.trace)}")
     return problems, f"{prop} at state {len(done.trace)} of the stored trace"
