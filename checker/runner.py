@@ -53,7 +53,12 @@ class Check:
     def plan(self) -> tuple[type[Engine], SearchBounds, dict[str, Any]]:
         """The engine class, the bounds and the engine's options; an error for a setting it does not take."""
         engine = engine_class(self.engine_name)
-        return (engine, *split_settings(engine, settings_from(self.settings, "")))
+        settings = settings_from(self.settings, "")
+        for spec in engine.options:  # every path option names a directory (a checkpoint, a database)
+            value = settings.get(spec.name)
+            if spec.path and value is not None and Path(value).exists() and not Path(value).is_dir():
+                raise UserError(f"{spec.cli_flag} {value}: exists and is not a directory")
+        return (engine, *split_settings(engine, settings))
 
     def build(self, *, require_properties: bool = False) -> tuple[Model, PropertySet]:
         """The model and the properties, every name checked; with ``require_properties`` (the CLI,

@@ -197,6 +197,29 @@ CHECK_CASES = [
     case("driver-memory-bad", "check", TPC, "--engine", "spark", "--driver-memory", "lots", says="--driver-memory"),
     case("resume-missing-dir", "check", TPC, "--engine", "spark", "--resume", "{tmp}/nope", says="--resume"),
     case(
+        "database-is-a-file",
+        "check",
+        TPC,
+        "--engine",
+        "hypothesis",
+        "--database",
+        "{tmp}/f",
+        files={"f": "x"},
+        says="exists and is not a directory",
+    ),
+    case(
+        "checkpoint-is-a-file",
+        "check",
+        TPC,
+        "--checkpoint",
+        "{tmp}/f",
+        files={"f": "x"},
+        says="exists and is not a directory",
+    ),
+    case(
+        "resume-is-a-file", "check", TPC, "--resume", "{tmp}/f", files={"f": "x"}, says="exists and is not a directory"
+    ),
+    case(
         "resume-no-meta",
         "check",
         TPC,
