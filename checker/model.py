@@ -133,7 +133,8 @@ INTEGER = re.compile(r"[+-]?[0-9]+")
 and non-ASCII digits)."""
 
 
-def _parse_int(value: Any) -> int:
+def parse_int(value: Any) -> int:
+    """An integer from a setting, strictly (see INTEGER); ValueError otherwise."""
     if isinstance(value, bool):
         raise ValueError("expected an integer, got a boolean")
     if isinstance(value, int):
@@ -162,7 +163,7 @@ def coerce_value(config_cls: type, key: str, value: Any) -> Any:
         elif tp is bool:
             coerced = _parse_bool(value)
         elif tp is int:
-            coerced = _parse_int(value)
+            coerced = parse_int(value)
         elif tp is str:
             coerced = str(value)
         else:

@@ -196,6 +196,9 @@ CHECK_CASES = [
     ),
     case("driver-memory-bad", "check", TPC, "--engine", "spark", "--driver-memory", "lots", says="--driver-memory"),
     case("resume-missing-dir", "check", TPC, "--engine", "spark", "--resume", "{tmp}/nope", says="--resume"),
+    case("max-states-underscore", "check", TPC, "--max-states", "1_0", says="decimal digits"),
+    case("max-depth-arabic-digits", "check", TPC, "--max-depth", "\u0663", says="decimal digits"),
+    case("walks-float", "check", TPC, "--engine", "simulate", "--walks", "2.5", says="decimal digits"),
     case(
         "database-is-a-file",
         "check",

@@ -21,7 +21,7 @@ from kmc.checker.engines import ENGINES
 from kmc.checker.engines.api import OptionSpec
 from kmc.checker.engines.settings import all_options
 from kmc.checker.errors import UserError
-from kmc.checker.model import parse_sets
+from kmc.checker.model import parse_int, parse_sets
 from kmc.checker.outputs import check_output_dir, check_output_file, write_atomically
 from kmc.checker.result import CheckResult, Status
 from kmc.checker.runner import Check
@@ -161,8 +161,11 @@ def _setting_parameter(spec: OptionSpec) -> inspect.Parameter:
         flags = spec.cli_flag if spec.default is not True else f"{spec.cli_flag}/--no-{spec.cli_flag[2:]}"
         option = typer.Option(flags, help=spec.help)
         kind: Any = bool | None
+    elif spec.kind is int:  # read as text and parsed strictly: Python's int() also takes 1_0 and other digits
+        option = typer.Option(spec.cli_flag, help=spec.help)
+        kind = str | None
     else:
-        option = typer.Option(spec.cli_flag, help=spec.help, min=spec.minimum)
+        option = typer.Option(spec.cli_flag, help=spec.help)
         kind = (Path if spec.path else spec.kind) | None
     annotation = Annotated[kind, option]
     return inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
@@ -185,7 +188,17 @@ def with_engine_settings(command: Any) -> Any:
         p.replace(annotation=Annotated[str, typer.Option(help=f"One of: {names}.")]) if p is engine else p for p in own
     ]
 
+    integers = [spec for spec in all_options().values() if spec.kind is int]
+
     def with_settings(**kwargs: Any) -> Any:
+        for spec in integers:
+            if isinstance(kwargs.get(spec.name), str):
+                try:
+                    kwargs[spec.name] = parse_int(kwargs[spec.name])
+                except ValueError:
+                    raise UserError(
+                        f"{spec.cli_flag} {kwargs[spec.name]!r}: expected an integer in decimal digits"
+                    ) from None
         return command(**kwargs)
 
     parameters = [*own, *derived]
