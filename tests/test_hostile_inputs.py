@@ -71,9 +71,13 @@ def test_hostile_input(c: Case, tmp_path: Path, valid_trace, capsys, monkeypatch
         assert c.says in out + err
 
 
-def test_ctrl_c_prints_partial_statistics_and_exits_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "code", "why"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_prints_partial_statistics_and_exits_128_plus_it(
+    tmp_path: Path, sig: signal.Signals, code: int, why: str
+) -> None:
     """A separate process, so the signal reaches a real search: once its progress line shows it is
-    exploring, Ctrl-C; it prints the partial counts and "interrupted" and exits 130."""
+    exploring, Ctrl-C (or SIGTERM, as a service manager or `kill` sends); it prints the partial counts
+    and "interrupted" and exits 128 + the signal's number."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # 9,985,570 states: a minute or more, so the first progress line (after 10 s) comes well before the end
     argv = [
@@ -97,9 +101,9 @@ def test_ctrl_c_prints_partial_statistics_and_exits_130(tmp_path: Path) -> None:
     assert proc.stderr is not None
     first = proc.stderr.readline()  # the plain progress line, printed after 10 s of search
     assert "distinct" in first, first
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, (out, err)
-    assert "kmc: interrupted" in err and "verdict: interrupted (Ctrl-C)" in out
+    assert proc.returncode == code, (out, err)
+    assert f"kmc: interrupted ({why})" in err and f"verdict: interrupted ({why})" in out
     assert "distinct states" in out and not HOLDS_VERDICT.search(out)
     assert "Traceback" not in out + err

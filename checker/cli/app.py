@@ -13,10 +13,11 @@ from importlib.metadata import entry_points
 from typing import Any
 
 import typer
+from kmc.checker import interrupts
 from kmc.checker.cli.check import check, with_engine_settings
 from kmc.checker.cli.ci import ci
 from kmc.checker.cli.conform import conform
-from kmc.checker.cli.exit_codes import EXIT_BAD_INPUT, EXIT_HOLDS, EXIT_INTERRUPTED, InterruptedCheckError
+from kmc.checker.cli.exit_codes import EXIT_BAD_INPUT, EXIT_HOLDS, InterruptedCheckError
 from kmc.checker.cli.explore import explore
 from kmc.checker.cli.listing import list_models
 from kmc.checker.cli.prove import prove
@@ -110,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args:
         args = ["--help"]
     as_json = "--json" in args
+    if argv is None:  # the `kmc` command: SIGTERM stops it as Ctrl-C does
+        interrupts.install()
     try:
         result = make_app()(args=args, prog_name="kmc", standalone_mode=False)
         if isinstance(result, int) and result:
@@ -122,13 +125,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps({**exc.result.to_json(), "verdict": "interrupted"}, indent=2))
             else:
                 print(summary_text(exc.result, f"kmc check {exc.result.model} ({exc.result.engine})"))
-        print("kmc: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"kmc: interrupted ({interrupts.reason()})", file=sys.stderr)
+        return interrupts.exit_code()
     except KeyboardInterrupt:
-        print("kmc: interrupted", file=sys.stderr)
+        print(f"kmc: interrupted ({interrupts.reason()})", file=sys.stderr)
         if as_json:
             print(json.dumps({"verdict": "interrupted"}))
-        return EXIT_INTERRUPTED
+        return interrupts.exit_code()
     except TyperException as exc:  # usage errors: unknown option, bad option value
         _traceback(debug)
         return _error(" ".join(exc.format_message().split()), as_json)

@@ -2,7 +2,7 @@
 
 0 holds (or every CI entry as expected), 1 violated (or a CI entry differs, a trace no longer shows
 its bug), 2 bad input or error, 3 holds but the run was bounded and --require-complete was given,
-130 interrupted.
+130 interrupted by Ctrl-C, 143 ended by SIGTERM (kmc.checker.interrupts).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 from kmc.checker.result import CheckResult
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130
 
 
 class InterruptedCheckError(Exception):

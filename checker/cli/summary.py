@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kmc.checker import interrupts
 from kmc.checker.engines import ENGINES
 from kmc.checker.engines.api import Engine
 from kmc.checker.result import CheckResult, Status
@@ -67,7 +68,7 @@ def _statistics(result: CheckResult) -> list[str]:
 
 def _verdict(result: CheckResult, engine: Engine, vacuous: list[str] | None) -> str:
     if result.interrupted:
-        return "interrupted (Ctrl-C): the statistics above are of the part explored; not a proof"
+        return f"interrupted ({interrupts.reason()}): the statistics above are of the part explored; not a proof"
     if vacuous:
         return f"vacuous (--fail-on-vacuity): {'; '.join(vacuous)}; no violation was found, which says nothing of those"
     own = engine.verdict(result)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from kmc.checker import interrupts
 from kmc.checker.engines.api import SEED, Engine, EngineTask, OptionSpec
 from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import PropertySet
@@ -117,7 +118,7 @@ def simulate(
         found,
         stats,
         bound_reason=f"{walks_done} random walks of at most {options.depth} steps"
-        + (", interrupted (Ctrl-C)" if interrupted else ""),
+        + (f", interrupted ({interrupts.reason()})" if interrupted else ""),
         seed=seed,
         preset=preset,
     )

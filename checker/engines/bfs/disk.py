@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kmc.checker import interrupts
 from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.errors import UserError
 from kmc.checker.model import Model, State
@@ -175,7 +176,7 @@ class _Search:
                     self.depth += 1
         except KeyboardInterrupt:  # Ctrl-C: report what was explored, never as complete
             interrupted = True
-            self.bounded_by = "interrupted (Ctrl-C)"
+            self.bounded_by = f"interrupted ({interrupts.reason()})"
         finally:
             self.progress.close()
         if not self.durable:

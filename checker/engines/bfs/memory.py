@@ -14,6 +14,7 @@ from array import array
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
+from kmc.checker import interrupts
 from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.errors import PropertyError, PropertyTypeError
 from kmc.checker.model import Model, State
@@ -120,7 +121,7 @@ class MemorySearch:
                     self.depth += 1
         except KeyboardInterrupt:  # Ctrl-C: report what was explored, never as complete
             interrupted = True
-            self.bounded_by = "interrupted (Ctrl-C)"
+            self.bounded_by = f"interrupted ({interrupts.reason()})"
         finally:
             self.progress.close()
         result = self.result(time.perf_counter() - start, rss_start)
