@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kmc.checker import interrupts
 from kmc.checker.errors import UserError
 from kmc.cluster import network, users
 from kmc.cluster.node import Node
@@ -487,11 +488,7 @@ def status(run_dir: Path) -> dict[str, Any]:
 def started(run_dir: Path | str, spec: ClusterSpec | None = None) -> Iterator[Cluster]:
     """A cluster owned by this process for the ``with`` block: SIGTERM stops it as Ctrl-C does."""
     previous = signal.getsignal(signal.SIGTERM)
-
-    def terminate(_signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, terminate)
+    interrupts.install()  # SIGTERM raises a KeyboardInterrupt that says it was SIGTERM
     try:
         with Cluster.start(run_dir, spec) as cluster:
             yield cluster

@@ -266,3 +266,20 @@ def test_transactions_and_a_kip_848_group_under_a_leader_crash(runs: Path) -> No
     assert result["checks"]["AbortedNeverVisible"] > 0 and result["operations"]["fail"] > 0  # aborted on purpose
     polled = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
     assert any(e["process"] == 2 and e["f"] == "poll" and e["type"] == "ok" for e in polled)  # the group read
+
+
+def test_sigterm_ends_a_campaign_with_its_nodes_stopped(runs: Path) -> None:
+    """`kmc campaign` in the background, ended by SIGTERM once its cluster is up: it says so, exits
+    143, stops every node and leaves its history."""
+    run_dir = runs / "terminated"
+    argv = [str(KMC), "campaign", "--run-dir", str(run_dir), "--duration", "60", "--faults", "crash"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines = [proc.stderr.readline() for _ in range(2)]  # starting ..., cluster up in ...
+    assert lines[1].startswith("cluster up in"), lines
+    proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "kmc: interrupted (SIGTERM)"
+    assert leftovers(run_dir, read_info(run_dir / "cluster")["run_id"]) == []
+    assert (run_dir / "history.jsonl").is_file()

@@ -101,6 +101,11 @@ class _QuietWhenClosed:
         return getattr(self._stream, name)
 
 
+TYPER_INTERRUPTED = 130
+"""What typer returns for a KeyboardInterrupt (Ctrl-C, or SIGTERM through kmc.checker.interrupts) that
+a command did not handle itself."""
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and hasattr(sys.stdout, "fileno"):  # the `kmc` command itself, not a test calling main
         sys.stdout = _QuietWhenClosed(sys.stdout)
@@ -115,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         interrupts.install()
     try:
         result = make_app()(args=args, prog_name="kmc", standalone_mode=False)
+        if result == TYPER_INTERRUPTED:  # typer returns an interrupt it caught as 130
+            print(f"kmc: interrupted ({interrupts.reason()})", file=sys.stderr)
+            return interrupts.exit_code()
         if isinstance(result, int) and result:
             return result
     except typer.Exit as exc:
