@@ -189,7 +189,7 @@ class Cluster:
                 port=ports[2 * i],
                 controller_port=ports[2 * i + 1],
                 folder=run_dir / f"node-{i + 1}",
-                directory_id=_random_uuid(),
+                directory_id=random_kafka_uuid(),
                 user=users.user_name(run_id, i + 1) if as_users else None,
             )
             for i in range(spec.nodes)
@@ -199,7 +199,7 @@ class Cluster:
             "run_id": run_id,
             "release": str(spec.release),
             "jars": str(jars),
-            "cluster_id": _random_uuid(),
+            "cluster_id": random_kafka_uuid(),
             "owner_pid": os.getpid() if owned else None,
             "chain": f"KMC-{run_id}" if as_users else None,
             "settings": {**BROKER_DEFAULTS, **spec.settings},
@@ -374,11 +374,16 @@ class Cluster:
         self.stop()
 
 
-def _random_uuid() -> str:
-    """A Kafka Uuid (base64 of 16 random bytes, as StorageTool random-uuid prints it)."""
+def random_kafka_uuid() -> str:
+    """A Kafka Uuid (base64 of 16 random bytes, as StorageTool random-uuid prints it), never one that
+    starts with "-": like Kafka's Uuid.randomUuid, drawn again, since a command line would take
+    `--cluster-id -Xyz...` for an option (one run in 64 failed to format before)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def prepare_run_dir(run_dir: Path) -> None:

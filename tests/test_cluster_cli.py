@@ -191,3 +191,15 @@ def test_a_run_where_nothing_was_acknowledged_is_not_exercised(
     assert "AcknowledgedWriteNeverLost   not exercised" in out
     assert out.rstrip().splitlines()[-1].startswith("  verdict: not exercised")
     assert 'name="AcknowledgedWriteNeverLost"' in junit.read_text()
+
+
+def test_kafka_uuids_never_start_with_a_dash() -> None:
+    """`kafka-storage format --cluster-id -Xyz...` reads the id as an option: one draw in 64 would fail."""
+    from kmc.cluster.cluster import random_kafka_uuid
+
+    drawn = [random_kafka_uuid() for _ in range(5000)]
+    assert not [u for u in drawn if u.startswith("-")]
+    assert all(
+        len(u) == 22 and set(u) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        for u in drawn
+    )
