@@ -12,16 +12,13 @@ the topic's segments of every node.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kmc.checker.errors import UserError
-from kmc.cluster.release import log_dumper
+from kmc.cluster.release import dump_log_segments
 
-DECODE_TIMEOUT_S = 120
 BATCH = re.compile(
     r"baseOffset: (\d+) lastOffset: (\d+) count: \d+ baseSequence: (-?\d+) lastSequence: (-?\d+) "
     r"producerId: (-?\d+) producerEpoch: (-?\d+) partitionLeaderEpoch: (-?\d+) isTransactional: (\w+) "
@@ -112,15 +109,8 @@ def decode_batches(cluster_dir: Path, partitions: Iterable[str], jars: Path, jav
                 files[str(segment)] = (partition, node)
     if not files:
         return {}
-    argv = [java, "-cp", str(jars / "*"), log_dumper(jars), "--files", ",".join(files)]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise UserError(f"decoding the topic's logs took over {DECODE_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"DumpLogSegments failed on the topic's logs: {last[:300]}")
-    return longest_copies(parse_batches(done.stdout, files))
+    text = dump_log_segments(jars, java, files, what="the topic's logs")
+    return longest_copies(parse_batches(text, files))
 
 
 def parse_batches(text: str, files: dict[str, tuple[str, int]]) -> dict[tuple[str, int], list[ProducerBatch]]:

@@ -299,17 +299,20 @@ def attribute_duplicates(run_dir: Path, events: list[Any]) -> list[Attribution]:
     cluster_dir = run_dir / CLUSTER_DIR
     if not (cluster_dir / "run.json").exists():
         return []
-    release = Release.parse(read_info(cluster_dir)["release"])
-    jars = server_jars(release, fetch=False)
+    _info, jars = stopped_cluster(cluster_dir)
     return attribute(found, decode_batches(cluster_dir, found, jars, java()))
+
+
+def stopped_cluster(cluster_dir: Path) -> tuple[dict[str, Any], Path]:
+    """A stopped cluster's run.json and the jars of its release, whose tools decode its logs."""
+    info = read_info(cluster_dir)
+    return info, server_jars(Release.parse(info["release"]), fetch=False)
 
 
 def validate_metadata(run_dir: Path, depth: int | None = None) -> RunValidation:
     """Decode every node's metadata log of a stopped run and validate it against every mapped model."""
     cluster_dir = run_dir / CLUSTER_DIR
-    info = read_info(cluster_dir)
-    release = Release.parse(info["release"])
-    jars = server_jars(release, fetch=False)
+    info, jars = stopped_cluster(cluster_dir)
     logs = decode(cluster_dir, jars, java())
     voters = info.get("bootstrap_voters") or [(n["node_id"], n["directory_id"]) for n in info["nodes"]]
     bootstrap = tuple(sorted((int(node), str(directory)) for node, directory in voters))

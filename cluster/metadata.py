@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kmc.checker.errors import UserError
-from kmc.cluster.release import log_dumper
+from kmc.cluster.release import dump_log_segments
 
-DECODE_TIMEOUT_S = 120
 METADATA_PARTITION = "__cluster_metadata-0"
 BATCH = re.compile(
     r"baseOffset: (\d+) lastOffset: (\d+) count: \d+ .*?partitionLeaderEpoch: (-?\d+) "
@@ -81,16 +79,9 @@ def decode(run_dir: Path, jars: Path, java: str) -> dict[int, MetadataLog]:
             files[segment] = node
     if not files:
         raise UserError(f"no metadata log under {run_dir}: is it a cluster's run directory?")
-    argv = [java, "-cp", str(jars / "*"), log_dumper(jars), "--cluster-metadata-decoder", "--files"]
-    argv.append(",".join(str(path) for path in files))
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=DECODE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise UserError(f"decoding the metadata logs took over {DECODE_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"DumpLogSegments failed on the metadata logs: {last[:300]}")
-    return parse(done.stdout, {str(path): node for path, node in files.items()})
+    paths = [str(path) for path in files]
+    text = dump_log_segments(jars, java, paths, "--cluster-metadata-decoder", what="the metadata logs")
+    return parse(text, {str(path): node for path, node in files.items()})
 
 
 def parse(text: str, nodes_by_file: dict[str, int]) -> dict[int, MetadataLog]:

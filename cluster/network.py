@@ -112,24 +112,7 @@ class Firewall:
             for user_b, ports_b in b:
                 self.drop(user_a, ports_b)
                 if one_way:  # and A's replies on the connections B opened
-                    iptables(
-                        "-A",
-                        self.chain,
-                        "-o",
-                        "lo",
-                        "-p",
-                        "tcp",
-                        "-m",
-                        "owner",
-                        "--uid-owner",
-                        user_a,
-                        "-m",
-                        "connmark",
-                        "--mark",
-                        str(pwd.getpwnam(user_b).pw_uid),
-                        "-j",
-                        "DROP",
-                    )
+                    self._drop_sent_by(user_a, "-m", "connmark", "--mark", str(pwd.getpwnam(user_b).pw_uid))
         if not one_way:
             for user_b, _ports_b in b:
                 for _user_a, ports_a in a:
@@ -137,21 +120,8 @@ class Firewall:
 
     def drop(self, user: str, ports: Iterable[int]) -> None:
         """Drop what ``user`` sends to these ports."""
-        iptables(
-            "-A",
-            self.chain,
-            "-o",
-            "lo",
-            "-p",
-            "tcp",
-            "-m",
-            "owner",
-            "--uid-owner",
-            user,
-            "-m",
-            "multiport",
-            "--dports",
-            ",".join(str(p) for p in ports),
-            "-j",
-            "DROP",
-        )
+        self._drop_sent_by(user, "-m", "multiport", "--dports", ",".join(str(p) for p in ports))
+
+    def _drop_sent_by(self, user: str, *match: str) -> None:
+        """A rule of the run's chain: drop the loopback TCP that ``user`` sends and ``match`` selects."""
+        iptables("-A", self.chain, "-o", "lo", "-p", "tcp", "-m", "owner", "--uid-owner", user, *match, "-j", "DROP")

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,23 @@ def log_dumper(jars: Path) -> str:
             if entry in archive.namelist():
                 return LOG_DUMPER
     return LOG_DUMPER_IN_CORE
+
+
+DUMP_TIMEOUT_S = 120
+
+
+def dump_log_segments(jars: Path, java: str, paths: Iterable[str], *options: str, what: str) -> str:
+    """``DumpLogSegments [OPTIONS] --files PATHS`` of the release whose jars these are: its output, or one
+    error line naming ``what`` was dumped (one JVM for every segment: about 1.5 s)."""
+    argv = [java, "-cp", str(jars / "*"), log_dumper(jars), *options, "--files", ",".join(paths)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"decoding {what} took over {DUMP_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise UserError(f"DumpLogSegments failed on {what}: {last[:300]}")
+    return done.stdout
 
 
 def requested(version: str | None = None) -> Release:

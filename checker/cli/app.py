@@ -106,6 +106,12 @@ TYPER_INTERRUPTED = 130
 a command did not handle itself."""
 
 
+def _interrupted() -> int:
+    """Say that Ctrl-C or SIGTERM ended the command, and the exit code that says which."""
+    print(f"kmc: interrupted ({interrupts.reason()})", file=sys.stderr)
+    return interrupts.exit_code()
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and hasattr(sys.stdout, "fileno"):  # the `kmc` command itself, not a test calling main
         sys.stdout = _QuietWhenClosed(sys.stdout)
@@ -121,8 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = make_app()(args=args, prog_name="kmc", standalone_mode=False)
         if result == TYPER_INTERRUPTED:  # typer returns an interrupt it caught as 130
-            print(f"kmc: interrupted ({interrupts.reason()})", file=sys.stderr)
-            return interrupts.exit_code()
+            return _interrupted()
         if isinstance(result, int) and result:
             return result
     except typer.Exit as exc:
@@ -133,13 +138,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps({**exc.result.to_json(), "verdict": "interrupted"}, indent=2))
             else:
                 print(summary_text(exc.result, f"kmc check {exc.result.model} ({exc.result.engine})"))
-        print(f"kmc: interrupted ({interrupts.reason()})", file=sys.stderr)
-        return interrupts.exit_code()
+        return _interrupted()
     except KeyboardInterrupt:
-        print(f"kmc: interrupted ({interrupts.reason()})", file=sys.stderr)
         if as_json:
             print(json.dumps({"verdict": "interrupted"}))
-        return interrupts.exit_code()
+        return _interrupted()
     except TyperException as exc:  # usage errors: unknown option, bad option value
         _traceback(debug)
         return _error(" ".join(exc.format_message().split()), as_json)
