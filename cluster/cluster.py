@@ -34,7 +34,7 @@ from typing import Any
 from kmc.checker import interrupts
 from kmc.checker.errors import UserError
 from kmc.cluster import network, users
-from kmc.cluster.node import Node
+from kmc.cluster.node import Node, last_words
 from kmc.cluster.release import Release, requested, server_jars
 
 RUN_FILE = "run.json"
@@ -140,15 +140,6 @@ TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "
 """Kafka's command-line tools run a moment: a small heap and no JIT beyond the first tier."""
 
 
-def last_words(log: Path) -> str:
-    """The last line a tool wrote, for an error line (the whole log stays on disk)."""
-    try:
-        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "no log"
-    return lines[-1][:300] if lines else "it wrote nothing"
-
-
 def java() -> str:
     found = shutil.which("java")
     if found is None:
@@ -173,7 +164,7 @@ class Cluster:
         spec = spec or ClusterSpec()
         java()  # before anything is made: no Java is one line, and nothing to clean up
         run_dir = Path(run_dir).resolve()
-        cannot_cut = network.available()
+        cannot_cut = network.available() if spec.node_users is not False else None  # probes iptables
         as_users = spec.node_users if spec.node_users is not None else cannot_cut is None
         if as_users and cannot_cut is not None:
             raise UserError(f"{cannot_cut}: leave the partition faults out (--faults) or run as root")

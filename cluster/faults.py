@@ -46,9 +46,10 @@ class Nemesis:
         self._replaced: dict[int, str] = {}
         """Nodes whose metadata disk was lost: the directory id of the voter they were."""
 
-    def crash(self, node_id: int) -> None:
+    def crash(self, node_id: int, kind: str = "crash") -> None:
+        """kill -9, recorded as ``kind`` (the fault that chose the node: crash-leader, ...)."""
         self.cluster.node(node_id).kill()
-        self.history.fault("crash", [node_id])
+        self.history.fault(kind, [node_id])
 
     def restart(self, node_id: int, wait: bool = True) -> None:
         node = self.cluster.node(node_id)
@@ -110,18 +111,14 @@ class Nemesis:
 
     def crash_controller(self) -> int | None:
         leader = self.active_controller()
-        if leader is None:
-            return None
-        self.cluster.node(leader).kill()
-        self.history.fault("crash-controller", [leader])
+        if leader is not None:
+            self.crash(leader, "crash-controller")
         return leader
 
     def crash_leader(self) -> int | None:
         leader = self.leader()
-        if leader is None:
-            return None
-        self.cluster.node(leader).kill()
-        self.history.fault("crash-leader", [leader])
+        if leader is not None:
+            self.crash(leader, "crash-leader")
         return leader
 
     def partition_leader(self) -> int | None:
@@ -164,8 +161,16 @@ class Nemesis:
 
     def rejoin(self, node_id: int) -> None:
         """Start a node whose metadata disk was lost and make it a voter again: remove-controller of
-        its old directory id, then add-controller of the new one (kafka-metadata-quorum)."""
+        its old directory id, then add-controller of the new one (kafka-metadata-quorum).
+
+        The node starts once the others have a leader other than its old self (at most
+        READY_TIMEOUT_S): restarted while they still name it leader of their epoch, Kafka 4.3.1's
+        raft client stops the node ("Received request or response with leader ... which is
+        inconsistent with current leader"; docs/real-clusters.md)."""
         node = self.cluster.node(node_id)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while self.active_controller() in (node_id, None) and time.monotonic() < deadline:
+            time.sleep(0.2)
         self.cluster.start_node(node)
         self.cluster.save()
         node.wait_ready(time.monotonic() + READY_TIMEOUT_S)

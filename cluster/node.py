@@ -113,8 +113,9 @@ class Node:
         while time.monotonic() < deadline:
             if not self.running():
                 code = self.process.poll() if self.process is not None else None
+                said = last_words(self.folder / "out.log")
                 raise UserError(
-                    f"node {self.node_id} exited during start-up (code {code}): see {self.folder / 'out.log'}"
+                    f"node {self.node_id} exited during start-up (code {code}, {said}): see {self.folder / 'out.log'}"
                 )
             with contextlib.suppress(FileNotFoundError):
                 if READY_LINE in log.read_text(errors="replace"):
@@ -161,3 +162,12 @@ def _as(user: str | None, die_with_parent: bool) -> Any:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
     return become
+
+
+def last_words(log: Path) -> str:
+    """The last line a tool wrote, for an error line (the whole log stays on disk)."""
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "it wrote nothing"
