@@ -27,6 +27,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(cluster, name="cluster")
     app.command("campaign")(campaign)
     app.command("verify")(verify)
+    from kmc.cluster.drive.cli import drive
+
+    app.command("drive")(drive)
 
 
 RunDir = Annotated[Path, typer.Option("--run-dir", help="The cluster's run directory.")]

@@ -44,8 +44,10 @@ def _missing_jars(version: str) -> str:
     return f"Kafka {version}'s jars are not installed (looked in {where}): run `{how}` (needs Maven and a JDK)"
 
 
-def start(version: str | None = None) -> str:
-    """Start the JVM on the jars of ``version`` (once per process); return the version started."""
+def start(version: str | None = None, folder: Path | None = None) -> str:
+    """Start the JVM on the jars of ``version`` (once per process); return the version started.
+    ``folder`` holds the jars when they are not the oracles' (a real cluster's server jars, which
+    carry the same release's client classes)."""
     global _started_version
     version = requested_version(version)
     if _started_version is not None:
@@ -57,7 +59,7 @@ def start(version: str | None = None) -> str:
         return version
     if not re.fullmatch(r"[0-9A-Za-z.\-]+", version):
         raise UserError(f"not a Kafka release: {version!r}")
-    folder = jars_dir(version)
+    folder = folder or jars_dir(version)
     jars = sorted(folder.glob("*.jar")) if folder.is_dir() else []
     if not any(j.name.startswith("kafka-clients-") for j in jars):
         raise UserError(_missing_jars(version))

@@ -1,0 +1,13 @@
+"""Counterexamples driven on a real broker: one driver per model (``kmc drive TRACE``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def drivers() -> dict[str, Any]:
+    """Every model's driver, by model name (imported on first use: the drivers start a JVM)."""
+    from kmc.cluster.drive.group import GroupDriver
+    from kmc.cluster.drive.group_kip848 import Kip848Driver
+
+    return {driver.model_name: driver for driver in (GroupDriver, Kip848Driver)}

@@ -1,0 +1,354 @@
+"""The group driver: the classic group protocol's consumers played against a real group coordinator
+with JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit, its state read back with
+DescribeGroups.
+
+A request travels when the trace says the coordinator handles it. JoinGroup and SyncGroup may be
+parked by the coordinator until the rebalance completes: the driver keeps such a request in flight
+and collects its answer at the step where the model's consumer is answered, and at every step checks
+that no parked request was answered early. The initial rebalance delay (KIP-134) is the one timer a
+trace waits for (``group.initial.rebalance.delay.ms``, short); sessions and rebalances last longer
+than any drive. A coordinator failover (CoordinatorUnload, then CoordinatorLoad) is a controlled
+shutdown of the node that leads the group's ``__consumer_offsets`` partition: another replica
+becomes leader and loads the group from the log; the node is started again when the drive ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+import uuid
+from typing import Any, ClassVar
+
+from kmc.checker.errors import UserError
+from kmc.checker.model import Action, Model
+from kmc.cluster.drive.base import EpochNames, Performed
+from kmc.cluster.drive.session import Session
+from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java, java_list, message
+from kmc.models.group.state import DEAD, Request
+
+INITIAL_DELAY_MS = 1500
+SESSION_TIMEOUT_MS = 60_000
+REBALANCE_TIMEOUT_MS = 120_000
+TOPIC = "kmc-drive-group"
+PROTOCOL_TYPE = "consumer"
+STOP_TIMEOUT_S = 30.0
+
+
+class GroupDriver:
+    model_name = "group"
+    settings: ClassVar[dict[str, str]] = {"group.initial.rebalance.delay.ms": str(INITIAL_DELAY_MS)}
+    not_driven: ClassVar[dict[str, str]] = {
+        "RequestTimeout": "a client giving up a request it sent: the broker cannot show it",
+        "RebalanceTimeout": "the join phase's timer while members are still missing; not driven yet",
+        "SyncTimeout": "KAFKA-12890's sync timer; not driven yet",
+        "SessionTimeout": "expiring one member while the others stay: not driven yet",
+        "PendingMemberTimeout": "KIP-394's timer for a member that never rejoined: not driven yet",
+        "NewMemberJoinTimeout": "a new member's join timer: not driven yet",
+        "ConsumerPause": "a paused client seen by the coordinator as alive: not driven yet",
+        "ConsumerStall": "the client's poll loop stalling: nothing the broker can see",
+    }
+    unseen = (
+        "group.generationId, leaderId: DescribeGroups does not show them (compared in JoinGroup answers)",
+        "group.pendingMembers, pendingSyncMembers, joinDelay, newMemberAdded, delayExtensionsLeft, stored: "
+        "inside the coordinator",
+        "group.members[]: only memberId, groupInstanceId and the assignment are shown",
+        "consumers: the client's own state, held by the driver (it is the model's client)",
+        "faults: the model's fault counter",
+    )
+    max_drive_s = SESSION_TIMEOUT_MS / 2000
+    settle_s = 1.0
+
+    def __init__(self, session: Session, model: Model, initial: Any) -> None:
+        self.session = session
+        self.config = model.config
+        self.group = f"kmc-drive-{uuid.uuid4().hex[:12]}"
+        self.epochs = EpochNames()
+        self.real_ids: dict[str, str] = {}
+        """model member id -> the broker's member id (a model id no longer mentioned is reused)"""
+        self.model_ids: dict[str, str] = {}
+        self.in_flight: dict[int, tuple[Connection, int, str]] = {}
+        """consumer -> (connection, correlation id, api) of a request the coordinator has not answered"""
+        self.coordinator = -1
+        self.stopped_nodes: list[int] = []
+        self.instances: dict[str, str] = {}
+        """group.instance.id -> the model's member id, in the state last expected"""
+
+    # -- setup -------------------------------------------------------------------------------------
+    def setup(self) -> None:
+        if self.config.static_membership is False and not self.config.require_known_member_id:
+            raise UserError("the brokers this drives (4.0 and later) require a known member id (KIP-394)")
+        self.session.create_topic(TOPIC, max(self.config.partitions, 1), 1)
+        self._find_coordinator()
+
+    def _find_coordinator(self) -> None:
+        self.coordinator = self.session.find_coordinator(self.group, 0)
+        self.session.until("load the group's coordinator", lambda: None if "error" in self.observed() else True)
+
+    def _connection(self, consumer: int) -> Connection:
+        return self.session.connection(f"consumer-{consumer}", self.coordinator)
+
+    # -- steps -------------------------------------------------------------------------------------
+    def perform(self, action: Action, before: Any, after: Any) -> Performed:
+        name, args = action.name, action.args
+        performed = Performed()
+        if name in ("HandleJoinGroup", "HandleSyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit"):
+            self._send(name, args["consumer"], before, performed)
+        elif name == "ConsumerCrash":
+            self._forget(args["consumer"])
+            performed.requests.append("(the consumer's connection closed; it sends nothing more)")
+        elif name == "CoordinatorUnload":
+            self._unload(performed)
+        elif name == "CoordinatorLoad":
+            self._load(performed)
+        wait_s = INITIAL_DELAY_MS / 1000 + 10 if name == "InitialDelayExpired" else 10.0
+        self._collect(before, after, performed, wait_s)
+        if name in ("OffsetCommit", "Heartbeat"):
+            performed.expected[f"consumer {args['consumer']}"] = {"error": args["error"]}
+        return performed
+
+    def _send(self, name: str, consumer: int, before: Any, performed: Performed) -> None:
+        me = before.consumers[consumer]
+        request: Request | None = me.request
+        if name == "HandleJoinGroup":
+            assert request is not None
+            data, api = self._join(consumer, request), "JOIN_GROUP"
+        elif name == "HandleSyncGroup":
+            assert request is not None
+            data, api = self._sync(consumer, request), "SYNC_GROUP"
+        elif name == "Heartbeat":
+            data, api = self._heartbeat(consumer, me), "HEARTBEAT"
+        elif name == "LeaveGroup":
+            data, api = self._leave(consumer, me), "LEAVE_GROUP"
+        else:
+            data, api = self._offset_commit(me), "OFFSET_COMMIT"
+        conn = self._connection(consumer)
+        self.in_flight[consumer] = (conn, conn.send(api, data), api)
+        performed.requests.append(f"{api}(memberId={self._shown_id(data)})")
+
+    def _collect(self, before: Any, after: Any, performed: Performed, wait_s: float) -> None:
+        """Answers the model gives in this step are awaited; answers it does not give must not come."""
+        for c, (conn, correlation, api) in list(self.in_flight.items()):
+            expected = after.consumers[c].response
+            answered_now = expected is not None and before.consumers[c].response is None
+            direct = api in ("HEARTBEAT", "LEAVE_GROUP", "OFFSET_COMMIT")
+            if answered_now or direct:
+                answer = conn.receive(correlation, wait_s)
+                del self.in_flight[c]
+                self._compare_answer(c, api, answer, expected, performed)
+            elif after.consumers[c].request is None and expected is None and after.consumers[c].phase == "stopped":
+                del self.in_flight[c]
+            elif conn.ready(correlation):
+                answer = conn.receive(correlation, 0.1)
+                del self.in_flight[c]
+                performed.answered[f"consumer {c} (answered early)"] = self._answer(api, answer)
+                performed.expected[f"consumer {c} (answered early)"] = "(parked)"
+
+    def _compare_answer(self, c: int, api: str, answer: Any, expected: Any, performed: Performed) -> None:
+        shown = self._answer(api, answer)
+        if expected is not None and api == "JOIN_GROUP":
+            real = str(answer.memberId())
+            if real:
+                self._learn(expected.memberId, real)
+            if expected.leaderId and str(answer.leader()):
+                self._learn(expected.leaderId, str(answer.leader()))
+            shown = self._answer(api, answer)
+        key = f"consumer {c}"
+        performed.answered[key] = shown
+        performed.expected[key] = self._expected_answer(api, expected) if expected is not None else shown
+
+    # -- requests ----------------------------------------------------------------------------------
+    def _join(self, consumer: int, request: Request) -> Any:
+        data = message("JoinGroupRequestData").setGroupId(self.group).setProtocolType(PROTOCOL_TYPE)
+        data.setSessionTimeoutMs(SESSION_TIMEOUT_MS).setRebalanceTimeoutMs(REBALANCE_TIMEOUT_MS)
+        data.setMemberId(self.real_ids.get(request.memberId, "") if request.memberId else "")
+        if self.config.static_membership:
+            data.setGroupInstanceId(f"i{consumer}")
+        protocol = message("JoinGroupRequestData$JoinGroupRequestProtocol").setName(self.config.assignor)
+        protocol.setMetadata(self._subscription(request.metadata))
+        data.protocols().add(protocol)
+        return data
+
+    def _sync(self, consumer: int, request: Request) -> Any:
+        data = message("SyncGroupRequestData").setGroupId(self.group).setMemberId(self.real_ids[request.memberId])
+        data.setGenerationId(self.epochs.broker(request.generationId)).setProtocolType(PROTOCOL_TYPE)
+        data.setProtocolName(self.config.assignor)
+        if self.config.static_membership:
+            data.setGroupInstanceId(f"i{consumer}")
+        for member, partitions in request.assignment:
+            entry = message("SyncGroupRequestData$SyncGroupRequestAssignment").setMemberId(self.real_ids[member])
+            data.assignments().add(entry.setAssignment(self._assignment_bytes(partitions)))
+        return data
+
+    def _heartbeat(self, consumer: int, me: Any) -> Any:
+        data = message("HeartbeatRequestData").setGroupId(self.group).setMemberId(self.real_ids.get(me.memberId, ""))
+        data.setGenerationId(self.epochs.broker(me.generationId))
+        if self.config.static_membership:
+            data.setGroupInstanceId(f"i{consumer}")
+        return data
+
+    def _leave(self, consumer: int, me: Any) -> Any:
+        identity = message("LeaveGroupRequestData$MemberIdentity").setMemberId(self.real_ids.get(me.memberId, ""))
+        if self.config.static_membership:
+            identity.setGroupInstanceId(f"i{consumer}")
+        return message("LeaveGroupRequestData").setGroupId(self.group).setMembers(java_list([identity]))
+
+    def _offset_commit(self, me: Any) -> Any:
+        data = message("OffsetCommitRequestData").setGroupId(self.group)
+        data.setMemberId(self.real_ids.get(me.memberId, "")).setGenerationIdOrMemberEpoch(
+            self.epochs.broker(me.generationId)
+        )
+        topic = message("OffsetCommitRequestData$OffsetCommitRequestTopic").setName(TOPIC)
+        for p in sorted(me.owned) or [0]:
+            entry = message("OffsetCommitRequestData$OffsetCommitRequestPartition").setPartitionIndex(p)
+            topic.partitions().add(entry.setCommittedOffset(0))
+        data.topics().add(topic)
+        return data
+
+    def _subscription(self, metadata: tuple[tuple[int, ...], int]) -> Any:
+        owned, generation = metadata
+        partitions = java_list([java("org.apache.kafka.common.TopicPartition")(TOPIC, p) for p in owned])
+        subscription = java("org.apache.kafka.clients.consumer.ConsumerPartitionAssignor$Subscription")(
+            java_list([TOPIC]), None, partitions, self.epochs.broker(generation), java("java.util.Optional").empty()
+        )
+        buffer = java("org.apache.kafka.clients.consumer.internals.ConsumerProtocol").serializeSubscription(
+            subscription
+        )
+        return java("org.apache.kafka.common.utils.Utils").toArray(buffer)
+
+    def _assignment_bytes(self, partitions: frozenset[int]) -> Any:
+        listed = java_list([java("org.apache.kafka.common.TopicPartition")(TOPIC, p) for p in sorted(partitions)])
+        assignment = java("org.apache.kafka.clients.consumer.ConsumerPartitionAssignor$Assignment")(listed)
+        buffer = java("org.apache.kafka.clients.consumer.internals.ConsumerProtocol").serializeAssignment(assignment)
+        return java("org.apache.kafka.common.utils.Utils").toArray(buffer)
+
+    def _partitions_of(self, assignment_bytes: Any) -> list[int]:
+        if assignment_bytes is None or len(assignment_bytes) == 0:
+            return []
+        buffer = java("java.nio.ByteBuffer").wrap(assignment_bytes)
+        assignment = java("org.apache.kafka.clients.consumer.internals.ConsumerProtocol").deserializeAssignment(buffer)
+        return sorted(int(tp.partition()) for tp in assignment.partitions())
+
+    # -- answers -----------------------------------------------------------------------------------
+    def _answer(self, api: str, answer: Any) -> dict[str, Any]:
+        if api == "LEAVE_GROUP":
+            errors = [error_name(answer.errorCode())] + [error_name(m.errorCode()) for m in answer.members()]
+            return {"error": next((e for e in errors if e != "NONE"), "NONE")}
+        if api == "OFFSET_COMMIT":
+            errors = {error_name(p.errorCode()) for t in answer.topics() for p in t.partitions()}
+            return {"error": errors.pop() if len(errors) == 1 else sorted(errors)}
+        error = error_name(answer.errorCode())
+        if api == "HEARTBEAT" or (error != "NONE" and api != "JOIN_GROUP"):
+            return {"error": error}
+        if api == "SYNC_GROUP":
+            return {"error": error, "assignment": self._partitions_of(answer.assignment())}
+        shown: dict[str, Any] = {"error": error, "memberId": self._model_id(str(answer.memberId()))}
+        if error == "NONE":
+            shown["generationId"] = int(answer.generationId())
+            shown["leaderId"] = self._model_id(str(answer.leader()))
+            shown["members"] = sorted(self._model_id(str(m.memberId())) for m in answer.members())
+        return shown
+
+    @staticmethod
+    def _expected_answer(api: str, response: Any) -> dict[str, Any]:
+        if api == "HEARTBEAT" or (response.error != "NONE" and api != "JOIN_GROUP"):
+            return {"error": response.error}
+        if api == "SYNC_GROUP":
+            return {"error": response.error, "assignment": sorted(response.assignment)}
+        shown: dict[str, Any] = {"error": response.error, "memberId": response.memberId}
+        if response.error == "NONE":
+            shown["generationId"] = response.generationId
+            shown["leaderId"] = response.leaderId
+            shown["members"] = sorted(m for m, _, _ in response.members)
+        return shown
+
+    # -- the coordinator moving --------------------------------------------------------------------
+    def _unload(self, performed: Performed) -> None:
+        cluster = self.session.cluster
+        if cluster is None:
+            raise UserError("a coordinator failover needs a cluster the drive starts itself (not --cluster)")
+        node = cluster.node(self.coordinator)
+        node.signal(signal.SIGTERM)  # controlled shutdown: the offsets partition's leadership moves
+        if node.process is not None:
+            node.process.wait(timeout=STOP_TIMEOUT_S)
+        self.stopped_nodes.append(node.node_id)
+        for c in list(self.in_flight):
+            self._forget(c)
+        performed.requests.append(f"(node {node.node_id}, the group's coordinator, shut down)")
+
+    def _load(self, performed: Performed) -> None:
+        previous = self.coordinator
+        self.session.down = set(self.stopped_nodes)
+        self._find_coordinator()
+        performed.requests.append(f"(node {self.coordinator} took over the group from node {previous})")
+
+    # -- projections -------------------------------------------------------------------------------
+    def expected(self, state: Any) -> dict[str, Any]:
+        group = state.group
+        if group.state == DEAD:
+            return {"state": DEAD}
+        members = {
+            m.memberId: {"groupInstanceId": m.groupInstanceId, "assignment": sorted(m.assignment)}
+            for m in group.members
+        }
+        self.instances = {m.groupInstanceId: m.memberId for m in group.members if m.groupInstanceId}
+        return {"state": group.state, "members": members}
+
+    def observed(self) -> dict[str, Any]:
+        if self.coordinator in self.stopped_nodes:
+            return {"state": DEAD}
+        request = message("DescribeGroupsRequestData").setGroups(java_list([self.group]))
+        try:
+            answer = self.session.connection("describe", self.coordinator).call("DESCRIBE_GROUPS", request)
+        except BrokerGoneError:
+            return {"error": "the coordinator does not answer"}
+        described = answer.groups().get(0)
+        error = error_name(described.errorCode())
+        if error == "GROUP_ID_NOT_FOUND":
+            return {"state": "Empty", "members": {}}  # a classic group is created by its first JoinGroup
+        if error != "NONE":
+            return {"error": error}
+        for m in described.members():
+            # a static member's id is learnt from its instance id while its JoinGroup is parked
+            real, instance = str(m.memberId()), m.groupInstanceId()
+            if real not in self.model_ids and instance in self.instances:
+                self._learn(self.instances[instance], real)
+        members = {
+            self._model_id(str(m.memberId())): {
+                "groupInstanceId": m.groupInstanceId(),
+                "assignment": self._partitions_of(m.memberAssignment()),
+            }
+            for m in described.members()
+        }
+        return {"state": str(described.groupState()), "members": members}
+
+    def close(self) -> None:
+        self.session.close()
+        cluster = self.session.cluster
+        for node_id in self.stopped_nodes:
+            node = cluster.node(node_id)
+            cluster.start_node(node)
+            node.wait_ready(time.monotonic() + 60)
+        self.stopped_nodes.clear()
+
+    # -- ids ---------------------------------------------------------------------------------------
+    def _learn(self, model_id: str, real: str) -> None:
+        self.real_ids[model_id] = real
+        self.model_ids[real] = model_id
+
+    def _model_id(self, real: str) -> str:
+        if not real:
+            return ""
+        return self.model_ids.get(real, f"(unknown member {real})")
+
+    def _shown_id(self, data: Any) -> str:
+        with contextlib.suppress(Exception):
+            real = str(data.memberId())
+            return self.model_ids.get(real, real or '""')
+        return "?"
+
+    def _forget(self, consumer: int) -> None:
+        self.in_flight.pop(consumer, None)
+        conn = self.session.connections.pop(f"consumer-{consumer}", None)
+        if conn is not None:
+            conn.close()

@@ -1,0 +1,265 @@
+"""`kmc drive`: a counterexample played request by request on a real broker, each step's answers and
+the broker's reports compared with the model's next state.
+
+A drive agrees when every step agrees: the broker answered each request as the trace says and
+reports afterwards what the model's next state holds (through the driver's projection). The clients
+are the driver's, acting on those answers as the model's clients do, so a drive that agrees to the
+end shows the trace's violation on the real broker. A drive stops at its first divergence: from
+there on the broker and the trace are in different states.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kmc.checker.errors import UserError
+from kmc.checker.properties import holds, select_properties
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import Replayed, replay
+from kmc.cluster.drive import drivers
+from kmc.cluster.drive.base import Difference, Driver, differences
+from kmc.cluster.drive.session import Session
+from kmc.cluster.drive.wire import BrokerGoneError
+
+Progress = Callable[[str], None]
+SETTLE_PAUSE_S = 0.05
+
+
+@dataclass
+class StepResult:
+    index: int
+    action: str
+    requests: list[str]
+    agreed: bool
+    differences: list[Difference]
+    answered: dict[str, Any]
+    observed: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.index,
+            "action": self.action,
+            "requests": self.requests,
+            "agreed": self.agreed,
+            "differences": [d.to_json() for d in self.differences],
+            "answered": self.answered,
+            "observed": self.observed,
+        }
+
+
+@dataclass
+class DriveResult:
+    trace: str
+    model: str
+    preset: str | None
+    property: str | None
+    release: str
+    steps: list[StepResult] = field(default_factory=list)
+    total_steps: int = 0
+    violated_on_broker: bool | None = None
+    seconds: float = 0.0
+    unseen: tuple[str, ...] = ()
+
+    @property
+    def agreed(self) -> bool:
+        return len(self.steps) == self.total_steps and all(s.agreed for s in self.steps)
+
+    @property
+    def verdict(self) -> str:
+        if not self.agreed:
+            first = next((s for s in self.steps if not s.agreed), None)
+            where = f"at step {first.index} ({first.action})" if first else "before its end"
+            return f"diverged {where}"
+        if self.property is None:
+            return "agreed at every step"
+        shown = "violated" if self.violated_on_broker else "not violated"
+        return f"agreed at every step: {self.property} {shown} on the real broker"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trace": self.trace,
+            "model": self.model,
+            "preset": self.preset,
+            "property": self.property,
+            "kafka_version": self.release,
+            "verdict": self.verdict,
+            "agreed": self.agreed,
+            "violated_on_broker": self.violated_on_broker,
+            "steps_driven": len(self.steps),
+            "steps": self.total_steps,
+            "seconds": round(self.seconds, 1),
+            "not_compared": list(self.unseen),
+            "results": [s.to_json() for s in self.steps],
+        }
+
+
+def load(trace_path: Path) -> tuple[Replayed, type[Driver]]:
+    """The trace, replayed on its model, and its model's driver; UserError if it cannot be driven."""
+    if not trace_path.is_file():
+        raise UserError(f"no trace at {trace_path}")
+    done = replay(read_trace(trace_path))
+    name = done.model.name
+    driver = drivers().get(name)
+    if driver is None:
+        known = ", ".join(sorted(drivers())) or "none"
+        raise UserError(f"model {name} has no driver: traces of {known} can be driven")
+    for action in done.trace.actions[1:]:
+        reason = driver.not_driven.get(action.name)
+        if reason is not None:
+            raise UserError(f"the trace's action {action.name} cannot be driven: {reason}")
+    return done, driver
+
+
+def drive(
+    trace_path: Path, driver_class: type[Driver], done: Replayed, session: Session, progress: Progress
+) -> DriveResult:
+    """Play the replayed trace on the session's cluster; stop at the first divergence."""
+    states, actions = done.trace.states, done.trace.actions
+    result = DriveResult(
+        trace=str(trace_path),
+        model=done.model.name,
+        preset=done.meta.get("preset"),
+        property=done.meta.get("property"),
+        release=session.release,
+        total_steps=len(states) - 1,
+        unseen=driver_class.unseen,
+    )
+    began = time.monotonic()
+    driver = driver_class(session, done.model, states[0])
+    try:
+        driver.setup()
+        start = _compare_state(driver, states[0])
+        if start:
+            result.steps.append(StepResult(0, "Init", [], False, start, {}, driver.observed()))
+            return result
+        limit = getattr(driver_class, "max_drive_s", None)
+        for index in range(1, len(states)):
+            step = _step(driver, index, actions[index], states[index - 1], states[index])
+            if limit is not None and time.monotonic() - began > limit:
+                step.agreed = False
+                step.differences.append(Difference("(time)", f"within {limit:.0f} s", "the drive took longer"))
+            result.steps.append(step)
+            progress(_line(step))
+            if not step.agreed:
+                break
+    except BrokerGoneError as exc:
+        raise UserError(f"the broker stopped answering: {exc}") from None
+    finally:
+        driver.close()
+        result.seconds = time.monotonic() - began
+    if result.agreed and result.property is not None:
+        result.violated_on_broker = _violated(done, result.property)
+    return result
+
+
+def _step(driver: Driver, index: int, action: Any, before: Any, after: Any) -> StepResult:
+    performed = driver.perform(action, before, after)
+    answers = differences(performed.expected, performed.answered, "response.", driver.epochs)
+    expected = driver.expected(after)
+    observed = driver.observed()
+    found = differences(expected, observed, "", driver.epochs)
+    # a request still parked at the coordinator was sent, not necessarily handled yet: look again, briefly
+    deadline = time.monotonic() + driver.settle_s
+    while found and time.monotonic() < deadline:
+        time.sleep(SETTLE_PAUSE_S)
+        observed = driver.observed()
+        found = differences(expected, observed, "", driver.epochs)
+    found = answers + found
+    return StepResult(index, str(action), performed.requests, not found, found, performed.answered, observed)
+
+
+def _compare_state(driver: Driver, state: Any) -> list[Difference]:
+    return differences(driver.expected(state), driver.observed(), "", driver.epochs)
+
+
+def _violated(done: Replayed, name: str) -> bool:
+    """Whether the last state, which the broker's side agreed with, violates the trace's property."""
+    props = select_properties(type(done.model), tuple(done.meta.get("spec_files") or ()), [name])
+    states, actions = done.trace.states, done.trace.actions
+    if props.invariants:
+        return not holds(name, props.invariants[0].bind(done.model), states[-1])
+    if props.steps:
+        return not holds(name, props.steps[0].bind(done.model), states[-2], actions[-1], states[-1])
+    raise UserError(f"{name} is not a safety property: a drive confirms invariants and step properties")
+
+
+def _line(step: StepResult) -> str:
+    mark = "agreed  " if step.agreed else "DIVERGED"
+    line = f"  {step.index:>3} {mark} {step.action}"
+    if step.requests:
+        line += "  -> " + "; ".join(step.requests)
+    for d in step.differences:
+        line += f"\n        {d.field}: model {json.dumps(d.model)}, broker {json.dumps(d.broker)}"
+    return line
+
+
+def result_path(trace_path: Path, release: str) -> Path:
+    """Where a drive's result goes: next to the trace, named for the release."""
+    stem = trace_path.name.removesuffix(".itf.json").removesuffix(".json")
+    return trace_path.with_name(f"{stem}.drive-{release}.json")
+
+
+def write_result(result: DriveResult, path: Path) -> Path:
+    path.write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
+    return path
+
+
+def session_of(cluster: Any) -> Session:
+    """A drive's session on a started cluster."""
+    brokers = {n.node_id: f"127.0.0.1:{n.port}" for n in cluster.nodes}
+    return Session(brokers, str(cluster.release), cluster=cluster if cluster.owned else None)
+
+
+def missing_settings(driver_class: type[Driver], cluster_settings: dict[str, str]) -> list[str]:
+    """The driver's settings a running cluster does not have (its timers could fire mid-drive)."""
+    return [f"{k}={v}" for k, v in driver_class.settings.items() if cluster_settings.get(k) != v]
+
+
+def drive_trace(
+    trace_path: Path,
+    release: str | None = None,
+    cluster: Any = None,
+    run_dir: Path | None = None,
+    progress: Progress = lambda _line: None,
+    cluster_dir: Path | None = None,
+) -> DriveResult:
+    """Drive a trace on ``cluster``, or on a cluster of ``release`` started for it (and stopped after)."""
+    from kmc.cluster.cluster import ClusterSpec, started
+    from kmc.cluster.release import requested, server_jars
+    from kmc.oracles import jvm
+
+    done, driver_class = load(trace_path)
+    if cluster_dir is not None:
+        cluster = running_cluster(cluster_dir)
+    if cluster is not None:
+        missing = missing_settings(driver_class, cluster.info["settings"])
+        if missing:
+            raise UserError(f"the cluster lacks what a {done.model.name} drive needs: {', '.join(missing)}")
+        jvm.start(str(cluster.release), server_jars(cluster.release))
+        return drive(trace_path, driver_class, done, session_of(cluster), progress)
+    wanted = requested(release)
+    jvm.start(str(wanted), server_jars(wanted))
+    folder = run_dir or Path("kmc-out") / f"drive-{trace_path.name.removesuffix('.itf.json')}"
+    progress(f"starting Kafka {wanted} (3 nodes) in {folder}")
+    with started(folder, ClusterSpec(nodes=3, release=wanted, settings=dict(driver_class.settings))) as running:
+        return drive(trace_path, driver_class, done, session_of(running), progress)
+
+
+def running_cluster(run_dir: Path) -> Any:
+    """A cluster started in the background (``kmc cluster start``), read from its run directory."""
+    from kmc.cluster.cluster import Cluster, read_info, status
+    from kmc.cluster.node import Node
+
+    shown = status(run_dir.resolve())
+    if not shown["nodes"] or not all(n["running"] for n in shown["nodes"]):
+        raise UserError(f"the cluster in {run_dir} is not running (kmc cluster status --run-dir {run_dir})")
+    info = read_info(run_dir.resolve())
+    nodes = [
+        Node(n["node_id"], n["port"], n["controller_port"], Path(n["folder"]), n["directory_id"]) for n in info["nodes"]
+    ]
+    return Cluster(run_dir.resolve(), info, nodes, owned=False)

@@ -1,0 +1,112 @@
+"""A drive's view of the cluster: connections by name, and the few admin requests every driver needs
+(create a topic, find a coordinator, wait for the metadata), all bounded in time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kmc.checker.errors import UserError
+from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java_list, message
+
+SETTLE_TIMEOUT_S = 30.0
+RETRY_PAUSE_S = 0.1
+RETRIABLE = {
+    "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "NOT_COORDINATOR",
+    "LEADER_NOT_AVAILABLE",
+    "UNKNOWN_TOPIC_OR_PARTITION",
+    "NOT_LEADER_OR_FOLLOWER",
+}
+
+
+@dataclass
+class Session:
+    """The brokers of one cluster (node id -> host:port) and the connections a drive opened to them."""
+
+    brokers: dict[int, str]
+    release: str
+    connections: dict[str, Connection] = field(default_factory=dict)
+    cluster: Any = None
+    """The cluster, when the drive started it (faults need its nodes); None for a cluster running apart."""
+    down: set[int] = field(default_factory=set)
+    """Nodes a step shut down."""
+
+    def connection(self, name: str, node: int, pinned_versions: dict[str, int] | None = None) -> Connection:
+        """The connection called ``name`` (a client of the trace) to ``node``, opened on first use."""
+        conn = self.connections.get(name)
+        if conn is not None and conn.sock is not None and (conn.host, conn.port) == _split(self.brokers[node]):
+            return conn
+        if conn is not None:
+            conn.close()
+        conn = self.connections[name] = Connection.open(self.brokers[node], pinned_versions)
+        return conn
+
+    def admin(self) -> Connection:
+        return self.connection("admin", min(set(self.brokers) - self.down))
+
+    def close(self) -> None:
+        for conn in self.connections.values():
+            conn.close()
+        self.connections.clear()
+
+    def until(self, what: str, attempt: Callable[[], Any | None], timeout_s: float = SETTLE_TIMEOUT_S) -> Any:
+        """Call ``attempt`` until it returns something (bounded in time): the cluster settling."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            got = attempt()
+            if got is not None:
+                return got
+            if time.monotonic() > deadline:
+                raise BrokerGoneError(f"the cluster did not {what} within {timeout_s:.0f} s")
+            time.sleep(RETRY_PAUSE_S)
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
+        request = message("CreateTopicsRequestData").setTimeoutMs(int(SETTLE_TIMEOUT_S * 1000))
+        creatable = message("CreateTopicsRequestData$CreatableTopic")
+        creatable.setName(topic).setNumPartitions(partitions).setReplicationFactor(replication_factor)
+        request.topics().add(creatable)
+        answer = self.admin().call("CREATE_TOPICS", request, timeout_s=SETTLE_TIMEOUT_S + 5)
+        for result in answer.topics():
+            error = error_name(result.errorCode())
+            if error not in ("NONE", "TOPIC_ALREADY_EXISTS"):
+                raise UserError(f"cannot create topic {topic}: {error} {result.errorMessage() or ''}".strip())
+        self.until(f"show topic {topic}'s leaders", lambda: self.leaders(topic, partitions))
+
+    def leaders(self, topic: str, partitions: int) -> dict[int, int] | None:
+        """The leader of each partition of ``topic``, or None while one has none."""
+        request = message("MetadataRequestData")
+        entry = message("MetadataRequestData$MetadataRequestTopic").setName(topic)
+        request.setTopics(java_list([entry]))
+        answer = self.admin().call("METADATA", request)
+        for described in answer.topics():
+            if described.name() != topic or described.errorCode() != 0:
+                return None
+            leaders = {int(p.partitionIndex()): int(p.leaderId()) for p in described.partitions()}
+            if len(leaders) == partitions and all(leader >= 0 for leader in leaders.values()):
+                return leaders
+        return None
+
+    def find_coordinator(self, key: str, key_type: int) -> int:
+        """The node coordinating ``key`` (key type 0: a group, 1: a transactional id)."""
+
+        def attempt() -> int | None:
+            request = message("FindCoordinatorRequestData").setKeyType(key_type)
+            request.setCoordinatorKeys(java_list([key]))
+            answer = self.admin().call("FIND_COORDINATOR", request)
+            for found in answer.coordinators():
+                if found.errorCode() == 0 and found.nodeId() in set(self.brokers) - self.down:
+                    return int(found.nodeId())
+                if error_name(found.errorCode()) not in RETRIABLE:
+                    raise UserError(f"FindCoordinator for {key}: {error_name(found.errorCode())}")
+            return None
+
+        return self.until(f"name a coordinator for {key}", attempt)
+
+
+def _split(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host, int(port)

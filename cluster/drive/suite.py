@@ -1,0 +1,71 @@
+"""Drives as entries of a `kmc ci` suite::
+
+    [[drive]]
+    name = "KIP-848: a heartbeat reporting an older reconciliation double-assigns a partition"
+    trace = "group-kip848/kip-848-NoDoubleClientAssignment.itf.json"
+    expect = "reproduces"                         # reproduces | fixed
+    kafka_version = "4.3.1"                       # default: the pinned release
+
+``reproduces``: the broker agrees with every step and the trace's property is violated on it;
+``fixed``: the broker does not show the violation (it diverges from the trace, or the property
+holds). The cluster's run directory is ``<out>/drives/<name>`` (``kmc ci --out``), else
+``kmc-out/drives/<name>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kmc.checker.errors import UserError
+
+EXPECTATIONS = ("reproduces", "fixed")
+
+
+@dataclass
+class DriveJob:
+    name: str
+    trace: Path
+    expect: str
+    kafka_version: str | None
+    kind: str = "drive"
+
+    def run(self, out_dir: Path | None) -> tuple[bool, str]:
+        from kmc.cluster.drive.run import drive_trace
+
+        base = out_dir if out_dir is not None else Path("kmc-out")
+        result = drive_trace(self.trace, self.kafka_version, run_dir=base / "drives" / _slug(self.name))
+        outcome = "reproduces" if result.agreed and result.violated_on_broker else "fixed"
+        summary = f"Kafka {result.release}: {result.verdict} ({len(result.steps)} of {result.total_steps} steps)"
+        if outcome != self.expect:
+            return False, f"expected the trace to be {self.expect} on the broker, but it {outcome}: {summary}"
+        return True, summary
+
+
+def load_drive(raw: dict[str, Any], base: Path, where: str) -> DriveJob:
+    known = {"name", "trace", "expect", "kafka_version"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)} (a drive takes {', '.join(sorted(known))})")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise UserError(f"{where}: a drive needs a name")
+    trace = raw.get("trace")
+    if not isinstance(trace, str) or not trace:
+        raise UserError(f"{where}: a drive needs a trace (a path relative to the suite file)")
+    path = base / trace
+    if not path.is_file():
+        raise UserError(f"{where}: no trace at {path}")
+    expect = raw.get("expect")
+    if expect not in EXPECTATIONS:
+        raise UserError(f"{where}: 'expect' must be one of {', '.join(EXPECTATIONS)}")
+    version = raw.get("kafka_version")
+    if version is not None and not isinstance(version, str):
+        raise UserError(f"{where}: 'kafka_version' must be a string such as \"4.3.1\"")
+    return DriveJob(name, path, expect, version)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()[:60] or "drive"

@@ -1,0 +1,135 @@
+"""Counterexamples driven on a real broker (`kmc drive`): the two results the models found on Kafka
+4.3.1 confirmed request by request, a wrong mapping that must make a drive diverge, and the inputs
+a drive refuses before it starts anything.
+
+The drives share one three-node cluster of the pinned release, started with both drivers' settings."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kmc.checker.errors import UserError
+from kmc.cluster.cluster import Cluster, ClusterSpec, started
+from kmc.cluster.drive.group import GroupDriver
+from kmc.cluster.drive.group_kip848 import Kip848Driver
+from kmc.cluster.drive.run import drive_trace, load
+from kmc.cluster.drive.suite import load_drive
+
+COUNTEREXAMPLES = Path(__file__).resolve().parent.parent / "counterexamples"
+KIP848 = COUNTEREXAMPLES / "group-kip848" / "kip-848-NoDoubleClientAssignment.itf.json"
+STATIC = COUNTEREXAMPLES / "group" / "static-1aa00f68-NoLiveConsumerFenced.itf.json"
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="kmc-drive-tests-"))
+    base.chmod(0o711)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(runs: Path) -> Iterator[Cluster]:
+    settings = {**Kip848Driver.settings, **GroupDriver.settings}
+    with started(runs / "shared", ClusterSpec(nodes=3, settings=settings)) as running:
+        yield running
+
+
+def test_the_kip848_double_assignment_happens_on_the_real_broker(cluster: Cluster) -> None:
+    result = drive_trace(KIP848, cluster=cluster)
+    assert result.agreed, result.verdict
+    assert (len(result.steps), result.total_steps) == (29, 29)
+    assert result.violated_on_broker is True
+    assert result.verdict == "agreed at every step: NoDoubleClientAssignment violated on the real broker"
+    # the heartbeat that reports the older, empty reconciliation at epoch 3 moves the member straight on
+    reported = result.steps[22]
+    assert reported.action == "HandleHeartbeat(consumer=1, error='NONE')"
+    assert reported.requests == ["ConsumerGroupHeartbeat(memberEpoch=3, topicPartitions=[])"]
+    assert reported.answered == {"error": "NONE", "memberId": "c1-0", "memberEpoch": 5, "assignment": [0]}
+    # and the other consumer is given the partition consumer 1 is still taking
+    assert result.steps[23].answered["assignment"] == [1]
+
+
+def test_a_static_member_is_fenced_after_a_coordinator_failover_on_the_real_broker(cluster: Cluster) -> None:
+    result = drive_trace(STATIC, cluster=cluster)
+    assert result.agreed, result.verdict
+    assert result.violated_on_broker is True
+    unload, load_, sync = result.steps[12:15]
+    assert unload.observed == {"state": "Dead"}
+    # the group came back as it was stored before the rebalance: generation 1, the crashed incarnation
+    assert load_.observed == {"state": "Stable", "members": {"c0-0": {"groupInstanceId": "i0", "assignment": [0, 1]}}}
+    assert sync.answered == {"consumer 0": {"error": "FENCED_INSTANCE_ID"}}
+    assert all(node.running() for node in cluster.nodes)  # the node shut down for the failover is back
+
+
+def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
+    right = Kip848Driver._partitions
+    monkeypatch.setattr(Kip848Driver, "_partitions", lambda self, tps: {1 - p for p in right(self, tps)})
+    result = drive_trace(KIP848, cluster=cluster)
+    assert not result.agreed
+    assert result.verdict == "diverged at step 9 (HandleHeartbeat(consumer=1, error='NONE'))"
+    fields = {d.field for d in result.steps[-1].differences}
+    assert fields == {"members.c0-0.targetAssignment", "members.c1-0.targetAssignment"}
+
+
+def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(
+    cluster: Cluster, kmc, tmp_path: Path, runs: Path
+) -> None:
+    trace = tmp_path / KIP848.name
+    shutil.copy(KIP848, trace)
+    code, out, _err = kmc("drive", trace, "--run-dir", runs / "own", "--no-progress")
+    assert code == 0, out
+    written = json.loads((tmp_path / "kip-848-NoDoubleClientAssignment.drive-4.3.1.json").read_text())
+    assert (written["agreed"], written["violated_on_broker"], written["steps_driven"]) == (True, True, 29)
+
+
+@pytest.mark.parametrize(
+    ("trace", "message"),
+    [
+        ("replication/kip-101-StrongIsr.itf.json", "model replication has no driver"),
+        ("group/kafka-8653-RebalanceCompletes.itf.json", "cannot be driven"),
+        ("group/nowhere.itf.json", "no trace at"),
+    ],
+)
+def test_a_trace_that_cannot_be_driven_is_refused_before_anything_starts(trace: str, message: str, kmc) -> None:
+    code, _out, err = kmc("drive", COUNTEREXAMPLES / trace, "--no-progress")
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_cluster_that_is_not_running_is_refused(kmc, tmp_path: Path) -> None:
+    code, _out, err = kmc("drive", KIP848, "--cluster", tmp_path, "--no-progress")
+    assert code == 2
+    assert "is not a run directory of kmc" in err
+
+
+def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
+    from kmc.models.group.config import ACTION_ARGS as GROUP_ACTIONS
+    from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
+
+    assert set(GroupDriver.not_driven) <= set(GROUP_ACTIONS)
+    assert set(Kip848Driver.not_driven) <= set(KIP848_ACTIONS)
+    done, driver = load(KIP848)
+    assert driver is Kip848Driver and done.model.name == "group-kip848"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"trace": "group/static-1aa00f68-NoLiveConsumerFenced.itf.json", "expect": "reproduces"}, "needs a name"),
+        ({"name": "x", "expect": "reproduces"}, "needs a trace"),
+        ({"name": "x", "trace": "group/missing.itf.json", "expect": "reproduces"}, "no trace at"),
+        ({"name": "x", "trace": "group/static-1aa00f68-NoLiveConsumerFenced.itf.json", "expect": "holds"}, "'expect'"),
+        ({"name": "x", "trace": "t", "expect": "fixed", "release": "4.0.2"}, "unknown key(s) release"),
+    ],
+)
+def test_a_suite_drive_entry_that_contradicts_itself_is_refused(raw: dict, message: str) -> None:
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_drive(raw, COUNTEREXAMPLES, "suite.toml [[drive]] 1")
