@@ -17,12 +17,15 @@ from kmc.checker.errors import UserError
 from kmc.cluster.cluster import Cluster, ClusterSpec, started
 from kmc.cluster.drive.group import GroupDriver
 from kmc.cluster.drive.group_kip848 import Kip848Driver
+from kmc.cluster.drive.producer import ProducerDriver
 from kmc.cluster.drive.run import drive_trace, load
 from kmc.cluster.drive.suite import load_drive
 
 COUNTEREXAMPLES = Path(__file__).resolve().parent.parent / "counterexamples"
 KIP848 = COUNTEREXAMPLES / "group-kip848" / "kip-848-NoDoubleClientAssignment.itf.json"
 STATIC = COUNTEREXAMPLES / "group" / "static-1aa00f68-NoLiveConsumerFenced.itf.json"
+PRODUCER_NER = COUNTEREXAMPLES / "producer" / "not-enough-replicas-PerProducerOrder.itf.json"
+PRODUCER_CACHE_1 = COUNTEREXAMPLES / "producer" / "cache-1-NoDuplicates.itf.json"
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +70,30 @@ def test_a_static_member_is_fenced_after_a_coordinator_failover_on_the_real_brok
     assert all(node.running() for node in cluster.nodes)  # the node shut down for the failover is back
 
 
+def test_an_idempotent_producer_reorders_its_records_on_the_real_broker(cluster: Cluster) -> None:
+    """not-enough-replicas: the leader refuses sequence 0 (NOT_ENOUGH_REPLICAS), takes sequence 1 as
+    the producer's first batch, refuses the retried 0 as out of order, and after the epoch bump
+    appends it behind 1."""
+    result = drive_trace(PRODUCER_NER, cluster=cluster)
+    assert result.agreed, result.verdict
+    assert result.violated_on_broker is True
+    assert result.steps[2].answered == {"error": "NOT_ENOUGH_REPLICAS", "baseOffset": -1}
+    assert result.steps[6].answered == {"error": "OUT_OF_ORDER_SEQUENCE_NUMBER", "baseOffset": -1}
+    assert result.steps[-1].observed["log"] == [[1, 0, 0, 1], [0, 0, 1, 0]]
+    assert all(node.running() and not node.paused for node in cluster.nodes)
+
+
+def test_a_bug_fixed_before_the_release_diverges_where_the_fix_decides(cluster: Cluster) -> None:
+    """cache-1: a leader that caches one batch per producer (before KAFKA-5494) refuses a retried
+    batch it has written; Kafka's cache of five finds it and answers with its offset."""
+    result = drive_trace(PRODUCER_CACHE_1, cluster=cluster)
+    assert result.verdict == (
+        "diverged at step 7 (HandleProduce(connection=1, broker=0, record=0, outcome='OUT_OF_ORDER_SEQUENCE_NUMBER'))"
+    )
+    shown = {d.field: (d.model, d.broker) for d in result.steps[-1].differences}
+    assert shown == {"response.error": ("OUT_OF_ORDER_SEQUENCE_NUMBER", "NONE"), "response.baseOffset": (-1, 0)}
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = Kip848Driver._partitions
@@ -93,6 +120,7 @@ def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(
     ("trace", "message"),
     [
         ("replication/kip-101-StrongIsr.itf.json", "model replication has no driver"),
+        ("producer/leader-change-NoDuplicates.itf.json", "action ElectLeader cannot be driven"),
         ("group/kafka-8653-RebalanceCompletes.itf.json", "cannot be driven"),
         ("group/nowhere.itf.json", "no trace at"),
     ],
@@ -113,7 +141,9 @@ def test_a_cluster_that_is_not_running_is_refused(kmc, tmp_path: Path) -> None:
 def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     from kmc.models.group.config import ACTION_ARGS as GROUP_ACTIONS
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
+    from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
 
+    assert set(ProducerDriver.not_driven) <= set(PRODUCER_ACTIONS)
     assert set(GroupDriver.not_driven) <= set(GROUP_ACTIONS)
     assert set(Kip848Driver.not_driven) <= set(KIP848_ACTIONS)
     done, driver = load(KIP848)

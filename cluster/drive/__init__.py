@@ -9,5 +9,6 @@ def drivers() -> dict[str, Any]:
     """Every model's driver, by model name (imported on first use: the drivers start a JVM)."""
     from kmc.cluster.drive.group import GroupDriver
     from kmc.cluster.drive.group_kip848 import Kip848Driver
+    from kmc.cluster.drive.producer import ProducerDriver
 
-    return {driver.model_name: driver for driver in (GroupDriver, Kip848Driver)}
+    return {driver.model_name: driver for driver in (GroupDriver, Kip848Driver, ProducerDriver)}

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kmc.checker.errors import UserError
-from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java_list, message
+from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java, java_list, message
 
 SETTLE_TIMEOUT_S = 30.0
 RETRY_PAUSE_S = 0.1
+TOPIC_RESOURCE = 2
 RETRIABLE = {
     "COORDINATOR_NOT_AVAILABLE",
     "COORDINATOR_LOAD_IN_PROGRESS",
@@ -64,10 +65,30 @@ class Session:
                 raise BrokerGoneError(f"the cluster did not {what} within {timeout_s:.0f} s")
             time.sleep(RETRY_PAUSE_S)
 
-    def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, str] | None = None,
+        replicas: list[int] | None = None,
+    ) -> None:
+        """Create a topic and wait for its leaders; ``replicas``: every partition's replicas, the
+        first its preferred leader."""
         request = message("CreateTopicsRequestData").setTimeoutMs(int(SETTLE_TIMEOUT_S * 1000))
-        creatable = message("CreateTopicsRequestData$CreatableTopic")
-        creatable.setName(topic).setNumPartitions(partitions).setReplicationFactor(replication_factor)
+        creatable = message("CreateTopicsRequestData$CreatableTopic").setName(topic)
+        if replicas is None:
+            creatable.setNumPartitions(partitions).setReplicationFactor(replication_factor)
+        else:
+            creatable.setNumPartitions(-1).setReplicationFactor(-1)
+            for index in range(partitions):
+                placed = message("CreateTopicsRequestData$CreatableReplicaAssignment").setPartitionIndex(index)
+                brokers = java_list([java("java.lang.Integer")(node) for node in replicas])
+                creatable.assignments().add(placed.setBrokerIds(brokers))
+        for key, value in (configs or {}).items():
+            creatable.configs().add(
+                message("CreateTopicsRequestData$CreatableTopicConfig").setName(key).setValue(value)
+            )
         request.topics().add(creatable)
         answer = self.admin().call("CREATE_TOPICS", request, timeout_s=SETTLE_TIMEOUT_S + 5)
         for result in answer.topics():
@@ -75,6 +96,43 @@ class Session:
             if error not in ("NONE", "TOPIC_ALREADY_EXISTS"):
                 raise UserError(f"cannot create topic {topic}: {error} {result.errorMessage() or ''}".strip())
         self.until(f"show topic {topic}'s leaders", lambda: self.leaders(topic, partitions))
+
+    def set_topic_config(self, topic: str, key: str, value: str) -> None:
+        """IncrementalAlterConfigs SET on a topic (a config a step changes for a moment)."""
+        request = message("IncrementalAlterConfigsRequestData")
+        resource = message("IncrementalAlterConfigsRequestData$AlterConfigsResource")
+        resource.setResourceType(TOPIC_RESOURCE).setResourceName(topic)
+        resource.configs().add(
+            message("IncrementalAlterConfigsRequestData$AlterableConfig")
+            .setName(key)
+            .setValue(value)
+            .setConfigOperation(0)
+        )
+        request.resources().add(resource)
+        for answered in self.admin().call("INCREMENTAL_ALTER_CONFIGS", request).responses():
+            if answered.errorCode() != 0:
+                raise UserError(f"cannot set {key}={value} on topic {topic}: {error_name(answered.errorCode())}")
+
+    def active_controller(self) -> int:
+        """The KRaft quorum's leader (DescribeQuorum on ``__cluster_metadata``)."""
+        request = message("DescribeQuorumRequestData")
+        partition = message("DescribeQuorumRequestData$PartitionData").setPartitionIndex(0)
+        topic = message("DescribeQuorumRequestData$TopicData").setTopicName("__cluster_metadata")
+        request.topics().add(topic.setPartitions(java_list([partition])))
+        for described in self.admin().call("DESCRIBE_QUORUM", request).topics():
+            for p in described.partitions():
+                return int(p.leaderId())
+        return -1
+
+    def isr(self, topic: str, partition: int) -> list[int]:
+        """The partition's in-sync replicas, as the metadata shows them."""
+        request = message("MetadataRequestData")
+        request.setTopics(java_list([message("MetadataRequestData$MetadataRequestTopic").setName(topic)]))
+        for described in self.admin().call("METADATA", request).topics():
+            for p in described.partitions():
+                if int(p.partitionIndex()) == partition:
+                    return sorted(int(node) for node in p.isrNodes())
+        return []
 
     def leaders(self, topic: str, partitions: int) -> dict[int, int] | None:
         """The leader of each partition of ``topic``, or None while one has none."""
