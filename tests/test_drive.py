@@ -94,6 +94,36 @@ def test_a_bug_fixed_before_the_release_diverges_where_the_fix_decides(cluster: 
     assert shown == {"response.error": ("OUT_OF_ORDER_SEQUENCE_NUMBER", "NONE"), "response.baseOffset": (-1, 0)}
 
 
+def test_kafka_8500_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
+    """A second process with a known group.instance.id joining mid-rebalance: before KAFKA-8500 it took
+    over the old member id; Kafka gives it a new one (and fences the old process later)."""
+    result = drive_trace(
+        COUNTEREXAMPLES / "group" / "static-kafka-8500-OneProcessPerMemberId.itf.json", cluster=cluster
+    )
+    assert result.verdict == "diverged at step 7 (HandleJoinGroup(consumer=2, error='NONE'))"
+    shown = {d.field: d.model for d in result.steps[-1].differences}
+    assert shown["response.consumer 2.memberId"] == "c0-0"
+    assert result.violated_on_broker is None
+
+
+def test_a_property_the_broker_cannot_show_is_not_confirmed(cluster: Cluster) -> None:
+    """Before KAFKA-10284 the replacement's id is not in the stored record: DescribeGroups cannot show
+    the record, so a drive that agrees at every step does not claim the violation."""
+    trace = COUNTEREXAMPLES / "group" / "static-kafka-10284-StaticReplacementPersisted.itf.json"
+    result = drive_trace(trace, cluster=cluster)
+    assert result.agreed
+    assert result.violated_on_broker is None
+    assert result.verdict.startswith("agreed at every step the broker shows; StaticReplacementPersisted not confirmed")
+
+
+def test_pre_kafka_16147_diverges_where_the_old_reconciliation_took_partitions_back(cluster: Cluster) -> None:
+    trace = COUNTEREXAMPLES / "group-kip848" / "pre-kafka-16147-NoDoubleClientAssignment.itf.json"
+    result = drive_trace(trace, cluster=cluster)
+    assert result.verdict == "diverged at step 11 (HandleHeartbeat(consumer=0, error='NONE'))"
+    shown = {d.field: (d.model, d.broker) for d in result.steps[-1].differences}
+    assert shown["members.c0-0.assignment"] == ([0], [0, 1])
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = Kip848Driver._partitions

@@ -44,6 +44,9 @@ class Driver(Protocol):
     """Actions the driver cannot perform, each with the reason (checked before a cluster starts)."""
     unseen: tuple[str, ...]
     """State fields the broker cannot show: held by the driver (the client's) or not compared."""
+    unseen_properties: Mapping[str, str]
+    """Properties that read state the broker does not show, each with the reason: a drive that agrees
+    cannot confirm their violation."""
     settle_s: float
     """How long a step's report may take to show a request the broker handles in the background
     (a parked JoinGroup): the report is read again until it agrees or this passes."""

@@ -25,7 +25,7 @@ from kmc.checker.model import Action, Model
 from kmc.cluster.drive.base import EpochNames, Performed
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java, java_list, message
-from kmc.models.group.state import DEAD, Request
+from kmc.models.group.state import DEAD, Request, mentioned_member_ids
 
 INITIAL_DELAY_MS = 1500
 SESSION_TIMEOUT_MS = 60_000
@@ -58,9 +58,15 @@ class GroupDriver:
     )
     max_drive_s = SESSION_TIMEOUT_MS / 2000
     settle_s = 1.0
+    unseen_properties: ClassVar[dict[str, str]] = {
+        "StaticReplacementPersisted": "it reads the group record the coordinator stored, which DescribeGroups does "
+        "not show (a failover does: NoLiveConsumerFenced)",
+        "NoPartitionTwiceInGeneration": "it reads the stored group record too",
+    }
 
     def __init__(self, session: Session, model: Model, initial: Any) -> None:
         self.session = session
+        self.model = model
         self.config = model.config
         self.group = f"kmc-drive-{uuid.uuid4().hex[:12]}"
         self.epochs = EpochNames()
@@ -71,13 +77,13 @@ class GroupDriver:
         """consumer -> (connection, correlation id, api) of a request the coordinator has not answered"""
         self.coordinator = -1
         self.stopped_nodes: list[int] = []
+        self.mentioned: set[str] = set()
+        """the model's member ids in the state before the step: a new one may name a new broker id"""
         self.instances: dict[str, str] = {}
         """group.instance.id -> the model's member id, in the state last expected"""
 
     # -- setup -------------------------------------------------------------------------------------
     def setup(self) -> None:
-        if self.config.static_membership is False and not self.config.require_known_member_id:
-            raise UserError("the brokers this drives (4.0 and later) require a known member id (KIP-394)")
         self.session.create_topic(TOPIC, max(self.config.partitions, 1), 1)
         self._find_coordinator()
 
@@ -92,6 +98,7 @@ class GroupDriver:
     def perform(self, action: Action, before: Any, after: Any) -> Performed:
         name, args = action.name, action.args
         performed = Performed()
+        self.mentioned = mentioned_member_ids(before)
         if name in ("HandleJoinGroup", "HandleSyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit"):
             self._send(name, args["consumer"], before, performed)
         elif name == "ConsumerCrash":
@@ -113,6 +120,8 @@ class GroupDriver:
         if name == "HandleJoinGroup":
             assert request is not None
             data, api = self._join(consumer, request), "JOIN_GROUP"
+            if self._asks_for_member_id(request):
+                data.setMemberId(self._member_id_required(consumer, data, performed))
         elif name == "HandleSyncGroup":
             assert request is not None
             data, api = self._sync(consumer, request), "SYNC_GROUP"
@@ -125,6 +134,18 @@ class GroupDriver:
         conn = self._connection(consumer)
         self.in_flight[consumer] = (conn, conn.send(api, data), api)
         performed.requests.append(f"{api}(memberId={self._shown_id(data)})")
+
+    def _asks_for_member_id(self, request: Request) -> bool:
+        """A model before KIP-394 joins a new dynamic member in one JoinGroup; every broker the drive
+        runs answers the first one MEMBER_ID_REQUIRED, so the driver makes that round trip itself."""
+        return not request.memberId and not self.config.require_known_member_id and not self.config.static_membership
+
+    def _member_id_required(self, consumer: int, data: Any, performed: Performed) -> str:
+        answer = self._connection(consumer).call("JOIN_GROUP", data)
+        if error_name(answer.errorCode()) != "MEMBER_ID_REQUIRED":
+            raise UserError(f"a first JoinGroup was answered {error_name(answer.errorCode())}, not MEMBER_ID_REQUIRED")
+        performed.requests.append('JOIN_GROUP(memberId="") -> MEMBER_ID_REQUIRED (KIP-394, made by the driver)')
+        return str(answer.memberId())
 
     def _collect(self, before: Any, after: Any, performed: Performed, wait_s: float) -> None:
         """Answers the model gives in this step are awaited; answers it does not give must not come."""
@@ -147,11 +168,14 @@ class GroupDriver:
     def _compare_answer(self, c: int, api: str, answer: Any, expected: Any, performed: Performed) -> None:
         shown = self._answer(api, answer)
         if expected is not None and api == "JOIN_GROUP":
-            real = str(answer.memberId())
-            if real:
-                self._learn(expected.memberId, real)
-            if expected.leaderId and str(answer.leader()):
-                self._learn(expected.leaderId, str(answer.leader()))
+            # an id the model mints in this step names the broker's new id; one it already used must
+            # be the broker's id for it (else the answers differ)
+            for model_id, real in (
+                (expected.memberId, str(answer.memberId())),
+                (expected.leaderId, str(answer.leader())),
+            ):
+                if model_id and real and model_id not in self.mentioned and real not in self.model_ids:
+                    self._learn(model_id, real)
             shown = self._answer(api, answer)
         key = f"consumer {c}"
         performed.answered[key] = shown
@@ -163,7 +187,7 @@ class GroupDriver:
         data.setSessionTimeoutMs(SESSION_TIMEOUT_MS).setRebalanceTimeoutMs(REBALANCE_TIMEOUT_MS)
         data.setMemberId(self.real_ids.get(request.memberId, "") if request.memberId else "")
         if self.config.static_membership:
-            data.setGroupInstanceId(f"i{consumer}")
+            data.setGroupInstanceId(self.model.instance_id(consumer))
         protocol = message("JoinGroupRequestData$JoinGroupRequestProtocol").setName(self.config.assignor)
         protocol.setMetadata(self._subscription(request.metadata))
         data.protocols().add(protocol)
@@ -174,7 +198,7 @@ class GroupDriver:
         data.setGenerationId(self.epochs.broker(request.generationId)).setProtocolType(PROTOCOL_TYPE)
         data.setProtocolName(self.config.assignor)
         if self.config.static_membership:
-            data.setGroupInstanceId(f"i{consumer}")
+            data.setGroupInstanceId(self.model.instance_id(consumer))
         for member, partitions in request.assignment:
             entry = message("SyncGroupRequestData$SyncGroupRequestAssignment").setMemberId(self.real_ids[member])
             data.assignments().add(entry.setAssignment(self._assignment_bytes(partitions)))
@@ -184,13 +208,13 @@ class GroupDriver:
         data = message("HeartbeatRequestData").setGroupId(self.group).setMemberId(self.real_ids.get(me.memberId, ""))
         data.setGenerationId(self.epochs.broker(me.generationId))
         if self.config.static_membership:
-            data.setGroupInstanceId(f"i{consumer}")
+            data.setGroupInstanceId(self.model.instance_id(consumer))
         return data
 
     def _leave(self, consumer: int, me: Any) -> Any:
         identity = message("LeaveGroupRequestData$MemberIdentity").setMemberId(self.real_ids.get(me.memberId, ""))
         if self.config.static_membership:
-            identity.setGroupInstanceId(f"i{consumer}")
+            identity.setGroupInstanceId(self.model.instance_id(consumer))
         return message("LeaveGroupRequestData").setGroupId(self.group).setMembers(java_list([identity]))
 
     def _offset_commit(self, me: Any) -> Any:
@@ -246,7 +270,10 @@ class GroupDriver:
         if error == "NONE":
             shown["generationId"] = int(answer.generationId())
             shown["leaderId"] = self._model_id(str(answer.leader()))
-            shown["members"] = sorted(self._model_id(str(m.memberId())) for m in answer.members())
+            # KIP-814 (3.2): a static leader that rejoins a stable group gets the members with
+            # SkipAssignment, so that it does not assign; the model gives it none, to the same effect
+            skip = bool(answer.skipAssignment()) if hasattr(answer, "skipAssignment") else False
+            shown["members"] = [] if skip else sorted(self._model_id(str(m.memberId())) for m in answer.members())
         return shown
 
     @staticmethod
@@ -311,8 +338,9 @@ class GroupDriver:
         for m in described.members():
             # a static member's id is learnt from its instance id while its JoinGroup is parked
             real, instance = str(m.memberId()), m.groupInstanceId()
-            if real not in self.model_ids and instance in self.instances:
-                self._learn(self.instances[instance], real)
+            model_id = self.instances.get(instance)
+            if real not in self.model_ids and model_id is not None and model_id not in self.mentioned:
+                self._learn(model_id, real)
         members = {
             self._model_id(str(m.memberId())): {
                 "groupInstanceId": m.groupInstanceId(),

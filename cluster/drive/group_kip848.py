@@ -24,7 +24,7 @@ from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model
 from kmc.cluster.drive.base import EpochNames, Performed
 from kmc.cluster.drive.session import Session
-from kmc.cluster.drive.wire import Connection, error_name, java_list, message
+from kmc.cluster.drive.wire import Connection, error_name, java_ints, java_list, message
 from kmc.models.group_kip848.state import JOIN_EPOCH, Heartbeat
 
 SESSION_TIMEOUT_MS = 60_000
@@ -53,6 +53,9 @@ class Kip848Driver:
     )
     max_drive_s = SESSION_TIMEOUT_MS / 2000
     settle_s = 0.0
+    unseen_properties: ClassVar[dict[str, str]] = {
+        "ValidPartitionEpoch": "it reads the partition epochs, which the coordinator keeps to itself",
+    }
 
     def __init__(self, session: Session, model: Model, initial: Any) -> None:
         self.session = session
@@ -226,7 +229,7 @@ class Kip848Driver:
 
     def _topic_partitions(self, partitions: Iterable[int]) -> list[Any]:
         owned = message("ConsumerGroupHeartbeatRequestData$TopicPartitions").setTopicId(self.topic_id)
-        owned.setPartitions(java_list([int(p) for p in sorted(partitions)]))
+        owned.setPartitions(java_ints(sorted(partitions)))
         return [owned] if owned.partitions().size() else []
 
     def _partitions(self, topic_partitions: Any) -> set[int]:

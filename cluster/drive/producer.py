@@ -47,6 +47,7 @@ class ProducerDriver:
     )
     max_drive_s = 120.0
     settle_s = 1.0
+    unseen_properties: ClassVar[dict[str, str]] = {}
 
     def __init__(self, session: Session, model: Model, initial: Any) -> None:
         self.session = session

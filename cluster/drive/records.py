@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kmc.cluster.drive.session import Session
-from kmc.cluster.drive.wire import java, java_list, message
+from kmc.cluster.drive.wire import java, java_ints, java_list, message
 
 NAMES_UP_TO = 12
 """Produce and Fetch name topics up to version 12 (13 replaces the name with the topic id)."""
@@ -120,7 +120,7 @@ def active_producers(session: Session, node: int, topic: str, partition: int) ->
     """DescribeProducers (KIP-664): the partition leader's producer state, by producer id."""
     request = message("DescribeProducersRequestData")
     entry = message("DescribeProducersRequestData$TopicRequest").setName(topic)
-    entry.setPartitionIndexes(java_list([java("java.lang.Integer")(partition)]))
+    entry.setPartitionIndexes(java_ints([partition]))
     request.topics().add(entry)
     answer = session.connection("log-reader", node).call("DESCRIBE_PRODUCERS", request)
     shown: dict[int, dict[str, int]] = {}

@@ -64,6 +64,8 @@ class DriveResult:
     violated_on_broker: bool | None = None
     seconds: float = 0.0
     unseen: tuple[str, ...] = ()
+    unconfirmed: str = ""
+    """Why the property's verdict cannot be read from the broker (it reads state the broker hides)."""
 
     @property
     def agreed(self) -> bool:
@@ -77,6 +79,8 @@ class DriveResult:
             return f"diverged {where}"
         if self.property is None:
             return "agreed at every step"
+        if self.violated_on_broker is None:
+            return f"agreed at every step the broker shows; {self.property} not confirmed: {self.unconfirmed}"
         shown = "violated" if self.violated_on_broker else "not violated"
         return f"agreed at every step: {self.property} {shown} on the real broker"
 
@@ -90,6 +94,7 @@ class DriveResult:
             "verdict": self.verdict,
             "agreed": self.agreed,
             "violated_on_broker": self.violated_on_broker,
+            "not_confirmed": self.unconfirmed or None,
             "steps_driven": len(self.steps),
             "steps": self.total_steps,
             "seconds": round(self.seconds, 1),
@@ -152,7 +157,10 @@ def drive(
     finally:
         driver.close()
         result.seconds = time.monotonic() - began
-    if result.agreed and result.property is not None:
+    hidden = driver_class.unseen_properties.get(result.property or "")
+    if hidden is not None:
+        result.unconfirmed = hidden
+    elif result.agreed and result.property is not None:
         result.violated_on_broker = _violated(done, result.property)
     return result
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kmc.checker.errors import UserError
-from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java, java_list, message
+from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java_ints, java_list, message
 
 SETTLE_TIMEOUT_S = 30.0
 RETRY_PAUSE_S = 0.1
@@ -83,8 +83,7 @@ class Session:
             creatable.setNumPartitions(-1).setReplicationFactor(-1)
             for index in range(partitions):
                 placed = message("CreateTopicsRequestData$CreatableReplicaAssignment").setPartitionIndex(index)
-                brokers = java_list([java("java.lang.Integer")(node) for node in replicas])
-                creatable.assignments().add(placed.setBrokerIds(brokers))
+                creatable.assignments().add(placed.setBrokerIds(java_ints(replicas)))
         for key, value in (configs or {}).items():
             creatable.configs().add(
                 message("CreateTopicsRequestData$CreatableTopicConfig").setName(key).setValue(value)

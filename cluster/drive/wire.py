@@ -43,6 +43,12 @@ def message(name: str) -> Any:
     return java(f"org.apache.kafka.common.message.{name}")()
 
 
+def java_ints(values: Any) -> Any:
+    """A java.util.List<Integer> (a Python int would go in as a Long)."""
+    integer = java("java.lang.Integer")
+    return java_list([integer(int(v)) for v in values])
+
+
 def java_list(values: Any) -> Any:
     array_list = java("java.util.ArrayList")()
     for value in values:

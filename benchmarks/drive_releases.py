@@ -1,0 +1,111 @@
+"""Every checked-in counterexample of a model with a driver, driven on several Kafka releases.
+
+    python benchmarks/drive_releases.py [--release 4.0.2 --release 4.3.1 ...]
+
+One three-node cluster per release (its own process: a process holds one release's classes), every
+trace driven on it in turn. A trace with an action the driver cannot perform is listed with the
+reason. Results go to benchmarks/results/DATE-drive-releases.json and the table in
+docs/driving-traces.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COUNTEREXAMPLES = ROOT / "counterexamples"
+RELEASES = ("4.0.2", "4.3.1", "4.4.0")
+
+
+def traces() -> list[Path]:
+    from kmc.cluster.drive import drivers
+
+    folders = {name: COUNTEREXAMPLES / name for name in drivers()}
+    return sorted(p for folder in folders.values() for p in folder.glob("*.itf.json"))
+
+
+def drive_all(release: str) -> list[dict[str, object]]:
+    """Drive every trace on one cluster of ``release`` (run in a process of its own)."""
+    from kmc.checker.errors import UserError
+    from kmc.cluster.cluster import ClusterSpec, started
+    from kmc.cluster.drive import drivers
+    from kmc.cluster.drive.run import drive_trace, load
+    from kmc.cluster.release import Release
+
+    settings: dict[str, str] = {}
+    for driver in drivers().values():
+        settings.update(driver.settings)
+    rows: list[dict[str, object]] = []
+    with tempfile.TemporaryDirectory(prefix="kmc-drive-releases-") as base:
+        Path(base).chmod(0o711)
+        spec = ClusterSpec(nodes=3, release=Release.parse(release), settings=settings)
+        with started(Path(base) / "cluster", spec) as cluster:
+            for path in traces():
+                row: dict[str, object] = {"trace": str(path.relative_to(COUNTEREXAMPLES)), "release": release}
+                try:
+                    load(path)
+                except UserError as exc:
+                    rows.append({**row, "outcome": "not driven", "detail": str(exc)})
+                    continue
+                began = time.monotonic()
+                try:
+                    result = drive_trace(path, cluster=cluster)
+                except UserError as exc:
+                    rows.append({**row, "outcome": "error", "detail": str(exc)})
+                    continue
+                outcome = "reproduces" if result.agreed and result.violated_on_broker else "diverges"
+                if result.agreed and not result.violated_on_broker:
+                    outcome = "agrees, not violated"
+                rows.append(
+                    {
+                        **row,
+                        "outcome": outcome,
+                        "detail": result.verdict,
+                        "steps": f"{len(result.steps)}/{result.total_steps}",
+                        "seconds": round(time.monotonic() - began, 1),
+                        "differences": [d.to_json() for s in result.steps if not s.agreed for d in s.differences],
+                    }
+                )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--release", action="append", help="a Kafka release (repeatable)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(drive_all(args.one)))
+        return
+    rows: list[dict[str, object]] = []
+    for release in args.release or RELEASES:
+        done = subprocess.run(
+            [sys.executable, __file__, "--one", release], capture_output=True, text=True, check=False, timeout=1800
+        )
+        if done.returncode != 0:
+            print(f"Kafka {release}: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+            continue
+        rows.extend(json.loads(done.stdout.strip().splitlines()[-1]))
+    day = datetime.date.today().isoformat()
+    out = ROOT / "benchmarks" / "results" / f"{day}-drive-releases.json"
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+    by_trace: dict[str, dict[str, str]] = {}
+    for row in rows:
+        by_trace.setdefault(str(row["trace"]), {})[str(row["release"])] = str(row["outcome"])
+    releases = sorted({str(r["release"]) for r in rows})
+    print("| trace | " + " | ".join(releases) + " |")
+    print("|---|" + "---|" * len(releases))
+    for trace, outcomes in by_trace.items():
+        print(f"| `{trace}` | " + " | ".join(outcomes.get(r, "") for r in releases) + " |")
+    print(f"\nresults: {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
