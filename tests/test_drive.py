@@ -39,7 +39,7 @@ def runs() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def cluster(runs: Path) -> Iterator[Cluster]:
     settings = {**Kip848Driver.settings, **GroupDriver.settings}
-    with started(runs / "shared", ClusterSpec(nodes=3, settings=settings)) as running:
+    with started(runs / "shared", ClusterSpec(nodes=3, settings=settings, node_users=False)) as running:
         yield running
 
 
@@ -193,3 +193,21 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
 def test_a_suite_drive_entry_that_contradicts_itself_is_refused(raw: dict, message: str) -> None:
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_drive(raw, COUNTEREXAMPLES, "suite.toml [[drive]] 1")
+
+
+def test_the_report_shows_a_drive_beside_the_model_s_steps(kmc, tmp_path: Path) -> None:
+    out = tmp_path / "kip848.html"
+    code, _out, err = kmc("render", KIP848, "-o", out)
+    assert code == 0, err
+    page = out.read_text()
+    assert "Driven on Kafka 4.3.1: agreed at every step: NoDoubleClientAssignment violated on the real broker" in page
+    assert "&#10003; on Kafka 4.3.1" in page
+    assert "ConsumerGroupHeartbeat(memberEpoch=3, topicPartitions=[])" in page
+
+
+def test_a_drive_result_that_is_not_one_is_refused(kmc, tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text('{"steps": 3}')
+    code, _out, err = kmc("render", KIP848, "-o", tmp_path / "x.html", "--drive", bogus)
+    assert code == 2
+    assert "is not a `kmc drive` result" in err

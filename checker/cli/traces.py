@@ -23,8 +23,15 @@ from kmc.checker.traces.text import trace_text
 def render(
     trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="FILE.svg, .png, .pdf, .dot or .html.")],
+    drive: Annotated[
+        list[Path],
+        typer.Option(
+            "--drive", help="A `kmc drive` result to show beside the steps (HTML; default: those next to the trace)."
+        ),
+    ] = [],  # noqa: B006
 ) -> None:
-    """Draw a trace as a message-sequence chart (or a self-contained HTML page)."""
+    """Draw a trace as a message-sequence chart (or a self-contained HTML page, with the results of
+    the drives of the trace on real brokers beside its steps)."""
     from kmc.checker.traces.render import FORMATS, render_replayed
 
     check_output_file(output, "-o", tuple(f".{f}" for f in FORMATS))
@@ -34,10 +41,28 @@ def render(
         print(f"{trace} -> {output} (observed, not a model trace)")
         return
     done = recheck(replay(doc))
-    render_replayed(done, output)
+    render_replayed(done, output, beside=_drive_results(trace, drive))
     print(f"{trace} -> {output}")
     if done.meta.get("not_violated"):
         print(f"warning: {_not_violated(done.meta)}; drawn without marking a violation", file=sys.stderr)
+
+
+def _drive_results(trace: Path, given: list[Path]) -> list[dict[str, Any]]:
+    """The drive results to show: those given, else the ``<trace>.drive-<release>.json`` beside it."""
+    import json
+
+    stem = trace.name.removesuffix(".itf.json").removesuffix(".json")
+    paths = given or sorted(trace.parent.glob(f"{stem}.drive-*.json"))
+    results = []
+    for path in paths:
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read the drive result {path}: {exc}") from None
+        if not isinstance(loaded, dict) or not isinstance(loaded.get("results"), list):
+            raise UserError(f"{path} is not a `kmc drive` result (no 'results' list)")
+        results.append(loaded)
+    return results
 
 
 def graph(

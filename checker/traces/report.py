@@ -31,7 +31,7 @@ th{background:#e8eef7;font-weight:600} .hl{background:#ffe08a} .muted{color:#667
 .steps li.loop-start{border-left:4px solid #b03030;border-top:2px solid #b03030}
 .steps li.loop-back{color:#b03030;font-style:italic} .steps li.violating:not(.current){background:#fdeaea}
 .badge{font-size:11px;font-weight:700;padding:0 4px;border-radius:3px;white-space:nowrap}
-.badge.bad{color:#fff;background:#b03030} .badge.loop{color:#b03030;background:#fff;border:1px solid #b03030}
+.badge.bad{color:#fff;background:#b03030} .badge.ok{color:#fff;background:#2f7d32} .badge.loop{color:#b03030;background:#fff;border:1px solid #b03030}
 .violation{border:2px solid #b03030;background:#fdeaea;border-radius:6px;padding:6px 12px;margin:8px 0 12px}
 .violation .what{font-size:15px;margin:4px 0} .violation .doc p{margin:4px 0;font-style:italic}
 .note{font-weight:600;margin:4px 0} .note.bad,.note.loop{color:#b03030}
@@ -146,7 +146,37 @@ def _full_state(variables: dict[str, Any], changed: list[str]) -> str:
     return f"<h3>full state</h3><table class='state'>{rows}</table>"
 
 
-def _trace_section(index: int, done: Replayed) -> str:
+def _beside_html(beside: list[dict[str, Any]], k: int) -> tuple[str, str]:
+    """A step's badge and panel part from results kept beside the trace (a ``kmc drive`` result:
+    its ``results``, each with ``step``, ``agreed``, ``requests``, ``differences``)."""
+    badges, parts = "", []
+    for result in beside:
+        title = f"on Kafka {result.get('kafka_version', '?')}"
+        step = next((r for r in result.get("results", []) if r.get("step") == k), None)
+        if step is None:
+            continue
+        agreed = bool(step.get("agreed"))
+        badges += f" <span class='badge {'ok' if agreed else 'bad'}'>{'&#10003;' if agreed else '&#10007;'} {_esc(title)}</span>"
+        requests = "".join(f"<li><code>{_esc(r)}</code></li>" for r in step.get("requests", []))
+        rows = "".join(
+            f"<tr><th>{_esc(d.get('field'))}</th><td>{_esc(json.dumps(d.get('model')))}</td>"
+            f"<td class='hl'>{_esc(json.dumps(d.get('broker')))}</td></tr>"
+            for d in step.get("differences", [])
+        )
+        table = f"<table><tr><th>field</th><th>model</th><th>broker</th></tr>{rows}</table>" if rows else ""
+        verdict = "agreed with the model's next state" if agreed else "diverged from the model's next state"
+        parts.append(f"<h3>{_esc(title)}: {verdict}</h3>" + (f"<ul>{requests}</ul>" if requests else "") + table)
+    return badges, "".join(parts)
+
+
+def _beside_summary(beside: list[dict[str, Any]]) -> str:
+    return "".join(
+        f"<p class='note'>Driven on Kafka {_esc(r.get('kafka_version', '?'))}: {_esc(r.get('verdict', ''))}</p>"
+        for r in beside
+    )
+
+
+def _trace_section(index: int, done: Replayed, beside: list[dict[str, Any]] | None = None) -> str:
     meta = done.meta
     trace = done.trace
     drawing = drawing_of(done.model)
@@ -177,7 +207,8 @@ def _trace_section(index: int, done: Replayed) -> str:
         if k == start and meta.get("property") and loop is None:
             badges += " <span class='badge bad'>&#10007; violated</span>"
         cls = f' class="{" ".join(classes)}"' if classes else ""
-        items.append(f'<li data-step="{k}"{cls}>{k}. {_esc(label)}{badges}</li>')
+        beside_badges, beside_html = _beside_html(beside or [], k)
+        items.append(f'<li data-step="{k}"{cls}>{k}. {_esc(label)}{badges}{beside_badges}</li>')
         diff = [] if k == 0 else changes(vars_list[k - 1], vars_list[k])
         if k == 0:
             changed = ""
@@ -211,7 +242,7 @@ def _trace_section(index: int, done: Replayed) -> str:
         full = _full_state(vars_list[k], [p for p, _a, _b in diff])
         panels.append(
             f'<div class="panel" data-step="{k}"><h3>Step {k} of {last}: <code>{_esc(label)}</code></h3>'
-            f"{''.join(notes)}{changed}{tables_html}{full}</div>"
+            f"{''.join(notes)}{beside_html}{changed}{tables_html}{full}</div>"
         )
     if loop is not None:
         back = "stays in this state forever" if loop == last else f"back to step {loop}: the loop repeats forever"
@@ -219,7 +250,7 @@ def _trace_section(index: int, done: Replayed) -> str:
     chart = svg_of(chart_of(done))
     heading = f"{_esc(meta.get('property', 'trace'))} ({_esc(meta.get('kind', 'violation'))}): {len(trace)} states"
     return (
-        f'<section><h2 id="trace-{index}">{heading}</h2>{_violation_html(done, labels)}'
+        f'<section><h2 id="trace-{index}">{heading}</h2>{_violation_html(done, labels)}{_beside_summary(beside or [])}'
         f"<p class='muted'>engine {_esc(meta.get('engine', '?'))}; model {_esc(meta.get('model'))}"
         f"{' --preset ' + _esc(meta['preset']) if meta.get('preset') else ''}. The page opens at step {start}; "
         "use the arrow keys or click a step.</p>"
@@ -260,8 +291,10 @@ def html_report(
     stats: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     extra_svg: dict[str, str] | None = None,
+    beside: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The whole page as a string: no external scripts, styles or images."""
+    """The whole page as a string: no external scripts, styles or images. ``beside``: per-step
+    results of the first trace shown next to its steps (``kmc drive`` results)."""
     if config is None and traces:
         config = traces[0].meta.get("config")
     parts = [
@@ -306,7 +339,7 @@ def html_report(
             + "</ul>"
         )
     for i, done in enumerate(traces):
-        parts.append(_trace_section(i, done))
+        parts.append(_trace_section(i, done, beside if i == 0 else None))
     for name, svg in (extra_svg or {}).items():
         parts.append(f"<section><h2>{_esc(name)}</h2><div class='chart'>{svg}</div></section>")
     parts.append(f"<script type='application/json' id='kmc-data'>{_esc(json.dumps({'title': title}))}</script>")

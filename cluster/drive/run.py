@@ -254,7 +254,9 @@ def drive_trace(
     jvm.start(str(wanted), server_jars(wanted))
     folder = run_dir or Path("kmc-out") / f"drive-{trace_path.name.removesuffix('.itf.json')}"
     progress(f"starting Kafka {wanted} (3 nodes) in {folder}")
-    with started(folder, ClusterSpec(nodes=3, release=wanted, settings=dict(driver_class.settings))) as running:
+    # no node users: a drive cuts no network path, so the nodes run as this user, anywhere
+    spec = ClusterSpec(nodes=3, release=wanted, settings=dict(driver_class.settings), node_users=False)
+    with started(folder, spec) as running:
         return drive(trace_path, driver_class, done, session_of(running), progress)
 
 
