@@ -45,7 +45,7 @@ def drive_all(release: str) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="kmc-drive-releases-") as base:
         Path(base).chmod(0o711)
-        spec = ClusterSpec(nodes=3, release=Release.parse(release), settings=settings)
+        spec = ClusterSpec(nodes=3, release=Release.parse(release), settings=settings, node_users=False)
         with started(Path(base) / "cluster", spec) as cluster:
             for path in traces():
                 row: dict[str, object] = {"trace": str(path.relative_to(COUNTEREXAMPLES)), "release": release}

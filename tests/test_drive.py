@@ -20,6 +20,7 @@ from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
 from kmc.cluster.drive.run import drive_trace, load
 from kmc.cluster.drive.suite import load_drive
+from kmc.cluster.drive.transactions import TransactionsDriver
 
 COUNTEREXAMPLES = Path(__file__).resolve().parent.parent / "counterexamples"
 KIP848 = COUNTEREXAMPLES / "group-kip848" / "kip-848-NoDoubleClientAssignment.itf.json"
@@ -38,7 +39,7 @@ def runs() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def cluster(runs: Path) -> Iterator[Cluster]:
-    settings = {**Kip848Driver.settings, **GroupDriver.settings}
+    settings = {**Kip848Driver.settings, **GroupDriver.settings, **TransactionsDriver.settings}
     with started(runs / "shared", ClusterSpec(nodes=3, settings=settings, node_users=False)) as running:
         yield running
 
@@ -124,6 +125,21 @@ def test_pre_kafka_16147_diverges_where_the_old_reconciliation_took_partitions_b
     assert shown["members.c0-0.assignment"] == ([0], [0, 1])
 
 
+def test_kafka_18464_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
+    """Transaction version 2: an abort at the bumped epoch while the previous commit's markers wait.
+    Before KAFKA-18464 the coordinator fenced the producer; Kafka answers CONCURRENT_TRANSACTIONS."""
+    trace = COUNTEREXAMPLES / "transactions" / "pre-kafka-18464-FencedOnlyByANewerProducer.itf.json"
+    result = drive_trace(trace, cluster=cluster)
+    assert result.verdict == "diverged at step 17 (HandleEndTxn(client=0, commit=False, producerEpoch=1))"
+    shown = {d.field: (d.model, d.broker) for d in result.steps[-1].differences}
+    assert shown == {"response.error": ("PRODUCER_FENCED", "CONCURRENT_TRANSACTIONS")}
+    # the verification went with its produce, and the commit's markers were held back by the paused leader
+    assert [s.deferred for s in result.steps[5:8]] == [True, True, False]
+    assert result.steps[10].observed["coordinator"]["state"] == "PrepareCommit"
+    assert result.steps[15].observed["coordinator"]["state"] == "PrepareCommit"
+    assert all(node.running() and not node.paused for node in cluster.nodes)
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = Kip848Driver._partitions
@@ -151,6 +167,8 @@ def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(
     [
         ("replication/kip-101-StrongIsr.itf.json", "model replication has no driver"),
         ("producer/leader-change-NoDuplicates.itf.json", "action ElectLeader cannot be driven"),
+        ("transactions/pre-kip-890-AtomicVisibility.itf.json", "while the coordinator's markers are held back"),
+        ("transactions/kip-890-part-1-AtomicVisibility.itf.json", "a verification's answer cannot be held back"),
         ("group/kafka-8653-RebalanceCompletes.itf.json", "cannot be driven"),
         ("group/nowhere.itf.json", "no trace at"),
     ],
@@ -172,8 +190,10 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     from kmc.models.group.config import ACTION_ARGS as GROUP_ACTIONS
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
     from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
+    from kmc.models.transactions.config import ACTION_ARGS as TRANSACTIONS_ACTIONS
 
     assert set(ProducerDriver.not_driven) <= set(PRODUCER_ACTIONS)
+    assert set(TransactionsDriver.not_driven) <= set(TRANSACTIONS_ACTIONS)
     assert set(GroupDriver.not_driven) <= set(GROUP_ACTIONS)
     assert set(Kip848Driver.not_driven) <= set(KIP848_ACTIONS)
     done, driver = load(KIP848)

@@ -10,5 +10,7 @@ def drivers() -> dict[str, Any]:
     from kmc.cluster.drive.group import GroupDriver
     from kmc.cluster.drive.group_kip848 import Kip848Driver
     from kmc.cluster.drive.producer import ProducerDriver
+    from kmc.cluster.drive.transactions import TransactionsDriver
 
-    return {driver.model_name: driver for driver in (GroupDriver, Kip848Driver, ProducerDriver)}
+    drivers = (GroupDriver, Kip848Driver, ProducerDriver, TransactionsDriver)
+    return {driver.model_name: driver for driver in drivers}

@@ -31,6 +31,9 @@ class Performed:
     requests: list[str] = field(default_factory=list)
     answered: dict[str, Any] = field(default_factory=dict)
     expected: dict[str, Any] = field(default_factory=dict)
+    deferred: bool = False
+    """The broker takes this step together with the trace's next ones (a verification, a completion):
+    its state is compared after the last of them."""
 
 
 class Driver(Protocol):

@@ -30,7 +30,6 @@ from kmc.models.group.state import DEAD, Request, mentioned_member_ids
 INITIAL_DELAY_MS = 1500
 SESSION_TIMEOUT_MS = 60_000
 REBALANCE_TIMEOUT_MS = 120_000
-TOPIC = "kmc-drive-group"
 PROTOCOL_TYPE = "consumer"
 STOP_TIMEOUT_S = 30.0
 
@@ -69,6 +68,7 @@ class GroupDriver:
         self.model = model
         self.config = model.config
         self.group = f"kmc-drive-{uuid.uuid4().hex[:12]}"
+        self.topic = f"{self.group}-topic"
         self.epochs = EpochNames()
         self.real_ids: dict[str, str] = {}
         """model member id -> the broker's member id (a model id no longer mentioned is reused)"""
@@ -84,7 +84,7 @@ class GroupDriver:
 
     # -- setup -------------------------------------------------------------------------------------
     def setup(self) -> None:
-        self.session.create_topic(TOPIC, max(self.config.partitions, 1), 1)
+        self.session.create_topic(self.topic, max(self.config.partitions, 1), 1)
         self._find_coordinator()
 
     def _find_coordinator(self) -> None:
@@ -222,7 +222,7 @@ class GroupDriver:
         data.setMemberId(self.real_ids.get(me.memberId, "")).setGenerationIdOrMemberEpoch(
             self.epochs.broker(me.generationId)
         )
-        topic = message("OffsetCommitRequestData$OffsetCommitRequestTopic").setName(TOPIC)
+        topic = message("OffsetCommitRequestData$OffsetCommitRequestTopic").setName(self.topic)
         for p in sorted(me.owned) or [0]:
             entry = message("OffsetCommitRequestData$OffsetCommitRequestPartition").setPartitionIndex(p)
             topic.partitions().add(entry.setCommittedOffset(0))
@@ -231,9 +231,13 @@ class GroupDriver:
 
     def _subscription(self, metadata: tuple[tuple[int, ...], int]) -> Any:
         owned, generation = metadata
-        partitions = java_list([java("org.apache.kafka.common.TopicPartition")(TOPIC, p) for p in owned])
+        partitions = java_list([java("org.apache.kafka.common.TopicPartition")(self.topic, p) for p in owned])
         subscription = java("org.apache.kafka.clients.consumer.ConsumerPartitionAssignor$Subscription")(
-            java_list([TOPIC]), None, partitions, self.epochs.broker(generation), java("java.util.Optional").empty()
+            java_list([self.topic]),
+            None,
+            partitions,
+            self.epochs.broker(generation),
+            java("java.util.Optional").empty(),
         )
         buffer = java("org.apache.kafka.clients.consumer.internals.ConsumerProtocol").serializeSubscription(
             subscription
@@ -241,7 +245,7 @@ class GroupDriver:
         return java("org.apache.kafka.common.utils.Utils").toArray(buffer)
 
     def _assignment_bytes(self, partitions: frozenset[int]) -> Any:
-        listed = java_list([java("org.apache.kafka.common.TopicPartition")(TOPIC, p) for p in sorted(partitions)])
+        listed = java_list([java("org.apache.kafka.common.TopicPartition")(self.topic, p) for p in sorted(partitions)])
         assignment = java("org.apache.kafka.clients.consumer.ConsumerPartitionAssignor$Assignment")(listed)
         buffer = java("org.apache.kafka.clients.consumer.internals.ConsumerProtocol").serializeAssignment(assignment)
         return java("org.apache.kafka.common.utils.Utils").toArray(buffer)

@@ -29,7 +29,6 @@ from kmc.models.group_kip848.state import JOIN_EPOCH, Heartbeat
 
 SESSION_TIMEOUT_MS = 60_000
 REBALANCE_TIMEOUT_MS = 300_000
-TOPIC = "kmc-drive-kip848"
 
 
 class Kip848Driver:
@@ -61,7 +60,7 @@ class Kip848Driver:
         self.session = session
         self.partitions: int = model.config.partitions
         self.group = f"kmc-drive-{uuid.uuid4().hex[:12]}"
-        self.topic = TOPIC
+        self.topic = f"{self.group}-topic"
         self.topic_id: Any = None
         self.real_ids: dict[str, str] = {}
         """model member id -> the member id the driver sent"""

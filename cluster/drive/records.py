@@ -55,6 +55,8 @@ class LoggedBatch:
     baseSequence: int
     isTransactional: bool
     isControl: bool
+    marker: str = ""
+    """A control batch's marker: ``commit`` or ``abort``."""
 
 
 def produce_request(topic: str, partition: int, records: Any, acks: int, transactional_id: str | None = None) -> Any:
@@ -95,8 +97,11 @@ def read_log(session: Session, node: int, topic: str, partition: int, isolation:
 
 def _logged(stored: Any) -> list[LoggedBatch]:
     values: list[int | None] = []
+    marker = ""
     if stored.isControlBatch():
         values = [None]
+        for rec in stored:
+            marker = str(record_class("ControlRecordType").parse(rec.key()).name()).lower()
     else:
         for rec in stored:
             raw = bytes(java("org.apache.kafka.common.utils.Utils").toArray(rec.value()))
@@ -111,6 +116,7 @@ def _logged(stored: Any) -> list[LoggedBatch]:
             int(stored.baseSequence()),
             bool(stored.isTransactional()),
             bool(stored.isControlBatch()),
+            marker,
         )
         for value in values
     ]

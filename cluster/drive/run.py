@@ -39,9 +39,12 @@ class StepResult:
     differences: list[Difference]
     answered: dict[str, Any]
     observed: dict[str, Any]
+    deferred: bool = False
+    """Taken by the broker with the next steps: its state was compared after them."""
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "compared_with_next": self.deferred,
             "step": self.index,
             "action": self.action,
             "requests": self.requests,
@@ -117,6 +120,9 @@ def load(trace_path: Path) -> tuple[Replayed, type[Driver]]:
         reason = driver.not_driven.get(action.name)
         if reason is not None:
             raise UserError(f"the trace's action {action.name} cannot be driven: {reason}")
+    check = getattr(driver, "check_trace", None)
+    if check is not None:
+        check(list(done.trace.actions))
     return done, driver
 
 
@@ -136,6 +142,9 @@ def drive(
     )
     began = time.monotonic()
     driver = driver_class(session, done.model, states[0])
+    plan = getattr(driver, "plan", None)
+    if plan is not None:
+        plan(list(actions))
     try:
         driver.setup()
         start = _compare_state(driver, states[0])
@@ -168,6 +177,8 @@ def drive(
 def _step(driver: Driver, index: int, action: Any, before: Any, after: Any) -> StepResult:
     performed = driver.perform(action, before, after)
     answers = differences(performed.expected, performed.answered, "response.", driver.epochs)
+    if performed.deferred:
+        return StepResult(index, str(action), performed.requests, not answers, answers, performed.answered, {}, True)
     expected = driver.expected(after)
     observed = driver.observed()
     found = differences(expected, observed, "", driver.epochs)
@@ -198,6 +209,7 @@ def _violated(done: Replayed, name: str) -> bool:
 
 def _line(step: StepResult) -> str:
     mark = "agreed  " if step.agreed else "DIVERGED"
+    mark = "(with next)" if step.deferred and step.agreed else mark
     line = f"  {step.index:>3} {mark} {step.action}"
     if step.requests:
         line += "  -> " + "; ".join(step.requests)

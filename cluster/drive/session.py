@@ -94,7 +94,11 @@ class Session:
             error = error_name(result.errorCode())
             if error not in ("NONE", "TOPIC_ALREADY_EXISTS"):
                 raise UserError(f"cannot create topic {topic}: {error} {result.errorMessage() or ''}".strip())
-        self.until(f"show topic {topic}'s leaders", lambda: self.leaders(topic, partitions))
+        for node in sorted(set(self.brokers) - self.down):
+            # every broker must know the leaders before a request may reach it
+            self.until(
+                f"show topic {topic}'s leaders on node {node}", lambda node=node: self.leaders(topic, partitions, node)
+            )
 
     def set_topic_config(self, topic: str, key: str, value: str) -> None:
         """IncrementalAlterConfigs SET on a topic (a config a step changes for a moment)."""
@@ -133,12 +137,13 @@ class Session:
                     return sorted(int(node) for node in p.isrNodes())
         return []
 
-    def leaders(self, topic: str, partitions: int) -> dict[int, int] | None:
-        """The leader of each partition of ``topic``, or None while one has none."""
+    def leaders(self, topic: str, partitions: int, node: int | None = None) -> dict[int, int] | None:
+        """The leader of each partition of ``topic`` (as ``node`` knows it), or None while one has none."""
         request = message("MetadataRequestData")
         entry = message("MetadataRequestData$MetadataRequestTopic").setName(topic)
         request.setTopics(java_list([entry]))
-        answer = self.admin().call("METADATA", request)
+        conn = self.admin() if node is None else self.connection(f"metadata-{node}", node)
+        answer = conn.call("METADATA", request)
         for described in answer.topics():
             if described.name() != topic or described.errorCode() != 0:
                 return None
