@@ -86,7 +86,9 @@ def dump_log_segments(jars: Path, java: str, paths: Iterable[str], *options: str
 
 def requested(version: str | None = None) -> Release:
     """The release asked for, else $KMC_KAFKA_VERSION, else the pinned one."""
-    return Release.parse(version or os.environ.get("KMC_KAFKA_VERSION") or pinned_version())
+    if version is not None:
+        return Release.parse(version)  # an empty one too: given, so refused rather than replaced
+    return Release.parse(os.environ.get("KMC_KAFKA_VERSION") or pinned_version())
 
 
 def jars_dir(release: Release) -> Path:

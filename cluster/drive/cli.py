@@ -29,7 +29,11 @@ def drive(
     the model's next state, and say whether the trace's property is violated on the real broker.
     Exit 0 when the broker does what the trace shows, 1 when it diverges, 2 on bad input.
     Drivers: group, group-kip848, producer, transactions."""
+    from kmc.checker.outputs import check_output_file
     from kmc.cluster.drive.run import drive_trace, result_path, write_result
+
+    if out is not None:
+        check_output_file(out, "--out", (".json",))
 
     shown = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else (lambda _line: None)
     result = drive_trace(trace, kafka_version, run_dir=run_dir, progress=shown, cluster_dir=cluster)
