@@ -77,6 +77,8 @@ class GroupDriver:
         """consumer -> (connection, correlation id, api) of a request the coordinator has not answered"""
         self.coordinator = -1
         self.stopped_nodes: list[int] = []
+        self.generation_offset = 0
+        """the broker's generation minus the model's (the model shifts its generations down)"""
         self.mentioned: set[str] = set()
         """the model's member ids in the state before the step: a new one may name a new broker id"""
         self.instances: dict[str, str] = {}
@@ -99,6 +101,8 @@ class GroupDriver:
         name, args = action.name, action.args
         performed = Performed()
         self.mentioned = mentioned_member_ids(before)
+        # the model renumbers its generations (the smallest becomes 1); the broker's stay as they are
+        self.generation_offset += _renumbering(args.get("consumer"), before, after)
         if name in ("HandleJoinGroup", "HandleSyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit"):
             self._send(name, args["consumer"], before, after, performed)
         elif name == "ConsumerCrash":
@@ -209,7 +213,7 @@ class GroupDriver:
 
     def _sync(self, consumer: int, request: Request) -> Any:
         data = message("SyncGroupRequestData").setGroupId(self.group).setMemberId(self.real_ids[request.memberId])
-        data.setGenerationId(self.epochs.broker(request.generationId)).setProtocolType(PROTOCOL_TYPE)
+        data.setGenerationId(self._broker_generation(request.generationId)).setProtocolType(PROTOCOL_TYPE)
         data.setProtocolName(self.config.assignor)
         if self.config.static_membership:
             data.setGroupInstanceId(self.model.instance_id(consumer))
@@ -220,7 +224,7 @@ class GroupDriver:
 
     def _heartbeat(self, consumer: int, me: Any) -> Any:
         data = message("HeartbeatRequestData").setGroupId(self.group).setMemberId(self.real_ids.get(me.memberId, ""))
-        data.setGenerationId(self.epochs.broker(me.generationId))
+        data.setGenerationId(self._broker_generation(me.generationId))
         if self.config.static_membership:
             data.setGroupInstanceId(self.model.instance_id(consumer))
         return data
@@ -234,7 +238,7 @@ class GroupDriver:
     def _offset_commit(self, me: Any) -> Any:
         data = message("OffsetCommitRequestData").setGroupId(self.group)
         data.setMemberId(self.real_ids.get(me.memberId, "")).setGenerationIdOrMemberEpoch(
-            self.epochs.broker(me.generationId)
+            self._broker_generation(me.generationId)
         )
         topic = message("OffsetCommitRequestData$OffsetCommitRequestTopic").setName(self.topic)
         for p in sorted(me.owned) or [0]:
@@ -250,7 +254,7 @@ class GroupDriver:
             java_list([self.topic]),
             None,
             partitions,
-            self.epochs.broker(generation),
+            self._broker_generation(generation),
             java("java.util.Optional").empty(),
         )
         buffer = java("org.apache.kafka.clients.consumer.internals.ConsumerProtocol").serializeSubscription(
@@ -286,7 +290,7 @@ class GroupDriver:
             return {"error": error, "assignment": self._partitions_of(answer.assignment())}
         shown: dict[str, Any] = {"error": error, "memberId": self._model_id(str(answer.memberId()))}
         if error == "NONE":
-            shown["generationId"] = int(answer.generationId())
+            shown["generationId"] = int(answer.generationId()) - self.generation_offset
             shown["leaderId"] = self._model_id(str(answer.leader()))
             # KIP-814 (3.2): a static leader that rejoins a stable group gets the members with
             # SkipAssignment, so that it does not assign; the model gives it none, to the same effect
@@ -377,6 +381,9 @@ class GroupDriver:
             node.wait_ready(time.monotonic() + 60)
         self.stopped_nodes.clear()
 
+    def _broker_generation(self, generation: int) -> int:
+        return generation + self.generation_offset if generation >= 0 else generation
+
     # -- ids ---------------------------------------------------------------------------------------
     def _learn(self, model_id: str, real: str) -> None:
         self.real_ids[model_id] = real
@@ -398,3 +405,16 @@ class GroupDriver:
         conn = self.session.connections.pop(f"consumer-{consumer}", None)
         if conn is not None:
             conn.close()
+
+
+def _renumbering(actor: int | None, before: Any, after: Any) -> int:
+    """How far the model shifted its generations down in this step (``normalised``): read from a
+    consumer the step did not move, else from the stored record, whose generation only a SyncGroup
+    or a load changes."""
+    for c, (was, now) in enumerate(zip(before.consumers, after.consumers, strict=True)):
+        if c != actor and was.generationId >= 0 and now.generationId >= 0:
+            return was.generationId - now.generationId
+    stored_before, stored_after = before.group.stored, after.group.stored
+    if stored_before is not None and stored_after is not None and stored_before.members == stored_after.members:
+        return stored_before.generationId - stored_after.generationId
+    return 0
