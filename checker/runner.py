@@ -123,7 +123,7 @@ class Check:
             report = coverage.report()
             inactive = declared_actions(model)[1]
             result.coverage = {**report.to_json(), "inactive": list(inactive)}
-            result.vacuity = vacuity(report, inactive, judge_liveness=engine.liveness)
+            result.vacuity = vacuity(report, inactive, judge_liveness=engine.liveness, complete=result.complete)
             if not declared_actions(model)[0]:
                 result.warnings.append(
                     f"model {model.name} declares no action names: an action never enabled cannot be reported"

@@ -322,3 +322,40 @@ def test_a_reader_that_goes_away_does_not_change_the_exit_code(tmp_path: Path) -
         assert run.stdout.readline()
         run.stdout.close()
         assert (run.wait(timeout=120), run.stderr.read()) == (code, b""), args[0]
+
+
+def test_another_engine_never_replaces_a_shorter_trace(kmc, toy: str, tmp_path: Path) -> None:
+    """bfs writes the shortest trace; a simulation of the same model, config and property writes its
+    own beside it (the engine in the name) and says so; a bfs run after a longer simulation replaces it."""
+    model = f"{toy}:TwoPhaseCommit"
+    shortest = tmp_path / "buggy-Consistent.itf.json"
+    assert kmc("check", model, "-p", "buggy", "--out", tmp_path, "--no-progress")[0] == 1
+    written = shortest.read_text()
+    code, out, _ = kmc(
+        "check", model, "-p", "buggy", "--engine", "simulate", "--seed", "7", "--out", tmp_path, "--no-progress"
+    )
+    assert code == 1
+    assert shortest.read_text() == written
+    assert (tmp_path / "buggy-Consistent.simulate.itf.json").is_file()
+    assert "as short or shorter: kept" in out
+    assert "buggy-Consistent.simulate.itf.json" in out
+    # the other way round: a longer simulation's trace is replaced by bfs's, with a word
+    shortest.unlink()
+    (tmp_path / "buggy-Consistent.simulate.itf.json").rename(shortest)
+    simulated = json.loads(shortest.read_text())
+    code, out, _ = kmc("check", model, "-p", "buggy", "--out", tmp_path, "--no-progress")
+    assert code == 1
+    assert len(simulated["states"]) > len(json.loads(written)["states"])  # seed 7 walks a longer way
+    assert "longer trace" in out and "is replaced by this one" in out
+    assert shortest.read_text() == written
+
+
+def test_a_search_that_stopped_early_says_what_it_did_not_reach_not_what_never_happens(kmc, tmp_path: Path) -> None:
+    """Stopped at its first violation, bfs has not reached every action: its warnings say 'not taken
+    before the search stopped', where a complete search says 'never taken'."""
+    args = ("check", "group-kip848", "-p", "no-release-wait", "-P", "NoDoubleClientAssignment", "--json")
+    code, out, _ = kmc(*args, "--out", tmp_path, "--no-progress")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["complete"] is False
+    assert doc["vacuity"] == ["action RevokePartitions was not taken before the search stopped"]

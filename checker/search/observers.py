@@ -223,15 +223,21 @@ class Coverage(SearchObserver):
         return self.report().to_json()
 
 
-def vacuity(report: CoverageReport, inactive: Sequence[str] = (), judge_liveness: bool = True) -> list[str]:
-    """One line per action never taken and per property never exercised."""
+def vacuity(
+    report: CoverageReport, inactive: Sequence[str] = (), judge_liveness: bool = True, complete: bool = True
+) -> list[str]:
+    """One line per action never taken and per property never exercised; a search that stopped before
+    the end (its first violation, a bound, an interrupt) says so: what it did not reach may be reachable."""
     out = []
+    never = "never" if complete else "not"
+    before = "" if complete else " before the search stopped"
     for name, (_enabled, taken) in report.actions.items():
         if taken == 0 and name not in inactive:
-            out.append(f"action {name} was never taken")
+            out.append(f"action {name} was {never} taken{before}")
     for name, (evaluated, exercised) in report.properties.items():
         if evaluated and exercised == 0:
-            out.append(f"property {name} was never exercised (its guard or trigger never held in {evaluated:,} checks)")
+            why = f"its guard or trigger never held in {evaluated:,} checks"
+            out.append(f"property {name} was {never} exercised{before} ({why})")
         elif not evaluated and judge_liveness:
             out.append(f"property {name} was never evaluated")
     return out

@@ -61,7 +61,29 @@ def write_traces(result: CheckResult, out_dir: str | Path) -> list[Path]:
             engine=result.engine,
             extra_meta=extra,
         )
+        path = _keep_the_shortest(path, result, violation.property, len(violation.trace))
         write_trace(path, doc)
         violation.trace_file = str(path)
         written.append(path)
     return written
+
+
+def _keep_the_shortest(path: Path, result: CheckResult, prop: str, length: int) -> Path:
+    """Where this trace goes so that a shorter one another engine wrote for the same model, config
+    and property is not replaced: beside it, the engine in its name; the run's warnings say so."""
+    try:
+        existing = json.loads(path.read_text())
+        engine, states = existing["#meta"]["engine"], len(existing["states"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return path  # nothing there, or nothing kmc wrote: the trace goes where it belongs
+    if engine == result.engine:
+        return path  # the same engine again: its newer run replaces it
+    if states <= length:
+        beside = path.with_name(path.name.removesuffix(".itf.json") + f".{result.engine}.itf.json")
+        result.warnings.append(
+            f"{prop}: {path} holds {engine}'s trace of {states} states, as short or shorter: kept; "
+            f"this {result.engine} trace of {length} states is written beside it ({beside.name})"
+        )
+        return beside
+    result.warnings.append(f"{prop}: {engine}'s longer trace ({states} states) at {path} is replaced by this one")
+    return path
