@@ -114,6 +114,14 @@ class ClassicGroupOracle(Oracle):
         self._cache_key: GroupState | None = None
         self._cache: list[tuple[Action, _Traced]] = []
 
+    def unsupported(self) -> str | None:
+        if not jvm.has_constructor(self.ClassicGroup, 9):
+            return (
+                f"Kafka {self.release}'s ClassicGroup constructors take a GroupCoordinatorMetricsShard (before 4.0), "
+                "which this adapter does not build"
+            )
+        return None
+
     # -- building Kafka's group from the model's --------------------------------------------------
     def _partitions(self, partitions: Iterable[int]) -> Any:
         out = jvm.jclass("java.util.ArrayList")()

@@ -84,17 +84,43 @@ def started_version() -> str | None:
     return _started_version
 
 
+MOVED = (
+    ("org.apache.kafka.common.record.internal.", "org.apache.kafka.common.record."),
+    ("org.apache.kafka.common.utils.LogContext", "org.apache.kafka.common.utils.internals.LogContext"),
+)
+"""Classes another release has under another name, the same class: kafka-clients' record classes
+(in ``record.internal`` from 4.3) and ``LogContext`` (in ``utils.internals`` from 4.4)."""
+
+
+def _other_names(name: str) -> list[str]:
+    others = []
+    for a, b in MOVED:
+        if name.startswith(a):
+            others.append(b + name[len(a) :])
+        elif name.startswith(b):
+            others.append(a + name[len(b) :])
+    return others
+
+
+def has_constructor(cls: Any, parameters: int) -> bool:
+    """Whether a Java class has a public constructor of that many parameters (APIs differ by release)."""
+    return any(len(c.getParameterTypes()) == parameters for c in cls.class_.getConstructors())
+
+
 @cache
 def jclass(name: str) -> Any:
-    """A Kafka (or JDK) class by its full name; the JVM must be started."""
+    """A Kafka (or JDK) class by its full name, or the name it has in the running release
+    (``MOVED``); the JVM must be started."""
     import jpype
 
     if _started_version is None:
         start()
-    try:
-        return jpype.JClass(name)
-    except Exception:
-        raise UserError(f"class {name} is not in Kafka {_started_version}'s jars") from None
+    for candidate in (name, *_other_names(name)):
+        try:
+            return jpype.JClass(candidate)
+        except Exception:
+            continue
+    raise UserError(f"class {name} is not in Kafka {_started_version}'s jars")
 
 
 def java_exception_text(exc: BaseException) -> str:

@@ -70,6 +70,11 @@ class OffsetCommitOracle(Oracle):
         self.topic_id = j("org.apache.kafka.common.Uuid").fromString("AAAAAAAAAAAAAAAAAAAAAQ")
 
     def unsupported(self) -> str | None:
+        if self.model.classic and not jvm.has_constructor(self.ClassicGroup, 9):
+            return (
+                f"Kafka {self.release}'s ClassicGroup constructors take a GroupCoordinatorMetricsShard (before 4.0), "
+                "which this adapter does not build"
+            )
         if not self.model.classic and not self.model.config.kip_1251:
             return "before KIP-1251 (Kafka 4.3): the pinned 4.3.1 ConsumerGroup validates with assignment epochs"
         return None

@@ -110,6 +110,8 @@ class PartitionChangeOracle(Oracle):
 
         self._jpype = jpype
         self._builder = jvm.jclass(BUILDER)
+        self._elr_in_constructor = jvm.has_constructor(self._builder, 7)
+        """4.3 takes the ELR switch in the constructor; 3.7 to 4.2 through setEligibleLeaderReplicasEnabled."""
         self._registration = jvm.jclass(REGISTRATION + "$Builder")
         self._election = jvm.jclass(BUILDER + "$Election")
         self._recovered = jvm.jclass("org.apache.kafka.metadata.LeaderRecoveryState").RECOVERED
@@ -340,15 +342,12 @@ class PartitionChangeOracle(Oracle):
                 .build()
             )
             acceptable = frozenset(call.acceptableLeaders)
-            builder = self._builder(
-                partition,
-                self._topic_id,
-                0,
-                lambda replica: replica in acceptable,
-                self._metadata_version,
-                call.minIsr,
-                call.eligibleLeaderReplicasEnabled,
-            )
+            args = (partition, self._topic_id, 0, lambda replica: replica in acceptable, self._metadata_version)
+            if self._elr_in_constructor:
+                builder = self._builder(*args, call.minIsr, call.eligibleLeaderReplicasEnabled)
+            else:
+                builder = self._builder(*args, call.minIsr)
+                builder.setEligibleLeaderReplicasEnabled(call.eligibleLeaderReplicasEnabled)
             builder.setElection(getattr(self._election, call.election))
             builder.setDefaultDirProvider(lambda broker_id: self._migrating)
             if call.uncleanShutdownReplicas is not None:

@@ -52,6 +52,11 @@ EXCEPTIONS = {
 """Kafka's exception -> the error code the produce response carries (Errors.forException)."""
 
 
+def _value(member: Any) -> Any:
+    """A BatchMetadata component: a record accessor from 4.3, a public field before."""
+    return member() if callable(member) else member
+
+
 class ProducerStateOracle(Oracle):
     name = "producer-state"
     model_name = "producer"
@@ -72,6 +77,7 @@ class ProducerStateOracle(Oracle):
         self.LogOffsetMetadata = j(LOG + "LogOffsetMetadata")
         self.CLIENT = j(LOG + "AppendOrigin").CLIENT
         self.OptionalLong = j("java.util.OptionalLong")
+        self.Optional = j("java.util.Optional")
         self.MemoryRecords = j(RECORD + "MemoryRecords")
         self.SimpleRecord = j(RECORD + "SimpleRecord")
         self.NO_COMPRESSION = j("org.apache.kafka.common.compress.Compression").NONE
@@ -80,6 +86,8 @@ class ProducerStateOracle(Oracle):
         self.time = j("org.apache.kafka.common.utils.Time").SYSTEM
         self.dir = j("java.io.File")(tempfile.mkdtemp(prefix="kmc-producer-state-"))
         self.retain = int(self.Entry.NUM_BATCHES_TO_RETAIN)
+        # before 4.3 the constructor also takes the current batch (Optional<BatchMetadata>)
+        self._no_batch = () if jvm.has_constructor(self.Entry, 5) else (self.Optional.empty(),)
         entry_class = self.Entry.class_
         short, integer, long_ = (j("java.lang.Short").TYPE, j("java.lang.Integer").TYPE, j("java.lang.Long").TYPE)
         self._add_batch = entry_class.getDeclaredMethod("addBatch", short, integer, long_, integer, long_)
@@ -92,9 +100,12 @@ class ProducerStateOracle(Oracle):
         if not c.enable_idempotence:
             return "a non-idempotent producer's batches carry no producer id: the producer state decides nothing"
         if not c.kafka_8710:
-            return "UNKNOWN_PRODUCER_ID for a producer without state is the broker before KAFKA-8710 (2.4): not 4.3.1"
+            return (
+                "UNKNOWN_PRODUCER_ID for a producer without state is the broker before KAFKA-8710 (2.4): "
+                f"not {self.release}"
+            )
         if c.kafka_15591:
-            return "KAFKA-15591 (a never-written partition takes only sequence 0) is Kafka 4.5: not 4.3.1"
+            return f"KAFKA-15591 (a never-written partition takes only sequence 0) is Kafka 4.5: not {self.release}"
         if c.num_batches_to_retain != self.retain:
             size = c.num_batches_to_retain
             return f"Kafka caches NUM_BATCHES_TO_RETAIN={self.retain} batches; this config caches {size}"
@@ -106,7 +117,9 @@ class ProducerStateOracle(Oracle):
         manager = self.Manager(self.tp, self.dir, 60_000, self.config, self.time)
         entry = entry_of(replica, producer_id)
         if entry is not None:
-            kafka = self.Entry(producer_id, entry.producerEpoch, -1, TIMESTAMP, self.OptionalLong.empty())
+            kafka = self.Entry(
+                producer_id, entry.producerEpoch, -1, TIMESTAMP, self.OptionalLong.empty(), *self._no_batch
+            )
             for cached in entry.batchMetadata:
                 self._add_batch.invoke(
                     kafka,
@@ -140,7 +153,7 @@ class ProducerStateOracle(Oracle):
             if last.isPresent():
                 duplicate = self._find_duplicate.invoke(last.get(), self.record_batch(batch, offset))
                 if duplicate.isPresent():
-                    return (DUPLICATE, int(duplicate.get().lastOffset())), None
+                    return (DUPLICATE, int(_value(duplicate.get().lastOffset))), None
             info = manager.prepareUpdate(batch.producerId, self.CLIENT)
             info.appendDataBatch(
                 batch.producerEpoch,
@@ -153,7 +166,7 @@ class ProducerStateOracle(Oracle):
             )
             manager.update(info)
             entry = manager.lastEntry(batch.producerId).get()
-            cached = tuple((int(m.lastSeq()), int(m.lastOffset())) for m in entry.batchMetadata())
+            cached = tuple((int(_value(m.lastSeq)), int(_value(m.lastOffset))) for m in entry.batchMetadata())
             return (NONE, offset), (int(entry.producerEpoch()), cached)
         except Exception as exc:  # a Java exception is Kafka's answer
             if not jvm.is_java_exception(exc):

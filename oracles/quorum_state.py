@@ -103,7 +103,13 @@ class QuorumStateOracle(Oracle):
         self._leader_ctor = self._accessible(RAFT + "LeaderState")
 
     def unsupported(self) -> str | None:
-        """Flags that turn off a fix Kafka 4.x has: its classes answer with the fix."""
+        """A release whose classes this adapter cannot build, or flags that turn off a fix Kafka 4.x has."""
+        leader_key = self._leader_ctor.getParameterTypes()[1].getSimpleName()
+        if self._candidate_ctor.getParameterCount() != 8 or leader_key != "VoterNode":
+            return (
+                f"Kafka {self.release}'s CandidateState and LeaderState constructors take other arguments "
+                "(before 4.1) than this adapter passes"
+            )
         cfg = self.model.config
         if not cfg.prevote_from_unfetched_follower:
             return (
