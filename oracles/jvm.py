@@ -75,7 +75,17 @@ def start(version: str | None = None, folder: Path | None = None) -> str:
                 "no Java runtime found for Kafka's classes: install a JDK (sudo apt-get install -y "
                 "default-jdk-headless) or set JAVA_HOME"
             ) from None
-        jpype.startJVM(jvm_path, "-Xss4m", "-XX:+UseSerialGC", classpath=[str(j) for j in jars], convertStrings=True)
+        # -Xrs and interrupt=False: the JVM inside kmc leaves SIGINT and SIGTERM to kmc, which ends a run
+        # with its partial statistics (the JVM's own handlers would shut it down under the run)
+        jpype.startJVM(
+            jvm_path,
+            "-Xss4m",
+            "-XX:+UseSerialGC",
+            "-Xrs",
+            classpath=[str(j) for j in jars],
+            convertStrings=True,
+            interrupt=False,
+        )
     _started_version = version
     return version
 

@@ -107,3 +107,22 @@ def test_a_signal_prints_partial_statistics_and_exits_128_plus_it(
     assert f"kmc: interrupted ({why})" in err and f"verdict: interrupted ({why})" in out
     assert "distinct states" in out and not HOLDS_VERDICT.search(out)
     assert "Traceback" not in out + err
+
+
+@pytest.mark.parametrize(("sig", "code", "why"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_ends_conform_with_kafkas_jvm_inside(sig: signal.Signals, code: int, why: str) -> None:
+    """The JVM that runs Kafka's classes inside kmc leaves SIGINT and SIGTERM to kmc (-Xrs): a signal
+    mid-table ends `kmc conform` with "interrupted", not with the JVM gone from under it."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-m", "kmc.checker.cli", "conform", "assignors"]  # 605,760 inputs: 30 s or more
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint
+    )
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # the first progress line: Kafka's assignors are being called
+    assert "distinct" in first, first
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, (out, err)
+    assert f"kmc: interrupted ({why})" in err
+    assert "JVMNotRunning" not in err and "internal error" not in err and "Traceback" not in out + err
