@@ -61,7 +61,9 @@ def drive_all(release: str) -> list[dict[str, object]]:
                     rows.append({**row, "outcome": "error", "detail": str(exc)})
                     continue
                 outcome = "reproduces" if result.agreed and result.violated_on_broker else "diverges"
-                if result.agreed and not result.violated_on_broker:
+                if result.agreed and result.violated_on_broker is None:
+                    outcome = "not confirmed"
+                elif result.agreed and not result.violated_on_broker:
                     outcome = "agrees, not violated"
                 rows.append(
                     {
