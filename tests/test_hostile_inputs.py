@@ -16,8 +16,12 @@ from pathlib import Path
 
 import pytest
 from conftest import default_sigint
-from hostile_cases import CASES, HOLDS_VERDICT, TPC, Case
+from hostile_cases import CASES as COMMAND_CASES
+from hostile_cases import HOLDS_VERDICT, TPC, Case
+from hostile_cases_cluster import CLUSTER_CASES
 from kmc.checker.cli.app import main
+
+CASES = [*COMMAND_CASES, *CLUSTER_CASES]
 
 
 @pytest.fixture(scope="module")
