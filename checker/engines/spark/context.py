@@ -75,7 +75,12 @@ def spark_context(master: str, driver_memory: str = "2g", verbose: bool = False,
     return sc
 
 
-JVM_NOISE = ("WARNING: Using incubator modules",)
+JVM_NOISE = (
+    "WARNING: Using incubator modules",
+    # Spark's Logging prints these to the JVM's stderr itself, whatever log4j is told
+    'Setting default log level to "',
+    "To adjust logging level use sc.setLogLevel(newLevel).",
+)
 
 
 def quiet_gateway(conf: Any) -> Any:
