@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
+from conftest import default_sigint
 
 SUITE = """
 [[check]]
@@ -180,3 +186,32 @@ def test_model_picks_the_entries_of_one_model(kmc, toy: str, tmp_path: Path) -> 
     assert out.strip().splitlines()[-1] == "0 passed, 3 failed"
     code, _, err = kmc("ci", suite, "--model", "replication")
     assert code == 2 and "has no entry of model 'replication'" in err and "CounterGrid" in err
+
+
+@pytest.mark.parametrize(("sig", "code", "why"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_ends_the_whole_suite_not_just_its_entry(
+    tmp_path: Path, sig: signal.Signals, code: int, why: str
+) -> None:
+    """Ctrl-C or SIGTERM during an entry ends `kmc ci` with 'interrupted' and 130/143: the entry it
+    cut short is not judged a failure, and the entries after it do not run."""
+    suite = tmp_path / "suite.toml"
+    suite.write_text(
+        '[[check]]\nname = "quick"\nmodel = "replication"\npreset = "kip-279"\nexpect = "holds-complete"\n\n'
+        '[[check]]\nname = "long"\nmodel = "replication"\npreset = "kip-320"\n'
+        'set = { replicas = 3, max_leader_epoch = 3 }\nexpect = "holds-complete"\n\n'
+        '[[check]]\nname = "never reached"\nmodel = "replication"\npreset = "kip-279"\nexpect = "holds-complete"\n'
+    )
+    argv = [sys.executable, "-m", "kmc.checker.cli", "ci", str(suite)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_sigint
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first.startswith("PASS  quick"), first
+    time.sleep(1.0)  # well inside the long entry (about a minute)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, (out, err)
+    assert f"kmc: interrupted ({why})" in err
+    assert "long" not in out and "never reached" not in out and "Traceback" not in out + err

@@ -496,9 +496,13 @@ def _run_entry(entry: Entry, out_dir: str | Path | None) -> Outcome:
             ok, message = entry.job.run(Path(out_dir) if out_dir is not None else None)
         elif entry.conform is not None:
             ok, message, result = _judge_conform(entry, out_dir)
+            if result is not None and result.interrupted:
+                raise KeyboardInterrupt
         elif entry.search:
             assert entry.check is not None
             result = entry.check.run()
+            if result.interrupted:  # Ctrl-C or SIGTERM: the suite ends, not just this entry
+                raise KeyboardInterrupt
             if out_dir is not None:
                 write_traces(result, Path(out_dir) / result.model)
             problems = _judge(entry, result) + _judge_vacuity(entry, result)
