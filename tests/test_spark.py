@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -397,3 +398,29 @@ def test_an_error_after_spark_started_is_one_line_in_a_fresh_process(tmp_path: P
     assert lines[0].startswith(
         f"kmc: error: --resume {checkpoint}: the checkpoint is of a different check (replication"
     )
+
+
+@pytest.mark.spark
+def test_sigterm_ends_a_spark_search_with_its_partial_statistics_and_no_process_left(tmp_path: Path) -> None:
+    """SIGTERM, as a service manager sends it, mid-search: the counts reached, 'interrupted (SIGTERM)',
+    exit 143, and nothing of Spark's left in the command's session (the JVM, the Python workers)."""
+    argv = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", "kip-320"]
+    argv += ["--set", "replicas=3", "--set", "max_leader_epoch=3", "--engine", "spark", "--out", str(tmp_path)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # the first progress line, after 10 s of search
+    assert "distinct" in first, first
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (out, err)
+    assert "kmc: interrupted (SIGTERM)" in err and "verdict: interrupted (SIGTERM)" in out
+    reached = int(re.search(r"([\d,]+) distinct states", out).group(1).replace(",", ""))
+    assert reached > 100_000, out  # the levels the search reached, not the first one alone
+    assert "Traceback" not in out + err and "ERROR" not in err
+    time.sleep(1)
+    listed = subprocess.run(["ps", "-o", "pid=,args=", "-s", str(proc.pid)], capture_output=True, text=True).stdout
+    left = [line for line in listed.splitlines() if "<defunct>" not in line]  # exited, not yet reaped by init
+    assert not left, listed

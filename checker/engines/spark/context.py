@@ -71,7 +71,8 @@ def spark_context(master: str, driver_memory: str = "2g", verbose: bool = False,
         sc = SparkContext.getOrCreate(conf)
     else:
         sc = SparkContext(conf=conf, gateway=quiet_gateway(conf))
-    sc.setLogLevel("WARN" if verbose else "ERROR")
+    # quiet means quiet: a job cancelled by Ctrl-C logs its tasks' errors, and kmc reports failures itself
+    sc.setLogLevel("WARN" if verbose else "OFF")
     return sc
 
 

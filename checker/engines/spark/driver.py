@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kmc.checker import interrupts
 from kmc.checker.engines.spark.context import failure_text, slots_available, spark_context, wait_for_slots
 from kmc.checker.engines.spark.job import Job, SparkOptions, built
 from kmc.checker.engines.spark.shards import (
@@ -100,7 +101,8 @@ def spark_bfs(
     result.stats.peak_memory_bytes = peak_rss()
     distinct = result.stats.distinct_states
     # What a state costs is on the executors (the driver's own memory stays flat): the visited set.
-    result.stats.bytes_per_state = result.stats.extra["visited_bytes"] / distinct if distinct else None
+    visited = result.stats.extra.get("visited_bytes")  # none after an interrupt
+    result.stats.bytes_per_state = visited / distinct if distinct and visited is not None else None
     return result
 
 
@@ -238,7 +240,18 @@ def search(
         save_level_meta(job.workdir, job, prog)
     else:
         save_level_meta(job.workdir, job, initial_level(model, job, keyfn))
-    outcome, restarts = run_search(sc, job, options, progress)
+    try:
+        outcome, restarts = run_search(sc, job, options, progress)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the result of the levels saved, the counts reached
+        progress.close()
+        result = result_of(model, props, job, options, load_level_meta(job.workdir, job), keyfn)
+        reached = read_progress(job.workdir)
+        if reached is not None and reached.level > result.stats.depth:
+            result.stats.distinct_states, result.stats.generated_states = reached.distinct, reached.generated
+            result.stats.depth = reached.level
+        result.interrupted = True
+        result.bound_reason = f"interrupted ({interrupts.reason()})"
+        return result
     progress.close()
     result = result_of(model, props, job, options, LevelProgress(**outcome["progress"]), keyfn)
     result.stats.extra.update(
