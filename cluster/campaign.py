@@ -37,7 +37,7 @@ from kmc.cluster.observed import observations
 from kmc.cluster.release import Release, requested, server_jars
 from kmc.cluster.schedule import AIMED, Bounds, Schedule, Step, explicit, generate
 from kmc.cluster.validation import RunValidation, validate_run
-from kmc.cluster.workload import Workload, WorkloadSpec, client_log, partition_leader, read_all
+from kmc.cluster.workload import Workload, WorkloadSpec, client_library, client_log, partition_leader, read_all
 
 SETTLE_S = 8.0
 """After the last fault is undone: time for the ISR to fill again before the final reads."""
@@ -219,6 +219,7 @@ Progress = Callable[[str], None]
 
 def run_campaign(spec: CampaignSpec, progress: Progress = lambda _line: None) -> CampaignResult:
     spec.check()
+    client_library()  # no client, no campaign: said before any node starts
     schedule = spec.schedule()
     if spec.run_dir.is_dir() and any(spec.run_dir.iterdir()) and not (spec.run_dir / "campaign.json").exists():
         raise UserError(f"{spec.run_dir} is not a campaign's run directory (no campaign.json): give a new or empty one")
@@ -276,8 +277,17 @@ def check_run(
     for event in events:
         if event.process != "nemesis" and event.type != "invoke":
             operations[event.type] = operations.get(event.type, 0) + 1
-    faults = sum(1 for e in events if e.process == "nemesis" and e.f not in ("restart", "resume", "heal", "rejoin"))
+    faults = sum(
+        1 for e in events if e.process == "nemesis" and e.f not in ("restart", "resume", "heal", "rejoin", "died")
+    )
     result = CampaignResult(spec, findings, exercised(events, names), operations, faults, 0.0)
+    for event in events:
+        if event.process == "nemesis" and event.f == "died":
+            node = event.value[0]
+            result.errors.append(
+                f"node {node} died during the campaign and no fault of its schedule stopped it (killed from "
+                f"outside, or Kafka crashed): see {run_dir / CLUSTER_DIR}/node-{node}/out.log"
+            )
     if any(f.check == "NoDuplicates" for f in findings):
         progress("reading the batches that hold the duplicates")
         try:
@@ -339,12 +349,16 @@ def _play(cluster: Cluster, nemesis: Nemesis, schedule: Schedule, progress: Prog
     aimed: int | None = None
     for step in schedule.steps:
         _sleep_until(begin + step.at_s)
+        for node_id in nemesis.notice_deaths():
+            progress(f"{time.monotonic() - begin:6.1f} s  node {node_id} died, and no fault stopped it")
         target = _apply(nemesis, step, aimed)
         if step.action in AIMED:
             aimed = target
         shown = step.node if step.node is not None else target
         progress(f"{time.monotonic() - begin:6.1f} s  {step.action} {'' if shown is None else shown}")
     _sleep_until(begin + schedule.duration_s)
+    for node_id in nemesis.notice_deaths():
+        progress(f"{time.monotonic() - begin:6.1f} s  node {node_id} died, and no fault stopped it")
 
 
 def _apply(nemesis: Nemesis, step: Step, aimed: int | None) -> int | None:

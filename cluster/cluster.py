@@ -202,6 +202,10 @@ class Cluster:
         cluster = cls(run_dir, info, nodes, owned)
         try:
             cluster._launch(spec.ready_timeout_s)
+        except OSError as exc:  # a full disk, a folder it may not write: one line, nothing left running
+            cluster.stop()
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise UserError(f"cannot start the cluster in {run_dir}: {exc.strerror or exc}{where}") from None
         except BaseException:
             cluster.stop()
             raise
@@ -356,7 +360,8 @@ class Cluster:
                 self.reaper.wait(timeout=10)
         self.info["stopped"] = time.time()
         if (self.run_dir / RUN_FILE).exists():
-            self.save()
+            with contextlib.suppress(OSError):  # a full disk: the nodes are stopped all the same
+                self.save()
 
     def __enter__(self) -> Cluster:
         return self

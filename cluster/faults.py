@@ -45,15 +45,29 @@ class Nemesis:
         self.leader = leader or (lambda: None)
         self._replaced: dict[int, str] = {}
         """Nodes whose metadata disk was lost: the directory id of the voter they were."""
+        self.stopped: set[int] = set()
+        """Nodes a fault stopped and none has started again: any other node that is down died on its own."""
+        self.died: set[int] = set()
+
+    def notice_deaths(self) -> list[int]:
+        """Nodes down that no fault stopped (killed from outside, or Kafka crashed), each recorded once."""
+        dead = [n.node_id for n in self.cluster.nodes if not n.running() and n.node_id not in self.stopped]
+        new = [n for n in dead if n not in self.died]
+        for node_id in new:
+            self.died.add(node_id)
+            self.history.fault("died", [node_id])
+        return new
 
     def crash(self, node_id: int, kind: str = "crash") -> None:
         """kill -9, recorded as ``kind`` (the fault that chose the node: crash-leader, ...)."""
         self.cluster.node(node_id).kill()
+        self.stopped.add(node_id)
         self.history.fault(kind, [node_id])
 
     def restart(self, node_id: int, wait: bool = True) -> None:
         node = self.cluster.node(node_id)
         self.cluster.start_node(node)
+        self.stopped.discard(node_id)
         self.cluster.save()
         self.history.fault("restart", [node_id])
         if wait:
@@ -92,6 +106,7 @@ class Nemesis:
         log, on a disk of its own, survives), then the node starts on it and replicates again."""
         node = self.cluster.node(node_id)
         node.kill()
+        self.stopped.add(node_id)
         shutil.rmtree(node.data / "logs", ignore_errors=True)
         (node.data / "logs").mkdir(parents=True)
         self.cluster.format_storage([node])
@@ -151,6 +166,7 @@ class Nemesis:
         starts it as an observer, removes the old voter and adds the new one."""
         node = self.cluster.node(node_id)
         node.kill()
+        self.stopped.add(node_id)
         shutil.rmtree(node.data / "metadata", ignore_errors=True)
         (node.data / "metadata").mkdir(parents=True)
         self.cluster.format_storage([node], initial=False)
@@ -172,6 +188,7 @@ class Nemesis:
         while self.active_controller() in (node_id, None) and time.monotonic() < deadline:
             time.sleep(0.2)
         self.cluster.start_node(node)
+        self.stopped.discard(node_id)
         self.cluster.save()
         node.wait_ready(time.monotonic() + READY_TIMEOUT_S)
         old = self._replaced.pop(node_id, None)

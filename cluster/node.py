@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -32,6 +33,8 @@ JVM_OPTIONS = (
 made to fit in server.properties. No perf data: it would leave a /tmp/hsperfdata_<user> folder per
 node user behind."""
 READY_LINE = "Kafka Server started"
+FULL_DISK_BYTES = 1 << 20
+"""Less room than this where a node writes: its disk is full (the JVM cannot even log why it died)."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -115,7 +118,8 @@ class Node:
                 code = self.process.poll() if self.process is not None else None
                 said = last_words(self.folder / "out.log")
                 raise UserError(
-                    f"node {self.node_id} exited during start-up (code {code}, {said}): see {self.folder / 'out.log'}"
+                    f"node {self.node_id} exited during start-up (code {code}, {said}{_full_disk(self.folder)}): "
+                    f"see {self.folder / 'out.log'}"
                 )
             with contextlib.suppress(FileNotFoundError):
                 if READY_LINE in log.read_text(errors="replace"):
@@ -171,3 +175,12 @@ def last_words(log: Path) -> str:
     except OSError:
         return "no log"
     return lines[-1][:300] if lines else "it wrote nothing"
+
+
+def _full_disk(folder: Path) -> str:
+    """'; the disk is full' when the node's folder has no room left: a node that cannot write dies silently."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f"; its disk is full ({free:,} bytes free)" if free < FULL_DISK_BYTES else ""

@@ -203,3 +203,29 @@ def test_kafka_uuids_never_start_with_a_dash() -> None:
         len(u) == 22 and set(u) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         for u in drawn
     )
+
+
+def test_without_the_client_library_no_campaign_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # import confluent_kafka now fails
+    run = tmp_path / "run"
+    error = one_error(["campaign", "--run-dir", str(run), "--duration", "5"], capsys)
+    assert error == "kmc: error: the Kafka client confluent-kafka is not installed: pip install confluent-kafka"
+    assert not (run / "cluster").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_one_line_and_leaves_nothing_running(capsys: pytest.CaptureFixture[str]) -> None:
+    """A run directory on a disk with no room: the node cannot even log why it dies; kmc says so."""
+    disk = Path(tempfile.mkdtemp(prefix="kmc-full-disk-"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k,mode=0755", "tmpfs", str(disk)], check=True)
+    try:
+        run = disk / "run"
+        error = one_error(["cluster", "start", "--run-dir", str(run), "--nodes", "1"], capsys)
+        assert error.startswith("kmc: error: node 1 exited during start-up")
+        assert "its disk is full" in error
+        assert subprocess.run(["pgrep", "-f", str(run)], capture_output=True).stdout == b""
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+        disk.rmdir()

@@ -283,3 +283,27 @@ def test_sigterm_ends_a_campaign_with_its_nodes_stopped(runs: Path) -> None:
     assert err.strip().splitlines()[-1] == "kmc: interrupted (SIGTERM)"
     assert leftovers(run_dir, read_info(run_dir / "cluster")["run_id"]) == []
     assert (run_dir / "history.jsonl").is_file()
+
+
+def test_a_node_killed_from_outside_is_reported_not_taken_for_a_fault(runs: Path) -> None:
+    """A Kafka process killed by someone else mid-campaign: the campaign says which node died with no
+    fault of its schedule behind it, its verdict is error (exit 2), and nothing is left running."""
+    run_dir = runs / "killed-from-outside"
+    config = runs / "killed-from-outside.toml"
+    config.write_text('duration_s = 8\nvalidate = false\nsteps = [{ at_s = 1, action = "heal" }]\n')
+    argv = [str(KMC), "campaign", "--config", str(config), "--run-dir", str(run_dir)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines = [proc.stderr.readline() for _ in range(2)]  # starting ..., cluster up in ...
+    assert lines[1].startswith("cluster up in"), lines
+    victim = read_info(run_dir / "cluster")["nodes"][2]
+    os.kill(victim["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, (out, err)
+    said = (
+        f"node {victim['node_id']} died during the campaign and no fault of its schedule stopped it (killed from "
+        f"outside, or Kafka crashed): see {run_dir / 'cluster'}/node-{victim['node_id']}/out.log"
+    )
+    assert said in out and "verdict: error" in out
+    assert f"node {victim['node_id']} died, and no fault stopped it" in err
+    assert leftovers(run_dir, read_info(run_dir / "cluster")["run_id"]) == []
