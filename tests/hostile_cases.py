@@ -757,6 +757,19 @@ CI_CASES = [
 ]
 
 OTHER_CASES = [
+    case("conform-resume-missing", "conform", "group-kip848", "--resume", "{tmp}/none", says="no such directory"),
+    case(
+        "conform-checkpoint-and-resume-differ",
+        "conform",
+        "group-kip848",
+        "--checkpoint",
+        "{tmp}/a",
+        "--resume",
+        "{tmp}/b",
+        files={"b/x": ""},
+        says="name different directories",
+    ),
+    case("conform-resume-not-a-checkpoint", "conform", "group-kip848", "--resume", "{tmp}/d", files={"d/x": ""}),
     case("list-unknown-model", "list", "nope", says="unknown model"),
     case("list-unknown-flag", "list", "--nope"),
     case("graph-no-field", "graph", "replication", "-o", "{tmp}/g.svg"),

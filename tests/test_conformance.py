@@ -130,3 +130,44 @@ def test_a_release_not_fetched_names_the_make_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "make kafka-jars KAFKA_VERSION=0.0.1" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_resumed_conform_run_ends_with_the_totals_of_one_never_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--checkpoint keeps each level and the oracles' counts; a run stopped at a bound (or by Ctrl-C)
+    and resumed ends with exactly the counts of one run."""
+    checkpoint = tmp_path / "ck"
+    base = ["conform", "group-kip848", "--json", "--no-progress", "--out", str(tmp_path)]
+    assert main([*base, "--checkpoint", str(checkpoint), "--max-depth", "20"]) == 0
+    bounded = json.loads(capsys.readouterr().out)
+    assert bounded["distinct_states"] == 7609 and not bounded["complete"]
+    assert main([*base, "--resume", str(checkpoint)]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert main(base) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert (resumed["distinct_states"], resumed["generated_states"]) == (whole["distinct_states"], 185281)
+    assert resumed["distinct_states"] == 49665
+    assert [o["comparisons"] for o in resumed["oracles"]] == [o["comparisons"] for o in whole["oracles"]] == [229890]
+    assert [o["steps_compared"] for o in resumed["oracles"]] == [44970]
+
+
+def test_a_checkpoint_of_kmc_check_is_not_resumed_by_conform(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = tmp_path / "ck"
+    args = [
+        "check",
+        "group-kip848",
+        "-P",
+        "ValidPartitionEpoch",
+        "--checkpoint",
+        str(checkpoint),
+        "--store",
+        "fingerprints",
+    ]
+    assert main([*args, "--no-progress", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["conform", "group-kip848", "--resume", str(checkpoint), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the checkpoint is of a different check" in err[0]

@@ -217,6 +217,10 @@ def conform(
     max_depth: Annotated[int | None, typer.Option(help="Bound: depth in states (init = 1).", min=1)] = None,
     max_states: Annotated[int | None, typer.Option(help="Bound: distinct states.", min=1)] = None,
     store: Annotated[str, typer.Option(help="states (exact) or fingerprints (64-bit, less memory).")] = "states",
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="Keep each completed level, and the oracles' counts, in this directory.")
+    ] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue the run checkpointed in this directory.")] = None,
     limit: Annotated[int | None, typer.Option(help="Input oracles: compare at most N cases.", min=1)] = None,
     out: Annotated[Path, typer.Option(help="Directory for mismatch traces.")] = Path("kmc-out"),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -238,10 +242,30 @@ def conform(
         overrides=parse_sets(sets),
         oracle_names=tuple(oracles),
         release=kafka_version,
-        bfs_options=BfsOptions(max_depth=max_depth, max_states=max_states, store=store),
+        bfs_options=_bfs_options(max_depth, max_states, store, checkpoint, resume),
     )
     mismatched = run_conform(
         job, out=out, junit=junit, as_json=as_json, progress=progress, show_trace=not quiet_trace, limit=limit
     )
     if mismatched:
         raise typer.Exit(EXIT_VIOLATED)
+
+
+def _bfs_options(
+    max_depth: int | None, max_states: int | None, store: str, checkpoint: Path | None, resume: Path | None
+) -> BfsOptions:
+    """The search's options; a checkpoint (or a resume) keeps fingerprints, as `kmc check`'s does."""
+    if checkpoint is not None and resume is not None and checkpoint.resolve() != resume.resolve():
+        raise UserError("--checkpoint and --resume name different directories: give the one to continue")
+    if resume is not None and not resume.is_dir():
+        raise UserError(f"--resume {resume}: no such directory")
+    if (checkpoint or resume) is not None and store != "fingerprints":
+        store = "fingerprints"
+    directory = resume or checkpoint
+    return BfsOptions(
+        max_depth=max_depth,
+        max_states=max_states,
+        store=store,
+        checkpoint=None if directory is None else str(directory),
+        resume=resume is not None,
+    )

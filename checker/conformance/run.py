@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, State
 from kmc.checker.properties import Property, PropertySet
 from kmc.checker.result import CheckResult, Status
+from kmc.checker.search.observers import SearchObserver
 from kmc.checker.search.progress import Progress
 
 
@@ -106,6 +108,52 @@ def _tally_answers(tally: Tally, answers: list[Comparison]) -> bool:
     return ok
 
 
+class TalliesKept(SearchObserver):
+    """The oracles' counts, kept in a checkpoint with the search, so that a resumed ``kmc conform``
+    ends with the totals of a run never stopped."""
+
+    def __init__(self, tallies: list[Tally]) -> None:
+        self.tallies = tallies
+
+    def saved_counts(self) -> dict[str, Any]:
+        return {"tallies": [_tally_counts(t) for t in self.tallies]}
+
+    def restore_counts(self, counts: dict[str, Any]) -> None:
+        for tally, saved in zip(self.tallies, counts.get("tallies", []), strict=False):
+            if saved.get("oracle") != tally.oracle:
+                raise UserError(f"the checkpoint's counts are of oracle {saved.get('oracle')}, not {tally.oracle}")
+            for name in ("states", "steps", "comparisons", "agreements", "mismatches", "seconds"):
+                setattr(tally, name, saved[name])
+            tally.by_question, tally.by_action = Counter(saved["by_question"]), Counter(saved["by_action"])
+            first = saved.get("first_mismatch")
+            if first is not None:
+                tally.first_mismatch = Comparison(first["question"], first["ours"], first["theirs"], first["inputs"])
+
+
+def _tally_counts(tally: Tally) -> dict[str, Any]:
+    first = tally.first_mismatch
+    return {
+        "oracle": tally.oracle,
+        "states": tally.states,
+        "steps": tally.steps,
+        "comparisons": tally.comparisons,
+        "agreements": tally.agreements,
+        "mismatches": tally.mismatches,
+        "seconds": tally.seconds,
+        "by_question": dict(tally.by_question),
+        "by_action": dict(tally.by_action),
+        # the answers as they were printed: a checkpoint holds plain values only
+        "first_mismatch": None
+        if first is None
+        else {
+            "question": first.question,
+            "ours": repr(first.ours),
+            "theirs": repr(first.theirs),
+            "inputs": {k: repr(v) for k, v in first.inputs.items()},
+        },
+    }
+
+
 def conform(
     model: Model,
     oracles: Iterable[Oracle],
@@ -135,14 +183,18 @@ def conform(
     if options.symmetry:
         raise UserError("conformance compares every state as the model reaches it: run it without --symmetry")
     opts = dataclasses.replace(options, keep_going=True)
-    result = bfs(model, PropertySet.of(props), opts, progress, preset=preset)
+    release = next((o.release for o in oracles if o.release), None)
+    checked = PropertySet.of(props)
+    # a checkpoint names the release too: another release's answers are another run
+    job = {"engine": "conform", "model_ref": model.name, "config": model.config_dict(), "properties": checked.names()}
+    job["kafka_version"] = release
+    result = bfs(model, checked, opts, progress, preset=preset, observers=[TalliesKept(tallies)], job=job)
     result.engine = "conform"
     for tally in tallies:
         result.stats.extra.setdefault("oracle_seconds", 0.0)
         result.stats.extra["oracle_seconds"] += round(tally.seconds, 3)
     if result.violations:
         result.status = Status.VIOLATED
-    release = next((o.release for o in oracles if o.release), None)
     return ConformResult(check=result, tallies=tallies, release=release)
 
 

@@ -48,6 +48,13 @@ class SearchObserver:
     def taken(self, state: State, action: Action, next_state: State) -> None:
         """One transition followed (sampling engines; exhaustive ones pass ``all_taken``)."""
 
+    def saved_counts(self) -> dict[str, Any] | None:
+        """What this observer has counted, as plain values a checkpoint keeps (None: nothing to keep)."""
+        return None
+
+    def restore_counts(self, counts: dict[str, Any]) -> None:
+        """Continue from the counts a checkpoint kept (a resumed run ends with the uninterrupted totals)."""
+
 
 def action_name(action: Any) -> str:
     """The family name of an action label: Action("Fetch", replica=2) -> "Fetch"."""

@@ -411,6 +411,7 @@ class _Search:
             "violations": violations_file,
             "next_name": self.visited.next_name,
             "coverage": self.coverage.counts() if self.coverage is not None else None,
+            "observers": [o.saved_counts() for o in self.observers],
             "flushes": self.visited.flushes,
             "merges": self.visited.merges,
             "bytes_written": self.visited.bytes_written + self.level_bytes,
@@ -452,6 +453,9 @@ class _Search:
             self.visited.bytes_written, self.level_spills = progress["bytes_written"], progress["level_spills"]
             if self.coverage is not None and progress["coverage"]:
                 self.coverage.carried.merge(progress["coverage"])
+            for observer, counts in zip(self.observers, progress.get("observers") or [], strict=False):
+                if counts is not None:
+                    observer.restore_counts(counts)
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"--resume {self.directory}: meta.json is malformed ({exc})") from None
         named = {p.name for p in self._named(progress)}
