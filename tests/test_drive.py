@@ -231,3 +231,16 @@ def test_a_drive_result_that_is_not_one_is_refused(kmc, tmp_path: Path) -> None:
     code, _out, err = kmc("render", KIP848, "-o", tmp_path / "x.html", "--drive", bogus)
     assert code == 2
     assert "is not a `kmc drive` result" in err
+
+
+def test_show_says_a_drive_result_is_a_driven_trace(kmc) -> None:
+    result = KIP848.with_name("kip-848-NoDoubleClientAssignment.drive-4.3.1.json")
+    code, out, _err = kmc("show", result)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{KIP848.relative_to(COUNTEREXAMPLES.parent)}: driven on Kafka 4.3.1: agreed at every step: "
+        "NoDoubleClientAssignment violated on the real broker"
+    )
+    assert "Step 23: HandleHeartbeat(consumer=1, error='NONE')  [agreed]" in lines
+    assert "  -> ConsumerGroupHeartbeat(memberEpoch=3, topicPartitions=[])" in lines

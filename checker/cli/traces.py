@@ -47,6 +47,36 @@ def render(
         print(f"warning: {_not_violated(done.meta)}; drawn without marking a violation", file=sys.stderr)
 
 
+def _drive_result_at(path: Path) -> dict[str, Any] | None:
+    """The file as a `kmc drive` result, or None when it is something else (a trace, most often)."""
+    import json
+
+    if not path.name.endswith(".json") or path.name.endswith(".itf.json"):
+        return None
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    is_drive = isinstance(loaded, dict) and isinstance(loaded.get("results"), list) and "kafka_version" in loaded
+    return loaded if is_drive else None
+
+
+def _driven_text(doc: dict[str, Any]) -> str:
+    """A drive result in words: which trace, on which release, the verdict, and every step."""
+    lines = [f"{doc.get('trace')}: driven on Kafka {doc.get('kafka_version')}: {doc.get('verdict')}"]
+    for step in doc["results"]:
+        mark = "agreed" if step.get("agreed") else "DIVERGED"
+        lines.append(f"Step {step.get('step')}: {step.get('action')}  [{mark}]")
+        lines.extend(f"  -> {request}" for request in step.get("requests", []))
+        lines.extend(
+            f"  {d.get('field')}: model {d.get('model')!r}, broker {d.get('broker')!r}"
+            for d in step.get("differences", [])
+        )
+    if doc.get("not_compared"):
+        lines.append("not compared (the broker does not show them): " + "; ".join(doc["not_compared"]))
+    return "\n".join(lines)
+
+
 def _drive_results(trace: Path, given: list[Path]) -> list[dict[str, Any]]:
     """The drive results to show: those given, else the ``<trace>.drive-<release>.json`` beside it."""
     import json
@@ -132,7 +162,12 @@ def show(
     trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
     full: Annotated[bool, typer.Option("--full", help="Print every state in full.")] = False,
 ) -> None:
-    """Print a trace, showing only the fields that changed at each step."""
+    """Print a trace, showing only the fields that changed at each step (a `kmc drive` result: each
+    step as the real broker took it)."""
+    driven = _drive_result_at(trace)
+    if driven is not None:
+        print(_driven_text(driven))
+        return
     doc = read_trace(trace)
     if is_observed(doc):
         print(trace_text(doc, full=full, note=observed_note(doc)))
