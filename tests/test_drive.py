@@ -7,7 +7,11 @@ The drives share one three-node cluster of the pinned release, started with both
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,3 +248,20 @@ def test_show_says_a_drive_result_is_a_driven_trace(kmc) -> None:
     )
     assert "Step 23: HandleHeartbeat(consumer=1, error='NONE')  [agreed]" in lines
     assert "  -> ConsumerGroupHeartbeat(memberEpoch=3, topicPartitions=[])" in lines
+
+
+def test_sigterm_ends_a_drive_with_the_steps_so_far_kept_and_its_cluster_stopped(runs: Path, tmp_path: Path) -> None:
+    run_dir, out = runs / "terminated-drive", tmp_path / "result.json"
+    argv = [sys.executable, "-m", "kmc.checker.cli", "drive", str(STATIC), "--run-dir", str(run_dir), "--out", str(out)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stderr is not None
+    while "  2 agreed" not in (line := proc.stderr.readline()):  # the JoinGroup parked for the initial delay
+        assert line, "the drive ended before its second step"
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, (stdout, stderr)
+    assert stderr.strip().splitlines()[-1] == "kmc: interrupted (SIGTERM)"
+    kept = json.loads(out.read_text())
+    assert kept["interrupted"] == "SIGTERM" and kept["verdict"].startswith("interrupted (SIGTERM) after step")
+    assert subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True).stdout == b""

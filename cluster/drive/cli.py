@@ -46,4 +46,6 @@ def drive(
             f"{result.seconds:.1f} s)"
         )
         print(f"result: {written}")
+    if result.interrupted:
+        raise KeyboardInterrupt  # kmc says so and exits 130 or 143, the result kept
     raise typer.Exit(EXIT_HOLDS if result.agreed else EXIT_VIOLATED)

@@ -67,6 +67,8 @@ class DriveResult:
     violated_on_broker: bool | None = None
     seconds: float = 0.0
     unseen: tuple[str, ...] = ()
+    interrupted: str = ""
+    """What stopped the drive before its end (Ctrl-C, SIGTERM), if anything."""
     unconfirmed: str = ""
     """Why the property's verdict cannot be read from the broker (it reads state the broker hides)."""
 
@@ -76,6 +78,11 @@ class DriveResult:
 
     @property
     def verdict(self) -> str:
+        if self.interrupted:
+            agreed = all(s.agreed for s in self.steps)
+            return f"interrupted ({self.interrupted}) after step {len(self.steps)}" + (
+                ": every step so far agreed" if agreed else ": it had diverged"
+            )
         if not self.agreed:
             first = next((s for s in self.steps if not s.agreed), None)
             where = f"at step {first.index} ({first.action})" if first else "before its end"
@@ -98,6 +105,7 @@ class DriveResult:
             "agreed": self.agreed,
             "violated_on_broker": self.violated_on_broker,
             "not_confirmed": self.unconfirmed or None,
+            "interrupted": self.interrupted or None,
             "steps_driven": len(self.steps),
             "steps": self.total_steps,
             "seconds": round(self.seconds, 1),
@@ -163,13 +171,18 @@ def drive(
                 break
     except BrokerGoneError as exc:
         raise UserError(f"the broker stopped answering: {exc}") from None
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the steps driven so far are the result
+        from kmc.checker import interrupts
+
+        result.interrupted = interrupts.reason()
+        return result
     finally:
         driver.close()
         result.seconds = time.monotonic() - began
     hidden = driver_class.unseen_properties.get(result.property or "")
     if hidden is not None:
         result.unconfirmed = hidden
-    elif result.agreed and result.property is not None:
+    elif result.agreed and result.property is not None and not result.interrupted:
         result.violated_on_broker = _violated(done, result.property)
     return result
 
