@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,38 @@ def test_a_signal_ends_conform_with_kafkas_jvm_inside(sig: signal.Signals, code:
     assert proc.returncode == code, (out, err)
     assert f"kmc: interrupted ({why})" in err
     assert "JVMNotRunning" not in err and "internal error" not in err and "Traceback" not in out + err
+
+
+def test_an_interrupt_lost_in_a_callback_is_delivered_again() -> None:
+    """SIGTERM whose exception lands in a garbage-collector callback (Python ignores exceptions there,
+    and Hypothesis registers one) still reaches the command: the interrupts module raises it again."""
+    script = (
+        "import gc, os, signal, sys, threading, time\n"
+        "from kmc.checker import interrupts\n"
+        "interrupts.install()\n"
+        "gc.callbacks.append(lambda phase, info: time.sleep(0.2) if phase == 'start' else None)\n"
+        "threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
+        "try:\n"
+        "    for _ in range(100):\n"
+        "        gc.collect()\n"
+        "except KeyboardInterrupt:\n"
+        "    print('reached the command:', interrupts.reason())\n"
+        "    sys.exit(interrupts.exit_code())\n"
+        "print('never interrupted')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "reached the command: SIGTERM", (done.stdout, done.stderr)
+    assert done.returncode == 143
+
+
+@pytest.mark.parametrize(("engine", "extra"), [("hypothesis", "--examples=100000"), ("bmc", "--depth=40")])
+def test_sigterm_ends_every_engine_with_its_partial_statistics(engine: str, extra: str, tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", "kip-320", "--set"]
+    argv += ["replicas=3", "--engine", engine, extra, "--no-progress", "--out", str(tmp_path)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # well into the search (a minute or more uninterrupted)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 143, (out, err)
+    assert "kmc: interrupted (SIGTERM)" in err and "verdict: interrupted (SIGTERM)" in out
+    assert "Traceback" not in out + err

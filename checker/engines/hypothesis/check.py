@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, InMemoryExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
+from kmc.checker import interrupts
 from kmc.checker.engines.hypothesis.machine import BURST, ROUND, PropertyViolationError, machine_for
 from kmc.checker.engines.hypothesis.options import HypothesisOptions
 from kmc.checker.errors import UserError
@@ -76,6 +77,7 @@ def hypothesis_check(
     machine = machine_for(model, props, options.deadlock, options.guided, options.steps, observers)
     start = time.perf_counter()
     violation = None
+    interrupted = False
     rounds = [options.examples] if not options.guided else [ROUND] * (options.examples // ROUND)
     if options.guided and options.examples % ROUND:
         rounds.append(options.examples % ROUND)
@@ -89,6 +91,8 @@ def hypothesis_check(
         assert machine.last_failure is not None
         trace, name, kind = machine.last_failure
         violation = Violation(property=name, kind=kind, trace=machine.shortest(trace, name, kind))
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what the runs so far reached is the partial result
+        interrupted = True
     except Flaky as exc:
         raise UserError(
             f"model {model.name}: Hypothesis saw a failure it could not reproduce "
@@ -105,7 +109,7 @@ def hypothesis_check(
         storage="fingerprints",
         extra={"runs": machine.runs, "examples": options.examples, "steps": options.steps, "guided": options.guided},
     )
-    return sampling_result(
+    result = sampling_result(
         "hypothesis",
         model,
         props,
@@ -116,3 +120,7 @@ def hypothesis_check(
         seed=seed,
         preset=preset,
     )
+    if interrupted:
+        result.interrupted = True
+        result.bound_reason = f"interrupted ({interrupts.reason()}) after {machine.runs} runs"
+    return result

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import z3
+from kmc.checker import interrupts
 from kmc.checker.engines.symbolic.encoding import EncodingMismatchError, Frame, SymbolicEncoding, encoding_of
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model, State
@@ -80,31 +81,37 @@ def bmc(
     actions: list[Frame] = []
     solver.add(encoding.init(frames[0]), encoding.well_formed(frames[0]))
     violations: list[Violation] = []
-    complete = False
+    complete = interrupted = False
     reached = 0
-    for k in range(options.depth + 1):
-        if k > 0:
-            frames.append(encoding.state_frame(k))
-            actions.append(encoding.action_frame(k - 1))
-            solver.add(encoding.next(frames[k - 1], actions[k - 1], frames[k]))
-            if solver.check() == z3.unsat:
-                complete = True  # no behaviour has k steps: all of them were checked
+    checked = -1  # the deepest depth whose properties were fully checked
+    try:
+        for k in range(options.depth + 1):
+            if k > 0:
+                frames.append(encoding.state_frame(k))
+                actions.append(encoding.action_frame(k - 1))
+                solver.add(encoding.next(frames[k - 1], actions[k - 1], frames[k]))
+                if solver.check() == z3.unsat:
+                    complete = True  # no behaviour has k steps: all of them were checked
+                    break
+            reached = k
+            if progress is not None:
+                progress.update(distinct=0, generated=0, depth=k + 1, queue=0)
+            bad = [z3.Not(fn(encoding, frames[k])) for fn in invariants.values()]
+            if k > 0:
+                bad += [z3.Not(fn(encoding, frames[k - 1], actions[k - 1], frames[k])) for fn in steps.values()]
+            if not bad:
+                checked = k
+                continue
+            solver.push()
+            solver.add(z3.Or(bad))
+            if solver.check() == z3.sat:
+                violations = _violations(model, encoding, props, solver.model(), frames, actions)
+                solver.pop()
                 break
-        reached = k
-        if progress is not None:
-            progress.update(distinct=0, generated=0, depth=k + 1, queue=0)
-        bad = [z3.Not(fn(encoding, frames[k])) for fn in invariants.values()]
-        if k > 0:
-            bad += [z3.Not(fn(encoding, frames[k - 1], actions[k - 1], frames[k])) for fn in steps.values()]
-        if not bad:
-            continue
-        solver.push()
-        solver.add(z3.Or(bad))
-        if solver.check() == z3.sat:
-            violations = _violations(model, encoding, props, solver.model(), frames, actions)
             solver.pop()
-            break
-        solver.pop()
+            checked = k
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the depths fully checked are the partial result
+        interrupted, reached = True, max(checked, 0)
     if progress is not None:
         progress.close()
     elapsed = time.perf_counter() - started
@@ -114,7 +121,7 @@ def bmc(
         status = Status.VIOLATED
     else:
         status = Status.HOLDS_COMPLETE if complete else Status.HOLDS_BOUNDED
-    return CheckResult(
+    result = CheckResult(
         engine="bmc",
         model=model.name,
         config=model.config_dict(),
@@ -127,6 +134,10 @@ def bmc(
         bound_reason=None if complete else BMC_BOUND.format(depth=options.depth),
         warnings=warnings,
     )
+    if interrupted:
+        result.interrupted = True
+        result.bound_reason = f"interrupted ({interrupts.reason()}) after depth {reached}"
+    return result
 
 
 def _violations(
