@@ -516,3 +516,19 @@ def test_docs_screenshots(page: Any, server: ExploreServer, wide_server: Explore
     page.screenshot(path=str(DOCS / "explorer-bad-link.png"), clip={"x": 0, "y": 0, "width": 1280, "height": 420})
     visit(page, wide_server.url)
     page.screenshot(path=str(DOCS / "explorer-groups.png"), clip={"x": 0, "y": 0, "width": 1280, "height": 520})
+
+
+def test_kmc_explore_stops_on_sigterm_as_on_ctrl_c() -> None:
+    """The `kmc` command (its SIGTERM handler installed), as a service manager stops it."""
+    args = [sys.executable, "-m", "kmc.checker.cli", "explore", "replication", "--port", "0"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert "serving http://127.0.0.1:" in proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, (out, err)
+    assert out.strip().splitlines()[-1] == "stopped" and err.strip() == "kmc: interrupted (SIGTERM)"
