@@ -524,7 +524,10 @@ def test_kmc_explore_stops_on_sigterm_as_on_ctrl_c() -> None:
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        assert "serving http://127.0.0.1:" in proc.stdout.readline()
+        line = proc.stdout.readline()
+        assert "serving http://127.0.0.1:" in line
+        with urllib.request.urlopen(line.split("serving ")[1].split()[0] + "api/model", timeout=30):
+            pass  # the server is serving: the signal reaches it there
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=20)
     finally:
