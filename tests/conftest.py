@@ -3,6 +3,7 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,16 @@ def kmc(capsys: pytest.CaptureFixture[str]):
         return code, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[Path]:
+    """A folder for a module's clusters that their node users can pass through (pytest's own
+    temporary folders are private)."""
+    base = Path(tempfile.mkdtemp(prefix="kmc-cluster-tests-"))
+    base.chmod(0o711)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,9 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,15 +28,6 @@ HERE = Path(__file__).resolve().parent
 KMC = Path(sys.executable).parent / "kmc"
 NO_PARTITIONS = network.available()
 needs_partitions = pytest.mark.skipif(NO_PARTITIONS is not None, reason=str(NO_PARTITIONS))
-
-
-@pytest.fixture(scope="module")
-def runs() -> Iterator[Path]:
-    """A folder the node users can pass through (pytest's own temporary folders are private)."""
-    base = Path(tempfile.mkdtemp(prefix="kmc-cluster-tests-"))
-    base.chmod(0o711)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,14 +30,6 @@ KIP848 = COUNTEREXAMPLES / "group-kip848" / "kip-848-NoDoubleClientAssignment.it
 STATIC = COUNTEREXAMPLES / "group" / "static-1aa00f68-NoLiveConsumerFenced.itf.json"
 PRODUCER_NER = COUNTEREXAMPLES / "producer" / "not-enough-replicas-PerProducerOrder.itf.json"
 PRODUCER_CACHE_1 = COUNTEREXAMPLES / "producer" / "cache-1-NoDuplicates.itf.json"
-
-
-@pytest.fixture(scope="module")
-def runs() -> Iterator[Path]:
-    base = Path(tempfile.mkdtemp(prefix="kmc-drive-tests-"))
-    base.chmod(0o711)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
