@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
+import sys
 import threading
 import time
 import tomllib
@@ -466,12 +468,22 @@ def run_suite(
     global _FORKED
     _FORKED = (entries, out_dir)
     by_index: dict[int, Outcome] = {}
+    # Workers die on SIGTERM at once (as multiprocessing expects of terminate()), and a finished suite
+    # closes its pool rather than terminating it: a worker forked to replace one that ended its task
+    # could miss terminate()'s signal and wait on the task queue for ever.
+    pool = multiprocessing.get_context("fork").Pool(
+        min(jobs, len(entries)), initializer=_worker_signals, maxtasksperchild=1
+    )
     try:
-        with multiprocessing.get_context("fork").Pool(min(jobs, len(entries)), maxtasksperchild=1) as pool:
-            for index, ok, message, seconds in pool.imap_unordered(_run_forked, range(len(entries))):
-                by_index[index] = Outcome(entries[index], ok, message, seconds)
-                if on_outcome:
-                    on_outcome(by_index[index])
+        for index, ok, message, seconds in pool.imap_unordered(_run_forked, range(len(entries))):
+            by_index[index] = Outcome(entries[index], ok, message, seconds)
+            if on_outcome:
+                on_outcome(by_index[index])
+        pool.close()
+        pool.join()
+    except BaseException:
+        pool.terminate()
+        raise
     finally:
         _FORKED = None
     return [by_index[i] for i in range(len(entries))]
@@ -479,6 +491,12 @@ def run_suite(
 
 _FORKED: tuple[list[Entry], str | Path | None] | None = None
 """The suite a forked worker runs entries of: inherited through fork, so models of one's own need not pickle."""
+
+
+def _worker_signals() -> None:
+    """A suite's worker process: SIGTERM ends it at once, as a pool's terminate() means it."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    sys.unraisablehook = sys.__unraisablehook__
 
 
 def _run_forked(index: int) -> tuple[int, bool, str, float]:
