@@ -77,12 +77,10 @@ class Kip848Driver:
         self.session.until("load the group's coordinator", lambda: None if "error" in self.observed() else True)
 
     def _topic_id(self) -> Any:
-        request = message("MetadataRequestData")
-        request.setTopics(java_list([message("MetadataRequestData$MetadataRequestTopic").setName(self.topic)]))
-        for described in self.session.admin().call("METADATA", request).topics():
-            if described.name() == self.topic:
-                return described.topicId()
-        raise UserError(f"topic {self.topic} has no id in the metadata")
+        described = self.session.describe_topic(self.topic)
+        if described is None:
+            raise UserError(f"topic {self.topic} has no id in the metadata")
+        return described.topicId()
 
     def _connection(self, consumer: int) -> Connection:
         return self.session.connection(f"consumer-{consumer}", self.coordinator)

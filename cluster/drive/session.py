@@ -127,29 +127,29 @@ class Session:
                 return int(p.leaderId())
         return -1
 
-    def isr(self, topic: str, partition: int) -> list[int]:
-        """The partition's in-sync replicas, as the metadata shows them."""
+    def describe_topic(self, topic: str, node: int | None = None) -> Any:
+        """The topic as a Metadata answer describes it (asked of ``node``, else the admin's broker)."""
         request = message("MetadataRequestData")
         request.setTopics(java_list([message("MetadataRequestData$MetadataRequestTopic").setName(topic)]))
-        for described in self.admin().call("METADATA", request).topics():
-            for p in described.partitions():
-                if int(p.partitionIndex()) == partition:
-                    return sorted(int(node) for node in p.isrNodes())
+        conn = self.admin() if node is None else self.connection(f"metadata-{node}", node)
+        return next((d for d in conn.call("METADATA", request).topics() if d.name() == topic), None)
+
+    def isr(self, topic: str, partition: int) -> list[int]:
+        """The partition's in-sync replicas, as the metadata shows them."""
+        described = self.describe_topic(topic)
+        for p in described.partitions() if described is not None else ():
+            if int(p.partitionIndex()) == partition:
+                return sorted(int(node) for node in p.isrNodes())
         return []
 
     def leaders(self, topic: str, partitions: int, node: int | None = None) -> dict[int, int] | None:
         """The leader of each partition of ``topic`` (as ``node`` knows it), or None while one has none."""
-        request = message("MetadataRequestData")
-        entry = message("MetadataRequestData$MetadataRequestTopic").setName(topic)
-        request.setTopics(java_list([entry]))
-        conn = self.admin() if node is None else self.connection(f"metadata-{node}", node)
-        answer = conn.call("METADATA", request)
-        for described in answer.topics():
-            if described.name() != topic or described.errorCode() != 0:
-                return None
-            leaders = {int(p.partitionIndex()): int(p.leaderId()) for p in described.partitions()}
-            if len(leaders) == partitions and all(leader >= 0 for leader in leaders.values()):
-                return leaders
+        described = self.describe_topic(topic, node)
+        if described is None or described.errorCode() != 0:
+            return None
+        leaders = {int(p.partitionIndex()): int(p.leaderId()) for p in described.partitions()}
+        if len(leaders) == partitions and all(leader >= 0 for leader in leaders.values()):
+            return leaders
         return None
 
     def find_coordinator(self, key: str, key_type: int) -> int:
