@@ -283,9 +283,9 @@ def test_a_node_killed_from_outside_is_reported_not_taken_for_a_fault(runs: Path
     argv = [str(KMC), "campaign", "--config", str(config), "--run-dir", str(run_dir)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
-    lines = [proc.stderr.readline() for _ in range(2)]  # starting ..., cluster up in ...
-    assert lines[1].startswith("cluster up in"), lines
-    victim = read_info(run_dir / "cluster")["nodes"][2]
+    lines = [proc.stderr.readline() for _ in range(3)]  # starting ..., cluster up in ..., 1.0 s heal
+    assert lines[1].startswith("cluster up in") and "heal" in lines[2], lines
+    victim = read_info(run_dir / "cluster")["nodes"][2]  # the workload runs: its topic has all three replicas
     os.kill(victim["pid"], signal.SIGKILL)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, (out, err)
@@ -293,6 +293,6 @@ def test_a_node_killed_from_outside_is_reported_not_taken_for_a_fault(runs: Path
         f"node {victim['node_id']} died during the campaign and no fault of its schedule stopped it (killed from "
         f"outside, or Kafka crashed): see {run_dir / 'cluster'}/node-{victim['node_id']}/out.log"
     )
-    assert said in out and "verdict: error" in out
+    assert said in out and "verdict: error" in out, (out, err)
     assert f"node {victim['node_id']} died, and no fault stopped it" in err
     assert leftovers(run_dir, read_info(run_dir / "cluster")["run_id"]) == []
