@@ -34,7 +34,7 @@ from kmc.cluster.history import History, read_history
 from kmc.cluster.mappings import MAPPINGS
 from kmc.cluster.metadata import decode
 from kmc.cluster.observed import observations
-from kmc.cluster.release import Release, requested, server_jars
+from kmc.cluster.release import FIRST_4X, Release, requested, server_jars
 from kmc.cluster.schedule import AIMED, Bounds, Schedule, Step, explicit, generate
 from kmc.cluster.validation import RunValidation, validate_run
 from kmc.cluster.workload import Workload, WorkloadSpec, client_library, client_log, partition_leader, read_all
@@ -122,6 +122,8 @@ class CampaignSpec:
         """Every setting in range, and the schedule buildable: before anything is started."""
         if not 1 <= self.nodes <= 9:
             raise UserError(f"a campaign runs 1 to 9 nodes, not {self.nodes}")
+        # its faults re-add controllers (KIP-853) and its checks read 4.x's metadata decoder
+        self.release.require(FIRST_4X, "a campaign runs")
         if not 5 <= self.duration_s <= 3600:
             raise UserError(f"a campaign lasts 5 to 3600 seconds, not {self.duration_s:g}")
         if self.depth is not None and not 1 <= self.depth <= 20:

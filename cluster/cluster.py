@@ -60,6 +60,19 @@ logger.state.level = info
 logger.state.additivity = false
 logger.state.appenderRef.state.ref = state
 """
+LOG4J1 = """log4j.rootLogger=INFO, server
+log4j.appender.server=org.apache.log4j.FileAppender
+log4j.appender.server.File=${kafka.logs.dir}/server.log
+log4j.appender.server.layout=org.apache.log4j.PatternLayout
+log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.state=org.apache.log4j.FileAppender
+log4j.appender.state.File=${kafka.logs.dir}/state-change.log
+log4j.appender.state.layout=org.apache.log4j.PatternLayout
+log4j.appender.state.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.state.change.logger=INFO, state
+log4j.additivity.state.change.logger=false
+"""
+"""The same two files for the 3.x releases, which log through log4j 1 (reload4j)."""
 BROKER_DEFAULTS: dict[str, str] = {
     "num.network.threads": "2",
     "num.io.threads": "2",
@@ -215,7 +228,7 @@ class Cluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         if self.firewall is not None:
             self.run_dir.chmod(0o755)  # the node users pass through it to their folders
-        (self.run_dir / "log4j2.properties").write_text(LOG4J2)
+        self.logging_config.write_text(LOG4J2 if self.release.log4j2 else LOG4J1)
         self.save()  # before anything that a later start would have to clean up
         if self.owned:
             self.reaper = subprocess.Popen(
@@ -254,7 +267,12 @@ class Cluster:
             "metadata.log.dir": str(node.data / "metadata"),
             **self.info["settings"],
         }
-        lines["controller.quorum.bootstrap.servers"] = quorum  # a dynamic quorum (KIP-853)
+        if self.release.dynamic_quorum:
+            lines["controller.quorum.bootstrap.servers"] = quorum  # KIP-853
+        else:
+            lines["controller.quorum.voters"] = ",".join(
+                f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes
+            )
         node.properties.parent.mkdir(parents=True, exist_ok=True)
         node.properties.write_text("".join(f"{key}={value}\n" for key, value in lines.items()))
 
@@ -276,7 +294,8 @@ class Cluster:
                 str(node.properties),
                 "--ignore-formatted",
             ]
-            argv += ["--initial-controllers", voters] if initial else ["--no-initial-controllers"]
+            if self.release.dynamic_quorum:
+                argv += ["--initial-controllers", voters] if initial else ["--no-initial-controllers"]
             log = open(node.folder / "format.log", "ab")  # noqa: SIM115 - closed once the tool ends
             running.append((node, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
         for node, process, log in running:
@@ -316,7 +335,17 @@ class Cluster:
         return done.stdout
 
     def start_node(self, node: Node) -> None:
-        node.start(java(), self.classpath, self.run_dir / "log4j2.properties", die_with_parent=self.owned)
+        node.start(java(), self.classpath, self.logging_option, die_with_parent=self.owned)
+
+    @property
+    def logging_config(self) -> Path:
+        return self.run_dir / ("log4j2.properties" if self.release.log4j2 else "log4j.properties")
+
+    @property
+    def logging_option(self) -> str:
+        """The JVM option that points the release's logging at the run's file."""
+        key = "log4j2.configurationFile" if self.release.log4j2 else "log4j.configuration"
+        return f"-D{key}=file:{self.logging_config}"
 
     # -- the run directory -------------------------------------------------------------------------
     def save(self) -> None:
@@ -397,7 +426,7 @@ def prepare_run_dir(run_dir: Path) -> None:
     for path in run_dir.iterdir():
         if path.is_dir() and path.name.startswith("node-"):
             shutil.rmtree(path, ignore_errors=True)
-        elif path.name in (RUN_FILE, "log4j2.properties"):
+        elif path.name in (RUN_FILE, "log4j2.properties", "log4j.properties"):
             path.unlink()
 
 

@@ -78,7 +78,7 @@ class Node:
         return {**{name: getattr(self, name) for name in fields}, "folder": str(self.folder)}
 
     # -- the process -----------------------------------------------------------------------------
-    def start(self, java: str, classpath: str, log4j: Path, die_with_parent: bool) -> None:
+    def start(self, java: str, classpath: str, logging_option: str, die_with_parent: bool) -> None:
         """Start the JVM; it dies with this process (``die_with_parent``) or runs on in the background."""
         if self.running():
             return
@@ -89,7 +89,7 @@ class Node:
             java,
             *JVM_OPTIONS,
             f"-Dkafka.logs.dir={self.logs}",
-            f"-Dlog4j2.configurationFile=file:{log4j}",
+            logging_option,
             "-cp",
             classpath,
             "kafka.Kafka",

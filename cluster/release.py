@@ -1,9 +1,9 @@
 """Which Kafka release a real cluster runs, and its server's jars.
 
 The release is the one the oracles pin (``oracles/java/pom.xml``: one variable for both) unless
-another is asked for. Its jars -- the broker, its tools and a log4j2 binding, about 90 jars and
-55 MB -- are copied from Maven Central by Maven into ``cluster/java/lib/<release>`` (ignored by
-git) once, by ``make kafka-server`` or on first use.
+another is asked for. Its jars -- the broker, its tools and a log4j2 binding (3.x: Kafka's reload4j
+one), about 90 jars and 55 MB -- are copied from Maven Central by Maven into
+``cluster/java/lib/<release>`` (ignored by git) once, by ``make kafka-server`` or on first use.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 @dataclass(frozen=True, order=True)
 class Release:
-    """A Kafka release, e.g. 4.3.1; 4.0 or later (log4j2 logging, the metadata decoder's output)."""
+    """A Kafka release in KRaft mode, e.g. 4.3.1: 3.3 (KRaft production-ready) or later."""
 
     major: int
     minor: int
@@ -42,14 +42,34 @@ class Release:
         if match is None:
             raise UserError(f"not a Kafka release: {text!r} (give one such as 4.3.1)")
         release = cls(*(int(part) for part in match.groups()))
-        if release < Release(4, 0, 0):
+        if release < FIRST_KRAFT:
             raise UserError(
-                f"real clusters run Kafka 4.0 or later (log4j2 logging, the metadata decoder kmc reads), not {release}"
+                f"real clusters run in KRaft mode, production-ready from Kafka {FIRST_KRAFT}: {release} is older"
             )
         return release
 
+    @property
+    def log4j2(self) -> bool:
+        """Kafka 4.0 moved the broker to log4j2; 3.x logs through log4j 1 (reload4j)."""
+        return self >= FIRST_4X
+
+    @property
+    def dynamic_quorum(self) -> bool:
+        """Whether the controllers are formatted as a dynamic quorum (KIP-853, which 4.0 completed);
+        before, they are a static ``controller.quorum.voters`` list."""
+        return self >= FIRST_4X
+
+    def require(self, minimum: Release, what: str) -> None:
+        """One error line when ``what`` needs a newer release than this."""
+        if self < minimum:
+            raise UserError(f"{what} Kafka {minimum} or later, not {self}")
+
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}.{self.patch}"
+
+
+FIRST_KRAFT = Release(3, 3, 0)
+FIRST_4X = Release(4, 0, 0)
 
 
 LOG_DUMPER = "org.apache.kafka.tools.DumpLogSegments"
@@ -140,6 +160,10 @@ def _fetch(release: Release, folder: Path) -> None:
         raise UserError(
             f"Kafka {release} is not on Maven Central (or Maven failed): {_last_error(done.stdout + done.stderr)}"
         )
+    if not release.log4j2:
+        # one slf4j binding: Kafka's own reload4j one (the pom's log4j2 binding is for 4.0 and later)
+        for binding in partial.glob("log4j-slf4j-impl-*.jar"):
+            binding.unlink()
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
     (folder / ".complete").touch()

@@ -97,9 +97,14 @@ def started_version() -> str | None:
 MOVED = (
     ("org.apache.kafka.common.record.internal.", "org.apache.kafka.common.record."),
     ("org.apache.kafka.common.utils.LogContext", "org.apache.kafka.common.utils.internals.LogContext"),
+    (
+        "org.apache.kafka.common.message.CreateTopicsRequestData$CreatableTopicConfig",
+        "org.apache.kafka.common.message.CreateTopicsRequestData$CreateableTopicConfig",
+    ),
 )
 """Classes another release has under another name, the same class: kafka-clients' record classes
-(in ``record.internal`` from 4.3) and ``LogContext`` (in ``utils.internals`` from 4.4)."""
+(in ``record.internal`` from 4.3), ``LogContext`` (in ``utils.internals`` from 4.4) and CreateTopics'
+topic config (spelt ``Createable`` before 3.6)."""
 
 
 def _other_names(name: str) -> list[str]:

@@ -25,6 +25,7 @@ from kmc.checker.model import Action, Model
 from kmc.cluster.drive.base import EpochNames, Performed
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java, java_list, message
+from kmc.cluster.release import FIRST_4X, Release
 from kmc.models.group.state import DEAD, Request, mentioned_member_ids
 
 INITIAL_DELAY_MS = 1500
@@ -51,7 +52,8 @@ class GroupDriver:
         "group.generationId, leaderId: DescribeGroups does not show them (compared in JoinGroup answers)",
         "group.pendingMembers, pendingSyncMembers, joinDelay, newMemberAdded, delayExtensionsLeft, stored: "
         "inside the coordinator",
-        "group.members[]: only memberId, groupInstanceId and the assignment are shown",
+        "group.members[]: only memberId, groupInstanceId and the assignment are shown (before 4.0 the "
+        "assignment only while the group is Stable)",
         "consumers: the client's own state, held by the driver (it is the model's client)",
         "faults: the model's fault counter",
     )
@@ -336,12 +338,21 @@ class GroupDriver:
         group = state.group
         if group.state == DEAD:
             return {"state": DEAD}
-        members = {
+        members: dict[str, Any] = {
             m.memberId: {"groupInstanceId": m.groupInstanceId, "assignment": sorted(m.assignment)}
             for m in group.members
         }
+        if group.state != "Stable" and not self.assignments_shown_in_rebalance:
+            for member in members.values():
+                del member["assignment"]
         self.instances = {m.groupInstanceId: m.memberId for m in group.members if m.groupInstanceId}
         return {"state": group.state, "members": members}
+
+    @property
+    def assignments_shown_in_rebalance(self) -> bool:
+        """The group coordinator of 4.0 and later shows the members' assignments in every state; the one
+        before (``GroupMetadata.summary``) only in Stable."""
+        return Release.parse(self.session.release) >= FIRST_4X
 
     def observed(self) -> dict[str, Any]:
         if self.coordinator in self.stopped_nodes:
@@ -353,8 +364,10 @@ class GroupDriver:
             return {"error": "the coordinator does not answer"}
         described = answer.groups().get(0)
         error = error_name(described.errorCode())
-        if error == "GROUP_ID_NOT_FOUND":
-            return {"state": "Empty", "members": {}}  # a classic group is created by its first JoinGroup
+        if error == "GROUP_ID_NOT_FOUND" or (str(described.groupState()) == "Dead" and not described.members()):
+            # a classic group is created by its first JoinGroup; before 4.0 (DescribeGroups v5) an unknown
+            # group was answered Dead without an error
+            return {"state": "Empty", "members": {}}
         if error != "NONE":
             return {"error": error}
         for m in described.members():
@@ -363,14 +376,14 @@ class GroupDriver:
             model_id = self.instances.get(instance)
             if real not in self.model_ids and model_id is not None and model_id not in self.mentioned:
                 self._learn(model_id, real)
+        state = str(described.groupState())
+        shown = state == "Stable" or self.assignments_shown_in_rebalance
         members = {
-            self._model_id(str(m.memberId())): {
-                "groupInstanceId": m.groupInstanceId(),
-                "assignment": self._partitions_of(m.memberAssignment()),
-            }
+            self._model_id(str(m.memberId())): {"groupInstanceId": m.groupInstanceId()}
+            | ({"assignment": self._partitions_of(m.memberAssignment())} if shown else {})
             for m in described.members()
         }
-        return {"state": str(described.groupState()), "members": members}
+        return {"state": state, "members": members}
 
     def close(self) -> None:
         self.session.close()

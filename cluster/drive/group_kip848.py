@@ -25,6 +25,7 @@ from kmc.checker.model import Action, Model
 from kmc.cluster.drive.base import EpochNames, Performed
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import Connection, error_name, java_ints, java_list, message
+from kmc.cluster.release import FIRST_4X, Release
 from kmc.models.group_kip848.state import JOIN_EPOCH, Heartbeat
 
 SESSION_TIMEOUT_MS = 60_000
@@ -55,6 +56,12 @@ class Kip848Driver:
     unseen_properties: ClassVar[dict[str, str]] = {
         "ValidPartitionEpoch": "it reads the partition epochs, which the coordinator keeps to itself",
     }
+
+    @classmethod
+    def check_release(cls, release: Release, model: Model) -> None:
+        release.require(
+            FIRST_4X, "the driver's ConsumerGroupHeartbeat v1 (member ids the client makes, KIP-1082) needs"
+        )
 
     def __init__(self, session: Session, model: Model, initial: Any) -> None:
         self.session = session

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kmc.checker.errors import UserError
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import java, java_ints, java_list, message
 
@@ -32,13 +33,22 @@ def batch(record: int, producer_id: int, producer_epoch: int, base_sequence: int
 
     simple = record_class("SimpleRecord")(jpype.JArray(jpype.JByte)(value_of(record)))
     records = jpype.JArray(record_class("SimpleRecord"))([simple])
-    none = java("org.apache.kafka.common.compress.Compression").NONE
+    none = no_compression()
     memory = record_class("MemoryRecords")
     if producer_id < 0:
         return memory.withRecords(none, records)
     if transactional:
         return memory.withTransactionalRecords(none, producer_id, producer_epoch, base_sequence, records)
     return memory.withIdempotentRecords(none, producer_id, producer_epoch, base_sequence, records)
+
+
+def no_compression() -> Any:
+    """What MemoryRecords takes for uncompressed batches: a ``Compression`` from 3.8 (KIP-390), a
+    ``CompressionType`` before."""
+    try:
+        return java("org.apache.kafka.common.compress.Compression").NONE
+    except UserError:
+        return java("org.apache.kafka.common.record.CompressionType").NONE
 
 
 @dataclass(frozen=True)

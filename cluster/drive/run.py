@@ -248,6 +248,13 @@ def session_of(cluster: Any) -> Session:
     return Session(brokers, str(cluster.release), cluster=cluster if cluster.owned else None)
 
 
+def check_release(driver_class: type[Driver], release: Any, model: Any) -> None:
+    """Refuse, before a node starts, a release whose protocol the driver cannot speak for this trace."""
+    check = getattr(driver_class, "check_release", None)
+    if check is not None:
+        check(release, model)
+
+
 def missing_settings(driver_class: type[Driver], cluster_settings: dict[str, str]) -> list[str]:
     """The driver's settings a running cluster does not have (its timers could fire mid-drive)."""
     return [f"{k}={v}" for k, v in driver_class.settings.items() if cluster_settings.get(k) != v]
@@ -273,9 +280,11 @@ def drive_trace(
         missing = missing_settings(driver_class, cluster.info["settings"])
         if missing:
             raise UserError(f"the cluster lacks what a {done.model.name} drive needs: {', '.join(missing)}")
+        check_release(driver_class, cluster.release, done.model)
         jvm.start(str(cluster.release), server_jars(cluster.release))
         return drive(trace_path, driver_class, done, session_of(cluster), progress)
     wanted = requested(release)
+    check_release(driver_class, wanted, done.model)
     jvm.start(str(wanted), server_jars(wanted))
     folder = run_dir or Path("kmc-out") / f"drive-{trace_path.name.removesuffix('.itf.json')}"
     progress(f"starting Kafka {wanted} (3 nodes) in {folder}")

@@ -27,6 +27,7 @@ from kmc.cluster.drive.base import EpochNames, Performed
 from kmc.cluster.drive.records import active_producers, batch, produce_answer, produce_request, read_log
 from kmc.cluster.drive.session import RETRIABLE, Session
 from kmc.cluster.drive.wire import error_name, java, java_list, message
+from kmc.cluster.release import FIRST_4X, Release
 
 VERIFICATION = ("HandleVerifyPartition", "HandleVerifyResponse")
 COMPLETION = ("HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse", "WriteTxnCompletion")
@@ -95,6 +96,11 @@ class TransactionsDriver:
         self.last_partitions: list[dict[str, Any]] = []
         self.held_answer: dict[str, Any] = {}
         """A verified produce's answer, compared when the trace's verification ends"""
+
+    @classmethod
+    def check_release(cls, release: Release, model: Model) -> None:
+        if model.config.transaction_version >= 2:
+            release.require(FIRST_4X, "transaction version 2 (KIP-890 part 2: EndTxn v5, Produce v12) needs")
 
     @classmethod
     def check_trace(cls, actions: list[Action]) -> None:
