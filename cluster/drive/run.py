@@ -19,15 +19,18 @@ from typing import Any
 
 from kmc.checker.errors import UserError
 from kmc.checker.properties import holds, select_properties
+from kmc.checker.result import Trace
 from kmc.checker.traces.itf import read_trace
-from kmc.checker.traces.replay import Replayed, replay
+from kmc.checker.traces.replay import Replayed, confirm_violation, replay
 from kmc.cluster.drive import drivers
 from kmc.cluster.drive.base import Difference, Driver, differences
+from kmc.cluster.drive.reorder import regroup
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import BrokerGoneError
 
 Progress = Callable[[str], None]
 SETTLE_PAUSE_S = 0.05
+LASSO_WATCH_S = 5.0
 
 
 @dataclass
@@ -71,10 +74,14 @@ class DriveResult:
     """What stopped the drive before its end (Ctrl-C, SIGTERM), if anything."""
     unconfirmed: str = ""
     """Why the property's verdict cannot be read from the broker (it reads state the broker hides)."""
+    watched_s: float = 0.0
+    """How long the broker was watched staying in a stuttering lasso's last state."""
+    reordered: tuple[str, ...] = ()
+    """Steps driven in another order than the trace's, the model's states showing the orders equivalent."""
 
     @property
     def agreed(self) -> bool:
-        return len(self.steps) == self.total_steps and all(s.agreed for s in self.steps)
+        return len(self.steps) >= self.total_steps and all(s.agreed for s in self.steps)
 
     @property
     def verdict(self) -> str:
@@ -92,7 +99,8 @@ class DriveResult:
         if self.violated_on_broker is None:
             return f"agreed at every step the broker shows; {self.property} not confirmed: {self.unconfirmed}"
         shown = "violated" if self.violated_on_broker else "not violated"
-        return f"agreed at every step: {self.property} {shown} on the real broker"
+        stayed = f" (it stayed in the lasso's last state for {self.watched_s:g} s)" if self.watched_s else ""
+        return f"agreed at every step: {self.property} {shown} on the real broker{stayed}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,15 +118,27 @@ class DriveResult:
             "steps": self.total_steps,
             "seconds": round(self.seconds, 1),
             "not_compared": list(self.unseen),
+            "reordered": list(self.reordered),
+            "last_state_watched_s": self.watched_s or None,
             "results": [s.to_json() for s in self.steps],
         }
 
 
-def load(trace_path: Path) -> tuple[Replayed, type[Driver]]:
+@dataclass
+class DrivenTrace(Replayed):
+    """A replayed trace in the order it is driven: the steps a broker takes at once brought together
+    by swaps of commuting steps (reorder.py), each numbered as in the trace as written."""
+
+    numbers: list[int] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
+
+
+def load(trace_path: Path) -> tuple[DrivenTrace, type[Driver]]:
     """The trace, replayed on its model, and its model's driver; UserError if it cannot be driven."""
     if not trace_path.is_file():
         raise UserError(f"no trace at {trace_path}")
-    done = replay(read_trace(trace_path))
+    replayed = replay(read_trace(trace_path))
+    done = DrivenTrace(replayed.model, replayed.trace, replayed.meta, list(range(len(replayed.trace.states))))
     name = done.model.name
     driver = drivers().get(name)
     if driver is None:
@@ -128,6 +148,11 @@ def load(trace_path: Path) -> tuple[Replayed, type[Driver]]:
         reason = driver.not_driven.get(action.name)
         if reason is not None:
             raise UserError(f"the trace's action {action.name} cannot be driven: {reason}")
+    glued = getattr(driver, "glued", None)
+    if glued is not None:
+        order = regroup(done.model, done.trace.states, done.trace.actions, glued)
+        done.trace = Trace(states=order.states, actions=order.actions, loop=done.trace.loop)
+        done.numbers, done.moved = order.original, order.moved
     check = getattr(driver, "check_trace", None)
     if check is not None:
         check(list(done.trace.actions))
@@ -135,7 +160,7 @@ def load(trace_path: Path) -> tuple[Replayed, type[Driver]]:
 
 
 def drive(
-    trace_path: Path, driver_class: type[Driver], done: Replayed, session: Session, progress: Progress
+    trace_path: Path, driver_class: type[Driver], done: DrivenTrace, session: Session, progress: Progress
 ) -> DriveResult:
     """Play the replayed trace on the session's cluster; stop at the first divergence."""
     states, actions = done.trace.states, done.trace.actions
@@ -147,7 +172,10 @@ def drive(
         release=session.release,
         total_steps=len(states) - 1,
         unseen=driver_class.unseen,
+        reordered=tuple(done.moved),
     )
+    for moved in done.moved:
+        progress(f"  (driven in an order the model shows equivalent: {moved}, which commute)")
     began = time.monotonic()
     driver = driver_class(session, done.model, states[0])
     plan = getattr(driver, "plan", None)
@@ -161,7 +189,7 @@ def drive(
             return result
         limit = getattr(driver_class, "max_drive_s", None)
         for index in range(1, len(states)):
-            step = _step(driver, index, actions[index], states[index - 1], states[index])
+            step = _step(driver, done.numbers[index], actions[index], states[index - 1], states[index])
             if limit is not None and time.monotonic() - began > limit:
                 step.agreed = False
                 step.differences.append(Difference("(time)", f"within {limit:.0f} s", "the drive took longer"))
@@ -169,6 +197,8 @@ def drive(
             progress(_line(step))
             if not step.agreed:
                 break
+        if result.agreed and done.trace.loop == len(states) - 1:
+            _watch_last_state(driver, states[-1], result, progress)
     except BrokerGoneError as exc:
         raise UserError(f"the broker stopped answering: {exc}") from None
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the steps driven so far are the result
@@ -205,6 +235,19 @@ def _step(driver: Driver, index: int, action: Any, before: Any, after: Any) -> S
     return StepResult(index, str(action), performed.requests, not found, found, performed.answered, observed)
 
 
+def _watch_last_state(driver: Driver, state: Any, result: DriveResult, progress: Progress) -> None:
+    """A lasso that stutters on its last state (a liveness counterexample where nothing more happens):
+    the broker must stay there too. Watched for a while; a broker that moves on diverges."""
+    progress(f"  the lasso stays in its last state: watching the broker for {LASSO_WATCH_S:g} s")
+    time.sleep(LASSO_WATCH_S)
+    found = _compare_state(driver, state)
+    if found:
+        step = StepResult(result.total_steps, "(the lasso's loop: nothing more happens)", [], False, found, {}, {})
+        result.steps.append(step)
+        progress(_line(step))
+    result.watched_s = LASSO_WATCH_S
+
+
 def _compare_state(driver: Driver, state: Any) -> list[Difference]:
     return differences(driver.expected(state), driver.observed(), "", driver.epochs)
 
@@ -217,7 +260,16 @@ def _violated(done: Replayed, name: str) -> bool:
         return not holds(name, props.invariants[0].bind(done.model), states[-1])
     if props.steps:
         return not holds(name, props.steps[0].bind(done.model), states[-2], actions[-1], states[-1])
-    raise UserError(f"{name} is not a safety property: a drive confirms invariants and step properties")
+    if props.liveness and done.trace.loop == len(states) - 1:
+        try:  # the broker stayed in the lasso's last state, which the model shows never reaches the goal
+            confirm_violation(done)
+        except UserError:
+            return False
+        return True
+    raise UserError(
+        f"{name}'s counterexample loops through several states: a drive confirms invariants, step properties "
+        "and lassos that stay in their last state"
+    )
 
 
 def _line(step: StepResult) -> str:

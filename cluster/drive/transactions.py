@@ -19,6 +19,7 @@ rest happen as one step with the trace's next ones:
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from kmc.checker.errors import UserError
@@ -28,6 +29,7 @@ from kmc.cluster.drive.records import active_producers, batch, produce_answer, p
 from kmc.cluster.drive.session import RETRIABLE, Session
 from kmc.cluster.drive.wire import error_name, java, java_list, message
 from kmc.cluster.release import FIRST_4X, Release
+from kmc.models.transactions.coordinator import PREPARE_ABORT, PREPARE_COMMIT
 
 VERIFICATION = ("HandleVerifyPartition", "HandleVerifyResponse")
 COMPLETION = ("HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse", "WriteTxnCompletion")
@@ -45,6 +47,10 @@ CLIENT_ONLY = (
     "HandleEndTxnResponse",
 )
 TXN_TIMEOUT_MS = 120_000
+
+
+def _named(action: Action | None, name: str) -> bool:
+    return action is not None and action.name == name
 
 
 class TransactionsDriver:
@@ -79,6 +85,7 @@ class TransactionsDriver:
 
     def __init__(self, session: Session, model: Model, initial: Any) -> None:
         self.session = session
+        self.model = model
         self.config = model.config
         self.tv2 = model.config.transaction_version >= 2
         self.transactional_id = f"kmc-txn-{uuid.uuid4().hex[:12]}"
@@ -93,6 +100,7 @@ class TransactionsDriver:
         self.actions: list[Action] = []
         self.index = 0
         self.paused = False
+        self.completion_left_out = False
         self.last_partitions: list[dict[str, Any]] = []
         self.held_answer: dict[str, Any] = {}
         """A verified produce's answer, compared when the trace's verification ends"""
@@ -101,6 +109,32 @@ class TransactionsDriver:
     def check_release(cls, release: Release, model: Model) -> None:
         if model.config.transaction_version >= 2:
             release.require(FIRST_4X, "transaction version 2 (KIP-890 part 2: EndTxn v5, Produce v12) needs")
+
+    @classmethod
+    def glued(cls, actions: Sequence[Action | None]) -> int | None:
+        """The step the last of ``actions`` must directly follow on a real broker: a verification
+        its produce, a verification's answer its request, the markers' answers and the completion the
+        markers, the markers the coordinator's decision when a produce reaches the leader between them
+        (the markers are held by pausing that leader). reorder.py moves commuting steps to bring them
+        together."""
+        last = actions[-1]
+        if last is None:
+            return None
+        if last.name == COMPLETION[0]:
+            decided = next((i for i in range(len(actions) - 2, 0, -1) if _named(actions[i], "HandleEndTxn")), None)
+            between = actions[decided + 1 : -1] if decided is not None else []
+            held = any(_named(a, "HandleProduce") for a in between) and not any(
+                _named(a, COMPLETION[0]) for a in between
+            )
+            return decided if held else None
+        if last.name in VERIFICATION:
+            before = "HandleProduce" if last.name == VERIFICATION[0] else VERIFICATION[0]
+            wanted = lambda a: a.name == before and a.args.get("partition") == last.args["partition"]  # noqa: E731
+        elif last.name in COMPLETION[1:]:
+            wanted = lambda a: a.name in COMPLETION  # noqa: E731
+        else:
+            return None
+        return next((i for i in range(len(actions) - 2, 0, -1) if actions[i] is not None and wanted(actions[i])), None)
 
     @classmethod
     def check_trace(cls, actions: list[Action]) -> None:
@@ -265,7 +299,23 @@ class TransactionsDriver:
         if last:
             # the markers and the completion happen together on a real broker: wait for the end state
             self.session.until("complete the transaction", self._completed)
+            later = [a.name for a in self.actions[self.index + 1 :] if a is not None]
+            self.completion_left_out = name != "WriteTxnCompletion" and "WriteTxnCompletion" not in later
         return Performed(deferred=not last)
+
+    def _completed_by_model(self, state: Any) -> Any:
+        """The state the model's own completion steps reach from ``state``: the coordinator completes a
+        transaction as soon as its markers are answered, so a trace that leaves out the completion (it
+        stops before it) is compared, from its markers on, with the completion taken."""
+        for _ in range(2 * self.config.partitions + 1):
+            meta = state.coordinator.metadata
+            if meta is None or meta.state not in (PREPARE_COMMIT, PREPARE_ABORT):
+                break
+            steps = [(COMPLETION.index(a.name), t) for a, t in self.model.successors(state) if a.name in COMPLETION]
+            if not steps:
+                break
+            state = min(steps, key=lambda step: step[0])[1]
+        return state
 
     def _completed(self) -> bool | None:
         state = self._transaction().get("state")
@@ -289,6 +339,8 @@ class TransactionsDriver:
 
     # -- projections -------------------------------------------------------------------------------
     def expected(self, state: Any) -> dict[str, Any]:
+        if self.completion_left_out:
+            state = self._completed_by_model(state)
         meta = state.coordinator.metadata
         coordinator = (
             {"state": "(none)"}
