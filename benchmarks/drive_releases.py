@@ -1,6 +1,6 @@
 """Every checked-in counterexample of a model with a driver, driven on several Kafka releases.
 
-    python benchmarks/drive_releases.py [--release 4.0.2 --release 4.3.1 ...]
+    python benchmarks/drive_releases.py [--release 3.5.2 --release 4.3.1 ...]
 
 One three-node cluster per release (its own process: a process holds one release's classes), every
 trace driven on it in turn. A trace with an action the driver cannot perform is listed with the
@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTEREXAMPLES = ROOT / "counterexamples"
-RELEASES = ("4.0.2", "4.3.1", "4.4.0")
+RELEASES = ("3.5.2", "3.6.2", "3.9.1", "4.0.2", "4.3.1", "4.4.0")
 
 
 def traces() -> list[Path]:
@@ -36,7 +36,7 @@ def drive_all(release: str) -> list[dict[str, object]]:
     from kmc.checker.errors import UserError
     from kmc.cluster.cluster import ClusterSpec, started
     from kmc.cluster.drive import drivers
-    from kmc.cluster.drive.run import drive_trace, load
+    from kmc.cluster.drive.run import check_release, drive_trace, load
     from kmc.cluster.release import Release
 
     settings: dict[str, str] = {}
@@ -50,7 +50,8 @@ def drive_all(release: str) -> list[dict[str, object]]:
             for path in traces():
                 row: dict[str, object] = {"trace": str(path.relative_to(COUNTEREXAMPLES)), "release": release}
                 try:
-                    load(path)
+                    done, driver = load(path)
+                    check_release(driver, Release.parse(release), done.model)
                 except UserError as exc:
                     rows.append({**row, "outcome": "not driven", "detail": str(exc)})
                     continue
@@ -101,7 +102,7 @@ def main() -> None:
     by_trace: dict[str, dict[str, str]] = {}
     for row in rows:
         by_trace.setdefault(str(row["trace"]), {})[str(row["release"])] = str(row["outcome"])
-    releases = sorted({str(r["release"]) for r in rows})
+    releases = sorted({str(r["release"]) for r in rows}, key=lambda r: tuple(int(x) for x in r.split(".")))
     print("| trace | " + " | ".join(releases) + " |")
     print("|---|" + "---|" * len(releases))
     for trace, outcomes in by_trace.items():

@@ -135,6 +135,35 @@ def test_kafka_18464_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
     assert all(node.running() and not node.paused for node in cluster.nodes)
 
 
+def test_the_hanging_transaction_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
+    """Before KIP-890 part 1 (3.6) a produce delayed past the abort's markers opened a transaction the
+    coordinator never knew; the leader now verifies it with the coordinator and refuses it. The
+    coordinator's marker answers and completion are driven before the produce (they commute)."""
+    trace = COUNTEREXAMPLES / "transactions" / "pre-kip-890-LastStableOffsetAdvances.itf.json"
+    result = drive_trace(trace, cluster=cluster)
+    assert result.reordered == ("step 18 taken right after step 15", "step 19 taken right after step 18")
+    assert [s.index for s in result.steps[14:]] == [15, 18, 19, 16]
+    assert result.verdict == "diverged at step 16 (HandleProduce(partition=0, client=0, producerEpoch=0, txn=0))"
+    shown = {d.field: (d.model, d.broker) for d in result.steps[-1].differences}
+    assert shown["response.error"] == ("NONE", "TRANSACTION_ABORTABLE")
+    assert shown["partition 0.log"] == ([["marker", 0, "abort"], ["data", 0, 0]], [["marker", 0, "abort"]])
+
+
+def test_aborted_data_of_a_transaction_version_1_client_is_visible_on_the_real_broker(cluster: Cluster) -> None:
+    """KIP-890 part 1's gap, which only transaction version 2 closes: a produce of an aborted
+    transaction, delayed, is verified against the next transaction of the same epoch and committed
+    with it. Kafka 4.3.1 serves a client of version 1 so."""
+    trace = COUNTEREXAMPLES / "transactions" / "kip-890-part-1-AbortedNeverVisible.itf.json"
+    result = drive_trace(trace, cluster=cluster)
+    assert result.verdict == "agreed at every step: AbortedNeverVisible violated on the real broker"
+    assert "step 16 taken right before step 22" in result.reordered
+    assert result.steps[-1].observed["partition 0"]["log"] == [
+        ["marker", 0, "abort"],
+        ["data", 0, 0],
+        ["marker", 0, "commit"],
+    ]
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = Kip848Driver._partitions
@@ -162,8 +191,7 @@ def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(
     [
         ("replication/kip-101-StrongIsr.itf.json", "model replication has no driver"),
         ("producer/leader-change-NoDuplicates.itf.json", "action ElectLeader cannot be driven"),
-        ("transactions/pre-kip-890-AtomicVisibility.itf.json", "while the coordinator's markers are held back"),
-        ("transactions/kip-890-part-1-AtomicVisibility.itf.json", "a verification's answer cannot be held back"),
+        ("transactions/pre-kafka-14884-OpenTransactionKnownToCoordinator.itf.json", "answer cannot be held back"),
         ("group/kafka-8653-RebalanceCompletes.itf.json", "cannot be driven"),
         ("group/nowhere.itf.json", "no trace at"),
     ],
@@ -173,6 +201,31 @@ def test_a_trace_that_cannot_be_driven_is_refused_before_anything_starts(trace: 
     assert code == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("trace", "release", "message"),
+    [
+        (
+            KIP848,
+            "3.9.1",
+            "ConsumerGroupHeartbeat v1 (member ids the client makes, KIP-1082) needs Kafka 4.0.0 or later",
+        ),
+        (
+            COUNTEREXAMPLES / "transactions" / "pre-kafka-18464-FencedOnlyByANewerProducer.itf.json",
+            "3.6.2",
+            "needs Kafka 4.0.0",
+        ),
+        (STATIC, "3.2.3", "production-ready from Kafka 3.3.0: 3.2.3 is older"),
+    ],
+)
+def test_a_release_the_driver_cannot_speak_to_is_refused_before_anything_starts(
+    trace: Path, release: str, message: str, kmc, tmp_path: Path
+) -> None:
+    code, _out, err = kmc("drive", trace, "--kafka-version", release, "--run-dir", tmp_path / "run", "--no-progress")
+    assert (code, len(err.strip().splitlines())) == (2, 1)
+    assert message in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_cluster_that_is_not_running_is_refused(kmc, tmp_path: Path) -> None:
