@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from kmc.checker.errors import UserError
 from kmc.cluster.cluster import Cluster, ClusterSpec, started
+from kmc.cluster.drive.consumer_delivery import DeliveryDriver
+from kmc.cluster.drive.consumer_group import ConsumerGroup
 from kmc.cluster.drive.group import GroupDriver
 from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
@@ -34,7 +36,12 @@ PRODUCER_CACHE_1 = COUNTEREXAMPLES / "producer" / "cache-1-NoDuplicates.itf.json
 
 @pytest.fixture(scope="module")
 def cluster(runs: Path) -> Iterator[Cluster]:
-    settings = {**Kip848Driver.settings, **GroupDriver.settings, **TransactionsDriver.settings}
+    settings = {
+        **Kip848Driver.settings,
+        **GroupDriver.settings,
+        **TransactionsDriver.settings,
+        **DeliveryDriver.settings,
+    }
     with started(runs / "shared", ClusterSpec(nodes=3, settings=settings, node_users=False)) as running:
         yield running
 
@@ -164,10 +171,29 @@ def test_aborted_data_of_a_transaction_version_1_client_is_visible_on_the_real_b
     ]
 
 
+def test_kip_1251_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
+    """A commit sent at member epoch 1 reaches the coordinator after the heartbeat that moved the member
+    to epoch 2 (another consumer joined): before KIP-1251 (4.3) it was refused STALE_MEMBER_EPOCH,
+    though the member held the partition since epoch 1; Kafka 4.3.1 accepts it."""
+    trace = (
+        COUNTEREXAMPLES
+        / "consumer-delivery"
+        / "commit-after-processing-kip-848-pre-kip-1251-NoFalseCommitFencing.itf.json"
+    )
+    result = drive_trace(trace, cluster=cluster)
+    assert result.verdict == (
+        "diverged at step 8 (OffsetCommit(consumer=0, memberId='c0-0', generationId=1, offset=1, "
+        "error='STALE_MEMBER_EPOCH'))"
+    )
+    shown = {d.field: (d.model, d.broker) for d in result.steps[-1].differences}
+    assert shown == {"response.error": ("STALE_MEMBER_EPOCH", "NONE"), "committedOffset": (-1, 1)}
+    assert result.steps[6].observed["members"] == {"c0-0": {"memberEpoch": 2}, "c1-0": {"memberEpoch": 2}}
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
-    right = Kip848Driver._partitions
-    monkeypatch.setattr(Kip848Driver, "_partitions", lambda self, tps: {1 - p for p in right(self, tps)})
+    right = ConsumerGroup.partitions
+    monkeypatch.setattr(ConsumerGroup, "partitions", lambda self, tps: {1 - p for p in right(self, tps)})
     result = drive_trace(KIP848, cluster=cluster)
     assert not result.agreed
     assert result.verdict == "diverged at step 9 (HandleHeartbeat(consumer=1, error='NONE'))"
@@ -190,6 +216,7 @@ def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(
     ("trace", "message"),
     [
         ("replication/kip-101-StrongIsr.itf.json", "model replication has no driver"),
+        ("consumer-delivery/eos-v2-ProcessedAtMostOnce.itf.json", "the classic protocol's rebalance is one abstract"),
         ("producer/leader-change-NoDuplicates.itf.json", "action ElectLeader cannot be driven"),
         ("transactions/pre-kafka-14884-OpenTransactionKnownToCoordinator.itf.json", "answer cannot be held back"),
         ("group/kafka-8653-RebalanceCompletes.itf.json", "cannot be driven"),
@@ -208,8 +235,8 @@ def test_a_trace_that_cannot_be_driven_is_refused_before_anything_starts(trace: 
     [
         (
             KIP848,
-            "3.9.1",
-            "ConsumerGroupHeartbeat v1 (member ids the client makes, KIP-1082) needs Kafka 4.0.0 or later",
+            "3.6.2",
+            "the KIP-848 protocol (ConsumerGroupHeartbeat, early access in 3.7) needs Kafka 3.7.0 or later",
         ),
         (
             COUNTEREXAMPLES / "transactions" / "pre-kafka-18464-FencedOnlyByANewerProducer.itf.json",
@@ -235,6 +262,7 @@ def test_a_cluster_that_is_not_running_is_refused(kmc, tmp_path: Path) -> None:
 
 
 def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
+    from kmc.models.consumer_delivery.config import ACTION_ARGS as DELIVERY_ACTIONS
     from kmc.models.group.config import ACTION_ARGS as GROUP_ACTIONS
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
     from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
@@ -244,6 +272,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     assert set(TransactionsDriver.not_driven) <= set(TRANSACTIONS_ACTIONS)
     assert set(GroupDriver.not_driven) <= set(GROUP_ACTIONS)
     assert set(Kip848Driver.not_driven) <= set(KIP848_ACTIONS)
+    assert set(DeliveryDriver.not_driven) <= set(DELIVERY_ACTIONS)
     done, driver = load(KIP848)
     assert driver is Kip848Driver and done.model.name == "group-kip848"
 

@@ -7,10 +7,11 @@ from typing import Any
 
 def drivers() -> dict[str, Any]:
     """Every model's driver, by model name (imported on first use: the drivers start a JVM)."""
+    from kmc.cluster.drive.consumer_delivery import DeliveryDriver
     from kmc.cluster.drive.group import GroupDriver
     from kmc.cluster.drive.group_kip848 import Kip848Driver
     from kmc.cluster.drive.producer import ProducerDriver
     from kmc.cluster.drive.transactions import TransactionsDriver
 
-    drivers = (GroupDriver, Kip848Driver, ProducerDriver, TransactionsDriver)
+    drivers = (GroupDriver, Kip848Driver, ProducerDriver, TransactionsDriver, DeliveryDriver)
     return {driver.model_name: driver for driver in drivers}

@@ -42,7 +42,9 @@ class Driver(Protocol):
 
     model_name: str
     settings: Mapping[str, str]
-    """server.properties the drive needs (timers that must not fire unless the trace says so)."""
+    """server.properties the drive needs (timers that must not fire unless the trace says so); a
+    driver whose needs differ by release also has ``settings_for(release)``, and one that cannot speak
+    to every release ``check_release(release, model)``, which refuses it."""
     not_driven: Mapping[str, str]
     """Actions the driver cannot perform, each with the reason (checked before a cluster starts)."""
     unseen: tuple[str, ...]

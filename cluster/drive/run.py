@@ -307,9 +307,16 @@ def check_release(driver_class: type[Driver], release: Any, model: Any) -> None:
         check(release, model)
 
 
-def missing_settings(driver_class: type[Driver], cluster_settings: dict[str, str]) -> list[str]:
+def settings_of(driver_class: type[Driver], release: Any) -> dict[str, str]:
+    """The server.properties a drive of this driver needs on this release."""
+    for_release = getattr(driver_class, "settings_for", None)
+    return for_release(release) if for_release is not None else dict(driver_class.settings)
+
+
+def missing_settings(driver_class: type[Driver], release: Any, cluster_settings: dict[str, str]) -> list[str]:
     """The driver's settings a running cluster does not have (its timers could fire mid-drive)."""
-    return [f"{k}={v}" for k, v in driver_class.settings.items() if cluster_settings.get(k) != v]
+    wanted = settings_of(driver_class, release)
+    return [f"{k}={v}" for k, v in wanted.items() if cluster_settings.get(k) != v]
 
 
 def drive_trace(
@@ -329,7 +336,7 @@ def drive_trace(
     if cluster_dir is not None:
         cluster = running_cluster(cluster_dir)
     if cluster is not None:
-        missing = missing_settings(driver_class, cluster.info["settings"])
+        missing = missing_settings(driver_class, cluster.release, cluster.info["settings"])
         if missing:
             raise UserError(f"the cluster lacks what a {done.model.name} drive needs: {', '.join(missing)}")
         check_release(driver_class, cluster.release, done.model)
@@ -341,7 +348,7 @@ def drive_trace(
     folder = run_dir or Path("kmc-out") / f"drive-{trace_path.name.removesuffix('.itf.json')}"
     progress(f"starting Kafka {wanted} (3 nodes) in {folder}")
     # no node users: a drive cuts no network path, so the nodes run as this user, anywhere
-    spec = ClusterSpec(nodes=3, release=wanted, settings=dict(driver_class.settings), node_users=False)
+    spec = ClusterSpec(nodes=3, release=wanted, settings=settings_of(driver_class, wanted), node_users=False)
     with started(folder, spec) as running:
         return drive(trace_path, driver_class, done, session_of(running), progress)
 

@@ -1,0 +1,132 @@
+"""A KIP-848 consumer group as the drivers speak to it: ConsumerGroupHeartbeat, ConsumerGroupDescribe
+and the partitions of one topic named by its id, with the model's member ids mapped to the real ones.
+
+Shared by the drivers of ``group-kip848`` and of ``consumer-delivery``'s KIP-848 traces.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from kmc.checker.errors import UserError
+from kmc.cluster.drive.session import Session
+from kmc.cluster.drive.wire import Connection, error_name, java_ints, java_list, message
+from kmc.cluster.release import FIRST_4X, Release
+
+REBALANCE_TIMEOUT_MS = 300_000
+SESSION_TIMEOUT_MS = 60_000
+FIRST_KIP848 = Release(3, 7, 0)
+KIP848_SETTINGS = {
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
+    "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "group.consumer.max.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+}
+"""Sessions and revocations longer than any drive, and the assignor run at once on the coordinator's
+thread (no offload): the broker moves only when a request reaches it."""
+
+
+def kip848_settings(release: Release) -> dict[str, str]:
+    """Before 4.0 the KIP-848 protocol is switched on (3.7 and 3.8: early access; 3.7 also marks
+    ConsumerGroupDescribe unstable)."""
+    if release >= FIRST_4X:
+        return dict(KIP848_SETTINGS)
+    extra = {"group.coordinator.rebalance.protocols": "classic,consumer"}
+    if release < Release(3, 8, 0):
+        extra["unstable.api.versions.enable"] = "true"
+    return {**KIP848_SETTINGS, **extra}
+
+
+class ConsumerGroup:
+    """One group of the driver's own, subscribed to one topic of its own, on its coordinator."""
+
+    def __init__(self, session: Session, prefix: str) -> None:
+        self.session = session
+        self.group = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        self.topic = f"{self.group}-topic"
+        self.topic_id: Any = None
+        self.coordinator = -1
+        self.real_ids: dict[str, str] = {}
+        """model member id -> the member id the broker knows"""
+        self.model_ids: dict[str, str] = {}
+
+    def create(self, partitions: int) -> None:
+        """The topic (one replica per partition) and the group's coordinator, loaded."""
+        self.session.create_topic(self.topic, max(partitions, 1), 1)
+        described = self.session.describe_topic(self.topic)
+        if described is None:
+            raise UserError(f"topic {self.topic} has no id in the metadata")
+        self.topic_id = described.topicId()
+        self.coordinator = self.session.find_coordinator(self.group, 0)
+        loaded = ("NONE", "GROUP_ID_NOT_FOUND")
+        self.session.until("load the group's coordinator", lambda: True if self.describe()[0] in loaded else None)
+
+    def connection(self, consumer: int) -> Connection:
+        return self.session.connection(f"consumer-{consumer}", self.coordinator)
+
+    # -- requests ------------------------------------------------------------------------------------
+    def heartbeat(self, consumer: int, member_id: str, member_epoch: int, owned: Iterable[int] | None) -> Any:
+        """ConsumerGroupHeartbeat of the model's member (``""`` and epoch 0 to join) with its owned
+        partitions (None: not sent); the answer's member id is learnt for a join."""
+        joining = member_epoch == 0
+        real = self._member_id_to_join(consumer) if joining and member_id == "" else self.real_id(member_id)
+        request = message("ConsumerGroupHeartbeatRequestData").setGroupId(self.group).setMemberId(real)
+        request.setMemberEpoch(member_epoch)
+        if joining:
+            request.setRebalanceTimeoutMs(REBALANCE_TIMEOUT_MS).setSubscribedTopicNames(java_list([self.topic]))
+        if owned is not None:
+            request.setTopicPartitions(java_list(self.topic_partitions(owned)))
+        return self.connection(consumer).call("CONSUMER_GROUP_HEARTBEAT", request)
+
+    def learn(self, model_id: str, real: str) -> None:
+        self.real_ids[model_id] = real
+        self.model_ids[real] = model_id
+
+    def _member_id_to_join(self, consumer: int) -> str:
+        # v1 (Kafka 4.0, KIP-1082): the client makes its member id; v0: the coordinator does
+        generated = self.connection(consumer).version("CONSUMER_GROUP_HEARTBEAT") >= 1
+        return str(uuid.uuid4()) if generated else ""
+
+    def real_id(self, model_id: str) -> str:
+        real = self.real_ids.get(model_id)
+        if real is None:
+            # a member id the broker never gave: one the broker cannot know
+            real = str(uuid.uuid4())
+            self.learn(model_id, real)
+        return real
+
+    def model_id(self, real: str) -> str:
+        return self.model_ids.get(real, f"(unknown member {real})")
+
+    def describe(self) -> tuple[str, Any]:
+        """ConsumerGroupDescribe's error for the group and, when it is NONE, the group."""
+        request = message("ConsumerGroupDescribeRequestData").setGroupIds(java_list([self.group]))
+        answer = self.session.connection("describe", self.coordinator).call("CONSUMER_GROUP_DESCRIBE", request)
+        described = answer.groups().get(0)
+        error = error_name(described.errorCode())
+        return error, described if error == "NONE" else None
+
+    def offset_commit_topic(self) -> Any:
+        """OffsetCommit's entry for the group's topic: by name, and by id too from 4.1 (version 10)."""
+        topic = message("OffsetCommitRequestData$OffsetCommitRequestTopic").setName(self.topic)
+        if hasattr(topic, "setTopicId"):
+            topic.setTopicId(self.topic_id)
+        return topic
+
+    # -- partitions ----------------------------------------------------------------------------------
+    def topic_partitions(self, partitions: Iterable[int]) -> list[Any]:
+        owned = message("ConsumerGroupHeartbeatRequestData$TopicPartitions").setTopicId(self.topic_id)
+        owned.setPartitions(java_ints(sorted(partitions)))
+        return [owned] if owned.partitions().size() else []
+
+    def partitions(self, topic_partitions: Any) -> set[int]:
+        """The partitions of the group's topic (-1 for any of another topic)."""
+        found: set[int] = set()
+        for entry in topic_partitions:
+            if entry.topicId().equals(self.topic_id):
+                found.update(int(p) for p in entry.partitions())
+            else:
+                found.add(-1)
+        return found
