@@ -19,9 +19,15 @@ def drive_cases() -> list[Case]:
         "replication": ("replication/kip-101-StrongIsr.itf.json", "has no driver"),
         "rebalance-timeout": ("group/kafka-8653-RebalanceCompletes.itf.json", "cannot be driven"),
         "elect-leader": ("producer/leader-change-NoDuplicates.itf.json", "ElectLeader cannot be driven"),
-        "verification-split": ("transactions/kip-890-part-1-AtomicVisibility.itf.json", "cannot be held back"),
-        "markers-held": ("transactions/pre-kip-890-AtomicVisibility.itf.json", "markers are held back"),
-        "completion-split": ("transactions/pre-kip-890-LastStableOffsetAdvances.itf.json", "apart from the markers"),
+        "verification-split": (
+            "transactions/pre-kafka-14884-OpenTransactionKnownToCoordinator.itf.json",
+            "answer cannot be held back",
+        ),
+        "classic-delivery": ("consumer-delivery/eos-v2-ProcessedAtMostOnce.itf.json", "classic protocol's rebalance"),
+        "crashed-consumer": (
+            "consumer-delivery/commit-before-processing-kip-848-AtLeastOnce.itf.json",
+            "ConsumerCrash",
+        ),
     }
     for name, (trace, says) in undrivable.items():
         out.append(case(f"drive-{name}", "drive", str(COUNTEREXAMPLES / trace), "--no-progress", says=says))
@@ -30,7 +36,16 @@ def drive_cases() -> list[Case]:
         case("drive-missing", "drive", "{tmp}/none.itf.json", "--no-progress", says="no trace at"),
         case("drive-dir", "drive", "{tmp}/d", "--no-progress", files={"d/x": ""}),
         case("drive-release-not-one", "drive", KIP848_TRACE, "--kafka-version", "banana", says="not a Kafka release"),
-        case("drive-release-zookeeper", "drive", KIP848_TRACE, "--kafka-version", "3.0.0", says="4.0 or later"),
+        case("drive-release-zookeeper", "drive", KIP848_TRACE, "--kafka-version", "3.0.0", says="KRaft mode"),
+        case("drive-release-no-kip848", "drive", KIP848_TRACE, "--kafka-version", "3.6.2", says="needs Kafka 3.7.0"),
+        case(
+            "drive-release-no-tv2",
+            "drive",
+            str(COUNTEREXAMPLES / "transactions" / "pre-kafka-18464-FencedOnlyByANewerProducer.itf.json"),
+            "--kafka-version",
+            "3.9.1",
+            says="transaction version 2",
+        ),
         case("drive-release-empty", "drive", KIP848_TRACE, "--kafka-version", ""),
         case("drive-cluster-not-a-run", "drive", KIP848_TRACE, "--cluster", "{tmp}", says="not a run directory"),
         case("drive-cluster-missing", "drive", KIP848_TRACE, "--cluster", "{tmp}/none"),
