@@ -134,6 +134,11 @@ class Session:
         conn = self.admin() if node is None else self.connection(f"metadata-{node}", node)
         return next((d for d in conn.call("METADATA", request).topics() if d.name() == topic), None)
 
+    def live_brokers(self) -> set[int]:
+        """The brokers the metadata lists: registered and not fenced by the controller."""
+        answer = self.admin().call("METADATA", message("MetadataRequestData").setTopics(java_list([])))
+        return {int(b.nodeId()) for b in answer.brokers()}
+
     def isr(self, topic: str, partition: int) -> list[int]:
         """The partition's in-sync replicas, as the metadata shows them."""
         described = self.describe_topic(topic)

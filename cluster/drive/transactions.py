@@ -170,8 +170,15 @@ class TransactionsDriver:
         if not candidates:
             raise UserError("the data partitions need a node that is neither the coordinator nor the controller")
         self.leader = candidates[0]
+        # a node an earlier drive paused may still be fenced: its partitions would have no leader
+        self.session.until(
+            f"see node {self.leader} unfenced", lambda: self.leader in self.session.live_brokers() or None
+        )
         partitions = self.config.partitions
         self.session.create_topic(self.topic, partitions, 1, {"min.insync.replicas": "1"}, replicas=[self.leader])
+        leaders = self.session.leaders(self.topic, partitions)
+        if leaders is None or set(leaders.values()) != {self.leader}:
+            raise UserError(f"the data partitions' leaders are {leaders}, not node {self.leader}")
         self.last_partitions = [self._partition_view(p) for p in range(partitions)]
 
     def plan(self, actions: list[Action]) -> None:
@@ -336,6 +343,9 @@ class TransactionsDriver:
             self.session.cluster.node(self.leader).resume()
             self.paused = False
             self.session.down.discard(self.leader)
+            self.session.until(
+                f"see node {self.leader} back", lambda: self.leader in self.session.live_brokers() or None
+            )
 
     # -- projections -------------------------------------------------------------------------------
     def expected(self, state: Any) -> dict[str, Any]:
