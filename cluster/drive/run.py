@@ -182,6 +182,9 @@ def drive(
     if plan is not None:
         plan(list(actions))
     try:
+        # a drive begins on a settled cluster: a node an earlier drive stopped or paused is back
+        wanted = set(session.brokers) - session.down
+        session.until("list every node as live", lambda: wanted <= session.live_brokers() or None)
         driver.setup()
         start = _compare_state(driver, states[0])
         if start:

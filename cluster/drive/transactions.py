@@ -165,6 +165,8 @@ class TransactionsDriver:
     # -- setup -------------------------------------------------------------------------------------
     def setup(self) -> None:
         self.coordinator = self.session.find_coordinator(self.transactional_id, 1)
+        # its transaction log loaded (a node back from an earlier drive's pause loads it again)
+        self.session.until("load the transaction coordinator", lambda: "error" not in self._transaction() or None)
         controller = self.session.active_controller()
         candidates = sorted(set(self.session.brokers) - self.session.down - {self.coordinator, controller})
         if not candidates:
