@@ -1,5 +1,5 @@
-"""The producer, transactions and consumer-delivery models in every engine: BFS, simulate,
-Hypothesis, Spark (local mode) and the liveness check, each on a small preset."""
+"""The producer, transactions, consumer-delivery and share-group models in every engine: BFS,
+simulate, Hypothesis, Spark (local mode) and the liveness check, each on a small preset."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ CHECKED_IN = [
     ("producer", "non-idempotent", "NoDuplicates", 6, 1),
     ("transactions", "pre-kip-890", "OpenTransactionKnownToCoordinator", 15, 1),
     ("consumer-delivery", "auto-commit", "AtMostOnce", 15, 4),
+    ("share-group", "pre-kafka-19476-cancelled-lock", "NoRecordUnderTwoLocks", 8, 1),
 ]
 
 SMALL = [
@@ -23,6 +24,7 @@ SMALL = [
     ("producer", "kip-360", {}),
     ("transactions", "zombie", {}),
     ("consumer-delivery", "commit-after-processing-kip-848", {}),
+    ("share-group", "kafka-4.2-log-start", {}),
 ]
 
 
@@ -80,6 +82,14 @@ LIVENESS = [
     ("transactions", "zombie", "LastStableOffsetAdvances", Status.HOLDS_COMPLETE, None),
     ("transactions", "zombie", "TransactionCompletes", Status.HOLDS_COMPLETE, None),
     ("consumer-delivery", "commit-after-processing-kip-848", "EventuallyAllCommitted", Status.HOLDS_COMPLETE, None),
+    ("share-group", "kafka-4.2-log-start", "EveryRecordFinished", Status.HOLDS_COMPLETE, None),
+    (
+        "share-group",
+        "pre-kafka-19476-expired-lock",
+        "EveryRecordFinished",
+        Status.VIOLATED,
+        6,
+    ),  # KAFKA-19476's 2nd race
 ]
 
 

@@ -1,0 +1,117 @@
+"""The share-group model's config: the bounds, every fix named after its JIRA, the presets named after
+the releases and the bugs, and the names of every action's arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kmc.checker import Preset, param
+
+ACTION_ARGS = {
+    "ShareFetch": ("consumer", "first", "last"),
+    "ShareAcknowledge": ("consumer", "offset", "acknowledgeType", "error"),
+    "WriteShareGroupStateResponse": ("kind", "error"),
+    "AcquisitionLockExpire": ("timer",),
+    "AcquisitionLockTimeout": ("timer",),
+    "LogStartOffsetMove": ("logStartOffset",),
+}
+
+
+@dataclass(frozen=True)
+class ShareGroupConfig:
+    records: int = param(1, "records in the partition's log (offsets 0 to records - 1)", min=1, max=4)
+    consumers: int = param(2, "share consumers of the group (members)", min=1, max=3)
+    max_fetch_records: int = param(
+        1, "records one ShareFetch acquires at most, under one acquisition lock (maxFetchRecords)", min=1, max=3
+    )
+    delivery_count_limit: int = param(
+        2,
+        "group.share.delivery.count.limit: deliveries before a record is archived (Kafka's minimum is 2)",
+        min=2,
+        max=4,
+    )
+    max_write_failures: int = param(
+        1, "writeShareGroupState answered with an error (the share coordinator unavailable)", min=0, max=3
+    )
+    max_log_start_moves: int = param(0, "retention moves the log start offset (one record each)", min=0, max=3)
+    kafka_18084: bool = param(True, "KAFKA-18084 (4.0): acquire skips a record whose state transition is in flight")
+    kafka_19476_terminal: bool = param(
+        True,
+        "KAFKA-19476 (#20286, 4.2): a record archived by a log-start move stays archived when the write of its "
+        "transition fails",
+    )
+    kafka_19476_expired_lock: bool = param(
+        True,
+        "KAFKA-19476 (#20286, #20310, 4.2): a failed write releases a record whose lock expired meanwhile (archived "
+        "at the delivery limit) instead of giving it back to its old owner",
+    )
+    kafka_19476_cancelled_lock: bool = param(
+        True,
+        "KAFKA-19476 (#20286, 4.2): a lock cancelled before its timeout handler took the partition's lock does nothing",
+    )
+
+
+PROPERTIES = (
+    "NoRecordUnderTwoLocks",
+    "AcquiredRecordHasLock",
+    "AcceptedNeverRedelivered",
+    "DeliveryCountBounded",
+    "FinishedStaysFinished",
+    "PersistedNotOlderThanAccepted",
+    "StartOffsetNeverMovesBack",
+    "EveryRecordFinished",
+)
+
+_ALL_HOLD = {name: "holds" for name in PROPERTIES}
+
+_KAFKA_4_1 = {"kafka_19476_terminal": False, "kafka_19476_expired_lock": False, "kafka_19476_cancelled_lock": False}
+
+PRESETS = {
+    "kafka-4.2": Preset.of(
+        "Kafka 4.2 and later (4.3.1 is the pinned release): two consumers, one record, one failed write",
+        _ALL_HOLD,
+    ),
+    "kafka-4.2-two-records": Preset.of(
+        "Kafka 4.2 and later with two records, whose locks and writes interleave; no failed write",
+        _ALL_HOLD,
+        records=2,
+        max_write_failures=0,
+    ),
+    "kafka-4.2-log-start": Preset.of(
+        "kafka-4.2 with retention moving the log start offset once",
+        _ALL_HOLD,
+        max_log_start_moves=1,
+    ),
+    "kafka-4.1": Preset.of(
+        "Kafka 4.1.0 to 4.1.2: before the three fixes of KAFKA-19476; one failed write, one log-start move",
+        {"AcquiredRecordHasLock": "violated", "FinishedStaysFinished": "violated"},
+        **_KAFKA_4_1,
+        max_log_start_moves=1,
+    ),
+    "pre-kafka-19476-terminal": Preset.of(
+        "only the first race of KAFKA-19476: a failed write gives back a record a log-start move archived",
+        {"FinishedStaysFinished": "violated"},
+        kafka_19476_terminal=False,
+        max_log_start_moves=1,
+    ),
+    "pre-kafka-19476-expired-lock": Preset.of(
+        "only the second race of KAFKA-19476: a lock that expires during a transition whose write fails",
+        {"AcquiredRecordHasLock": "violated", "EveryRecordFinished": "violated"},
+        kafka_19476_expired_lock=False,
+    ),
+    "pre-kafka-19476-cancelled-lock": Preset.of(
+        "only the third race of KAFKA-19476: a cancelled lock's timeout handler runs after all",
+        {"NoRecordUnderTwoLocks": "violated"},
+        kafka_19476_cancelled_lock=False,
+        max_write_failures=0,
+        delivery_count_limit=3,
+    ),
+    "pre-kafka-18084": Preset.of(
+        "before KAFKA-18084 (fixed before 4.0 shipped): a fetch acquires a record whose release is still being "
+        "written, and the write's completion cancels the new lock",
+        {"AcquiredRecordHasLock": "violated"},
+        kafka_18084=False,
+        **_KAFKA_4_1,
+        max_write_failures=0,
+    ),
+}

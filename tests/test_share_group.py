@@ -1,0 +1,101 @@
+"""The share-group model (KIP-932): the fixed protocol holds with exact state counts, each race of
+KAFKA-18084 and KAFKA-19476 is a shortest counterexample, and each fix, alone, removes its race on
+the very steps that showed it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kmc.checker import Check
+from kmc.checker.model import Action
+from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
+from kmc.models.share_group.model import ShareGroupModel
+from kmc.models.share_group.state import ACQUIRED, ARCHIVED, AVAILABLE, ShareGroupState
+
+TRACES = Path(__file__).resolve().parent.parent / "counterexamples" / "share-group"
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "states"),
+    [
+        ("kafka-4.2", {}, 454),
+        ("kafka-4.2-log-start", {}, 1009),
+        ("kafka-4.2", {"max_write_failures": 0}, 218),
+        ("kafka-4.2", {"consumers": 3}, 916),
+    ],
+)
+def test_the_fixed_protocol_holds(preset: str, overrides: dict, states: int) -> None:
+    result = Check("share-group", preset=preset, overrides=overrides).run()
+    assert result.status is Status.HOLDS_COMPLETE
+    assert result.stats.distinct_states == states
+    taken = {name for name, (_distinct, generated) in result.coverage["actions"].items() if generated}
+    assert taken == set(ShareGroupModel.actions) - set(result.coverage["inactive"])
+
+
+def _replayed_with(trace: str, **flags: bool) -> list[ShareGroupState]:
+    """The trace's actions taken again by the model with ``flags`` changed: the fixed model follows
+    the same steps as far as they stay enabled."""
+    done = replay(read_trace(TRACES / trace))
+    model = ShareGroupModel(ShareGroupModel.make_config(done.meta["preset"], flags))
+    states = list(model.init_states())[:1]
+    for action in done.trace.actions[1:]:
+        assert isinstance(action, Action)
+        following = [t for a, t in model.successors(states[-1]) if a == action]
+        assert following, f"{action} is not enabled with {flags}"
+        states.append(following[0])
+    return states
+
+
+def test_the_log_start_race_gives_back_an_archived_record_and_its_fix_keeps_it_archived() -> None:
+    trace = "pre-kafka-19476-terminal-FinishedStaysFinished.itf.json"
+    before = _replayed_with(trace)
+    fixed = _replayed_with(trace, kafka_19476_terminal=True)
+    # RELEASE in flight, the log start moves past the record, the write fails
+    assert (before[3].records[0].state, before[4].records[0].state) == (ARCHIVED, ACQUIRED)
+    assert (fixed[3].records[0].state, fixed[4].records[0].state) == (ARCHIVED, ARCHIVED)
+
+
+def test_the_expired_lock_race_leaves_a_record_acquired_with_no_lock_and_its_fix_releases_it() -> None:
+    trace = "pre-kafka-19476-expired-lock-AcquiredRecordHasLock.itf.json"
+    before = _replayed_with(trace)[-1]
+    fixed = _replayed_with(trace, kafka_19476_expired_lock=True)[-1]
+    record = before.records[0]
+    assert (record.state, record.memberId) == (ACQUIRED, "m0")
+    assert before.timers[record.timer].handled  # the lock that should release it has already run
+    assert (fixed.records[0].state, fixed.records[0].memberId) == (AVAILABLE, "")
+
+
+def test_the_cancelled_lock_race_releases_the_next_consumer_and_its_fix_does_not() -> None:
+    trace = "pre-kafka-19476-cancelled-lock-NoRecordUnderTwoLocks.itf.json"
+    done = replay(read_trace(TRACES / trace))
+    handler = done.trace.actions[6]
+    assert handler is not None and handler.name == "AcquisitionLockTimeout"
+    assert done.trace.states[5].timers[handler.args["timer"]].cancelled  # cancelled before its handler ran
+    with pytest.raises(AssertionError, match="is not enabled"):
+        # with the fix the handler returns: consumer 0 keeps the record, so consumer 1 cannot fetch it
+        _replayed_with(trace, kafka_19476_cancelled_lock=True)
+
+
+def test_kafka_18084_re_acquisition_during_a_write_is_refused_by_its_fix() -> None:
+    trace = "pre-kafka-18084-AcquiredRecordHasLock.itf.json"
+    before = _replayed_with(trace)
+    assert before[3].records[0].rollback is not None  # acquired while its release was being written
+    with pytest.raises(AssertionError, match="ShareFetch"):
+        _replayed_with(trace, kafka_18084=True)
+
+
+def test_the_drawing_has_a_lane_per_consumer_and_for_each_of_the_leader_s_actors() -> None:
+    model = ShareGroupModel.build("kafka-4.2")
+    done = replay(read_trace(TRACES / "pre-kafka-18084-AcquiredRecordHasLock.itf.json"))
+    drawing = model.drawing()
+    assert drawing.lanes() == ["consumer 0", "consumer 1", "share-partition leader", "lock timer", "share coordinator"]
+    arrow = drawing.arrow(done.trace.actions[4], done.trace.states[3], done.trace.states[4])
+    assert (arrow.source, arrow.targets, arrow.note) == (
+        "share coordinator",
+        ("share-partition leader",),
+        "write (acknowledge): NONE",
+    )
+    assert drawing.tables(done.trace.states[4])[0].title.startswith("share partition (SPSO 0")
