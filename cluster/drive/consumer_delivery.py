@@ -16,17 +16,10 @@ from typing import Any, ClassVar
 from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model
 from kmc.cluster.drive.base import EpochNames, Performed
-from kmc.cluster.drive.consumer_group import (
-    FIRST_KIP848,
-    KIP848_SETTINGS,
-    SESSION_TIMEOUT_MS,
-    ConsumerGroup,
-    kip848_settings,
-)
+from kmc.cluster.drive.consumer_group import SESSION_TIMEOUT_MS, ConsumerGroup, Kip848Protocol
 from kmc.cluster.drive.records import NAMES_UP_TO, batch, produce_answer, produce_request, read_log
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import error_name, java_ints, java_list, message
-from kmc.cluster.release import Release
 from kmc.models.consumer_delivery.state import NO_OFFSET, UNJOINED
 
 PARTITION = 0
@@ -37,9 +30,8 @@ CLASSIC = "the classic protocol's rebalance is one abstract step for the whole g
 TRANSACTIONAL = "the consume-transform-produce transaction: not driven yet"
 
 
-class DeliveryDriver:
+class DeliveryDriver(Kip848Protocol):
     model_name = "consumer-delivery"
-    settings: ClassVar[dict[str, str]] = KIP848_SETTINGS
     not_driven: ClassVar[dict[str, str]] = {
         "JoinGroup": CLASSIC,
         "SyncGroup": CLASSIC,
@@ -61,14 +53,6 @@ class DeliveryDriver:
     unseen_properties: ClassVar[dict[str, str]] = {}
     max_drive_s = SESSION_TIMEOUT_MS / 2000
     settle_s = 0.0
-
-    @classmethod
-    def check_release(cls, release: Release, model: Model) -> None:
-        release.require(FIRST_KIP848, "the KIP-848 protocol (ConsumerGroupHeartbeat, early access in 3.7) needs")
-
-    @classmethod
-    def settings_for(cls, release: Release) -> dict[str, str]:
-        return kip848_settings(release)
 
     @classmethod
     def check_trace(cls, actions: list[Action]) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from kmc.checker.errors import UserError
 from kmc.cluster.drive.session import Session
@@ -37,6 +37,21 @@ def kip848_settings(release: Release) -> dict[str, str]:
     if release < Release(3, 8, 0):
         extra["unstable.api.versions.enable"] = "true"
     return {**KIP848_SETTINGS, **extra}
+
+
+class Kip848Protocol:
+    """What a driver speaking the KIP-848 protocol needs of a release: 3.7 or later, with the
+    protocol switched on before 4.0 (``kip848_settings``)."""
+
+    settings: ClassVar[dict[str, str]] = KIP848_SETTINGS
+
+    @classmethod
+    def check_release(cls, release: Release, model: Any) -> None:
+        release.require(FIRST_KIP848, "the KIP-848 protocol (ConsumerGroupHeartbeat, early access in 3.7) needs")
+
+    @classmethod
+    def settings_for(cls, release: Release) -> dict[str, str]:
+        return kip848_settings(release)
 
 
 class ConsumerGroup:

@@ -21,22 +21,14 @@ from typing import Any, ClassVar
 
 from kmc.checker.model import Action, Model
 from kmc.cluster.drive.base import EpochNames, Performed
-from kmc.cluster.drive.consumer_group import (
-    FIRST_KIP848,
-    KIP848_SETTINGS,
-    SESSION_TIMEOUT_MS,
-    ConsumerGroup,
-    kip848_settings,
-)
+from kmc.cluster.drive.consumer_group import SESSION_TIMEOUT_MS, ConsumerGroup, Kip848Protocol
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import error_name, message
-from kmc.cluster.release import Release
 from kmc.models.group_kip848.state import JOIN_EPOCH, Heartbeat
 
 
-class Kip848Driver:
+class Kip848Driver(Kip848Protocol):
     model_name = "group-kip848"
-    settings: ClassVar[dict[str, str]] = KIP848_SETTINGS
     not_driven: ClassVar[dict[str, str]] = {
         "SessionTimeout": "expiring one member while the others stay as they are needs heartbeats from them, "
         "which move a member that is reconciling; not driven yet",
@@ -53,14 +45,6 @@ class Kip848Driver:
     unseen_properties: ClassVar[dict[str, str]] = {
         "ValidPartitionEpoch": "it reads the partition epochs, which the coordinator keeps to itself",
     }
-
-    @classmethod
-    def check_release(cls, release: Release, model: Model) -> None:
-        release.require(FIRST_KIP848, "the KIP-848 protocol (ConsumerGroupHeartbeat, early access in 3.7) needs")
-
-    @classmethod
-    def settings_for(cls, release: Release) -> dict[str, str]:
-        return kip848_settings(release)
 
     def __init__(self, session: Session, model: Model, initial: Any) -> None:
         self.session = session
