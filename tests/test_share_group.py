@@ -22,7 +22,7 @@ TRACES = Path(__file__).resolve().parent.parent / "counterexamples" / "share-gro
     ("preset", "overrides", "states"),
     [
         ("kafka-4.2", {}, 454),
-        ("kafka-4.2-log-start", {}, 1009),
+        ("kafka-4.2-log-start", {}, 1049),
         ("kafka-4.2", {"max_write_failures": 0}, 218),
         ("kafka-4.2", {"consumers": 3}, 916),
     ],
@@ -99,3 +99,24 @@ def test_the_drawing_has_a_lane_per_consumer_and_for_each_of_the_leader_s_actors
         "write (acknowledge): NONE",
     )
     assert drawing.tables(done.trace.states[4])[0].title.startswith("share partition (SPSO 0")
+
+
+def test_a_record_left_available_below_the_start_offset_holds_every_later_fetch() -> None:
+    """kafka-4.2-stale-available: record 0's acceptance is written while its lock runs out and the log
+    start passes it; the write fails and the rollback makes it AVAILABLE below the SPSO. The next
+    fetch offset is the first available record of the cache -- record 0, gone from the log -- so
+    record 1, released, is never fetched again."""
+    done = replay(read_trace(TRACES / "kafka-4.2-stale-available-EveryRecordFinished.itf.json"))
+    last = done.trace.states[-1]
+    assert [r.state for r in last.records] == [AVAILABLE, AVAILABLE]
+    assert (last.startOffset, last.logStartOffset) == (1, 1)
+    model = ShareGroupModel(ShareGroupModel.make_config("kafka-4.2-stale-available", {}))
+    assert model.next_fetch_offset(last) == 0
+    assert not [a for a, _t in model.successors(last) if a.name == "ShareFetch"]
+
+
+def test_an_acceptance_written_after_the_log_start_passed_the_cache_moves_the_start_offset_back() -> None:
+    done = replay(read_trace(TRACES / "kafka-4.2-start-offset-back-StartOffsetNeverMovesBack.itf.json"))
+    before, after = done.trace.states[-2:]
+    assert (before.startOffset, after.startOffset) == (2, 1)  # maybeUpdateCachedStateAndOffsets: last cached + 1
+    assert done.trace.actions[-1].name == "WriteShareGroupStateResponse"

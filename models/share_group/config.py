@@ -82,6 +82,25 @@ PRESETS = {
         _ALL_HOLD,
         max_log_start_moves=1,
     ),
+    "kafka-4.2-stale-available": Preset.of(
+        "kafka-4.2-log-start with two records and one consumer: an acceptance whose write fails after its lock ran "
+        "out and the log start passed it leaves the record AVAILABLE below the SPSO, where every later fetch "
+        "starts (found in the model and in SharePartition's code; not yet confirmed on a broker)",
+        {"EveryRecordFinished": "violated"},
+        records=2,
+        consumers=1,
+        max_log_start_moves=1,
+    ),
+    "kafka-4.2-start-offset-back": Preset.of(
+        "Kafka 4.2 and later, two records, one consumer, no failed write, the log start moving twice: the write "
+        "of an acceptance completes after the log start passed the whole cache, and the SPSO moves back to just "
+        "after the cache (found in the model and in SharePartition's code; not yet confirmed on a broker)",
+        {"StartOffsetNeverMovesBack": "violated"},
+        records=2,
+        consumers=1,
+        max_log_start_moves=2,
+        max_write_failures=0,
+    ),
     "kafka-4.1": Preset.of(
         "Kafka 4.1.0 to 4.1.2: before the three fixes of KAFKA-19476; one failed write, one log-start move",
         {"AcquiredRecordHasLock": "violated", "FinishedStaysFinished": "violated"},

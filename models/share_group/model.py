@@ -91,6 +91,7 @@ class ShareGroupModel(Model):
             ShareGroupState(
                 records=(fresh,) * c.records,
                 startOffset=0,
+                cacheStart=0,
                 logStartOffset=0,
                 timers=(),
                 writes=(),
@@ -127,18 +128,39 @@ class ShareGroupModel(Model):
     # -- the request handler: ShareFetch ---------------------------------------------------------
     def _acquirable(self, s: ShareGroupState, offset: int) -> bool:
         record = s.records[offset]
-        if offset < s.startOffset or offset < s.logStartOffset or record.state != AVAILABLE:
+        if offset < s.logStartOffset or record.state != AVAILABLE:
             return False
         return record.rollback is None or not self.config.kafka_18084
 
+    def next_fetch_offset(self, s: ShareGroupState) -> int:
+        """``nextFetchOffset``: the first available record of the leader's cache (none whose
+        transition is in flight), wherever it is; past the cache when it has none."""
+        cached = _cached(s)
+        if not cached or s.startOffset > cached[-1]:
+            return s.startOffset
+        for offset in cached:
+            record = s.records[offset]
+            if record.state == AVAILABLE and (record.rollback is None or not self.config.kafka_18084):
+                return offset
+        return cached[-1] + 1
+
     def _share_fetch(self, s: ShareGroupState, c: int, out: list[Step]) -> None:
-        """``SharePartition.acquire``: the next available records, up to maxFetchRecords in a row, each
-        ACQUIRED with one more delivery, under one new acquisition lock."""
-        offsets = [o for o in range(len(s.records)) if self._acquirable(s, o)]
+        """``SharePartition.acquire`` from the next fetch offset: available records, up to
+        maxFetchRecords in a row, each ACQUIRED with one more delivery, under one new acquisition
+        lock. A fetch offset the log no longer holds reads nothing (the log-start move it would
+        report is not past the SPSO)."""
+        fetch_offset = self.next_fetch_offset(s)
+        if fetch_offset >= len(s.records) or fetch_offset < s.logStartOffset:
+            return
+        offsets = [o for o in range(fetch_offset, len(s.records)) if self._acquirable(s, o)]
         if not offsets:
             return
         first = last = offsets[0]
-        while last + 1 - first < self.config.max_fetch_records and self._acquirable(s, last + 1):
+        while (
+            last + 1 < len(s.records)
+            and last + 1 - first < self.config.max_fetch_records
+            and self._acquirable(s, last + 1)
+        ):
             last += 1
         member = member_id(c)
         timer = len(s.timers)
@@ -282,7 +304,7 @@ class ShareGroupModel(Model):
             archived = set()
             for offset in range(s.startOffset, log_start):
                 record = records[offset]
-                if record.state != AVAILABLE:
+                if record.state != AVAILABLE or offset not in _cached(s):
                     continue
                 if c.kafka_19476_terminal:
                     nxt = _cancel(nxt, record.timer)
@@ -315,13 +337,39 @@ def _cancel(s: ShareGroupState, timer: int) -> ShareGroupState:
     return s._replace(timers=_with(s.timers, timer, s.timers[timer]._replace(cancelled=True)))
 
 
+def _cached(s: ShareGroupState) -> list[int]:
+    """The records in the leader's cache (``cachedState``): fetched at least once, from the first it
+    still holds (records before the SPSO leave it only when ``maybeUpdateCachedStateAndOffsets``
+    walks past them)."""
+    return [
+        o for o in range(s.cacheStart, len(s.records)) if s.records[o].deliveryCount or s.records[o].state != AVAILABLE
+    ]
+
+
+def _finished(s: ShareGroupState, offset: int) -> bool:
+    record = s.records[offset]
+    return record.rollback is None and record.state in TERMINAL
+
+
 def _move_start_offset(s: ShareGroupState) -> ShareGroupState:
-    """``maybeUpdateCachedStateAndOffsets``: the SPSO moves past finished records with no transition
-    in flight."""
-    start = s.startOffset
-    while start < len(s.records) and s.records[start].rollback is None and s.records[start].state in TERMINAL:
-        start += 1
-    return s._replace(startOffset=start)
+    """``maybeUpdateCachedStateAndOffsets``: when the cache's record at or before the SPSO is finished,
+    the records finished from the head of the cache on leave it, and the SPSO moves after them (to
+    the next cached record, or past the last one when all are finished)."""
+    cached = _cached(s)
+    floor = max((o for o in cached if o <= s.startOffset), default=None)
+    if floor is None or not _finished(s, floor):
+        return s
+    last = -1
+    for offset in cached:
+        if not _finished(s, offset):
+            break
+        last = offset
+    if last == -1:
+        return s
+    if last == cached[-1]:  # every cached record finished: the cache is cleared
+        return s._replace(startOffset=last + 1, cacheStart=last + 1)
+    following = cached[cached.index(last) + 1]
+    return s._replace(startOffset=max(s.startOffset, following), cacheStart=following)
 
 
 def _compact_timers(s: ShareGroupState) -> ShareGroupState:

@@ -89,6 +89,8 @@ class ShareGroupState(NamedTuple):
     records: tuple[InFlightState, ...]
     startOffset: int
     """The share-partition start offset (SPSO): the first record not yet in a terminal state."""
+    cacheStart: int
+    """The first record the leader's cache still holds (``cachedState.firstKey()``)."""
     logStartOffset: int
     timers: tuple[LockTimer, ...]
     writes: tuple[PendingWrite, ...]
