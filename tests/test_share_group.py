@@ -120,3 +120,7 @@ def test_an_acceptance_written_after_the_log_start_passed_the_cache_moves_the_st
     before, after = done.trace.states[-2:]
     assert (before.startOffset, after.startOffset) == (2, 1)  # maybeUpdateCachedStateAndOffsets: last cached + 1
     assert done.trace.actions[-1].name == "WriteShareGroupStateResponse"
+    # the next fetch, at offset 1, is out of range: the leader learns the log start and moves forward
+    model = ShareGroupModel(ShareGroupModel.make_config("kafka-4.2-start-offset-back", {}))
+    healed = [t for a, t in model.successors(after) if a.name == "ShareFetch"]
+    assert healed and all(t.startOffset == 2 for t in healed)

@@ -34,6 +34,9 @@ class ShareGroupDrawing(Drawing):
     def arrow(self, action: Action, before: ShareGroupState, after: ShareGroupState) -> Arrow:
         a, name = action.args, action.name
         if name == "ShareFetch":
+            if a["first"] < 0:
+                note = f"ShareFetch: out of range, SPSO to the log start {after.logStartOffset}"
+                return Arrow(self.consumers[a["consumer"]], (HANDLER,), note)
             span = f"{a['first']}" if a["first"] == a["last"] else f"{a['first']}-{a['last']}"
             return Arrow(self.consumers[a["consumer"]], (HANDLER,), f"ShareFetch: acquires {span}")
         if name == "ShareAcknowledge":

@@ -150,7 +150,13 @@ class ShareGroupModel(Model):
         lock. A fetch offset the log no longer holds reads nothing (the log-start move it would
         report is not past the SPSO)."""
         fetch_offset = self.next_fetch_offset(s)
-        if fetch_offset >= len(s.records) or fetch_offset < s.logStartOffset:
+        if fetch_offset >= len(s.records):
+            return
+        if fetch_offset < s.logStartOffset:
+            # the read is out of range: the leader learns the log start (updateCacheAndOffsets), which
+            # changes something only when it is past the SPSO
+            if s.logStartOffset > s.startOffset:
+                out.append((_act("ShareFetch", c, -1, -1), self._apply_log_start(s, s.logStartOffset)))
             return
         offsets = [o for o in range(fetch_offset, len(s.records)) if self._acquirable(s, o)]
         if not offsets:
@@ -291,30 +297,35 @@ class ShareGroupModel(Model):
 
     # -- retention -------------------------------------------------------------------------------
     def _log_start_move(self, s: ShareGroupState, out: list[Step]) -> None:
-        """Retention deletes the log's first record; the next fetch finds it gone
-        (``updateCacheAndOffsets``): available records before the new log start are archived (those
-        whose release is being written too), and the SPSO moves to it. Nothing is written."""
+        """Retention deletes the log's first record, and the next fetch finds it gone (taken as one
+        step with ``updateCacheAndOffsets`` when the new log start is past the SPSO)."""
         c = self.config
         if s.logStartMoves >= c.max_log_start_moves or s.logStartOffset >= len(s.records):
             return
         log_start = s.logStartOffset + 1
         nxt = s._replace(logStartOffset=log_start, logStartMoves=s.logStartMoves + 1)
         if log_start > s.startOffset:
-            records = list(s.records)
-            archived = set()
-            for offset in range(s.startOffset, log_start):
-                record = records[offset]
-                if record.state != AVAILABLE or offset not in _cached(s):
-                    continue
-                if c.kafka_19476_terminal:
-                    nxt = _cancel(nxt, record.timer)
-                    record = record._replace(terminal=True, timer=NO_TIMER)
-                records[offset] = record._replace(state=ARCHIVED, memberId=EMPTY_MEMBER_ID)
-                archived.add(offset)
-            nxt = nxt._replace(
-                records=tuple(records), startOffset=log_start, archivedByLogStart=s.archivedByLogStart | archived
-            )
+            nxt = self._apply_log_start(nxt, log_start)
         out.append((Action("LogStartOffsetMove", logStartOffset=log_start), nxt))
+
+    def _apply_log_start(self, s: ShareGroupState, log_start: int) -> ShareGroupState:
+        """``updateCacheAndOffsets``: the cached available records before the log start are archived
+        (those whose release is being written too) and the SPSO moves to it. Nothing is written."""
+        records = list(s.records)
+        archived = set()
+        cached = _cached(s)
+        for offset in range(s.startOffset, log_start):
+            record = records[offset]
+            if record.state != AVAILABLE or offset not in cached:
+                continue
+            if self.config.kafka_19476_terminal:
+                s = _cancel(s, record.timer)
+                record = record._replace(terminal=True, timer=NO_TIMER)
+            records[offset] = record._replace(state=ARCHIVED, memberId=EMPTY_MEMBER_ID)
+            archived.add(offset)
+        return s._replace(
+            records=tuple(records), startOffset=log_start, archivedByLogStart=s.archivedByLogStart | archived
+        )
 
     def drawing(self):  # type: ignore[no-untyped-def]
         from kmc.models.share_group.drawing import ShareGroupDrawing
