@@ -49,6 +49,12 @@ def install() -> None:
         sys.unraisablehook = _deliver_again
 
 
+def sigterm_received() -> bool:
+    """Whether SIGTERM arrived: an exception a library raised while unwinding from it (Hypothesis can
+    fail an internal assertion when interrupted mid-example) is that interrupt, not a bug."""
+    return bool(_received)
+
+
 def reason() -> str:
     """What stopped the run, as its summary says it."""
     return "SIGTERM" if _received else "Ctrl-C"

@@ -94,10 +94,17 @@ def hypothesis_check(
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what the runs so far reached is the partial result
         interrupted = True
     except Flaky as exc:
-        raise UserError(
-            f"model {model.name}: Hypothesis saw a failure it could not reproduce "
-            f"(successors() and the properties must be deterministic): {exc}"
-        ) from None
+        if interrupts.sigterm_received():
+            interrupted = True
+        else:
+            raise UserError(
+                f"model {model.name}: Hypothesis saw a failure it could not reproduce "
+                f"(successors() and the properties must be deterministic): {exc}"
+            ) from None
+    except Exception:
+        if not interrupts.sigterm_received():
+            raise
+        interrupted = True  # Hypothesis failed while unwinding from the SIGTERM: the interrupt stands
     finally:
         machine.explored.forget()  # Hypothesis keeps the machine class; the states need not outlive the check
     stats = Stats(
