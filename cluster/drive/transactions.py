@@ -172,10 +172,6 @@ class TransactionsDriver:
         if not candidates:
             raise UserError("the data partitions need a node that is neither the coordinator nor the controller")
         self.leader = candidates[0]
-        # a node an earlier drive paused may still be fenced: its partitions would have no leader
-        self.session.until(
-            f"see node {self.leader} unfenced", lambda: self.leader in self.session.live_brokers() or None
-        )
         partitions = self.config.partitions
         self.session.create_topic(self.topic, partitions, 1, {"min.insync.replicas": "1"}, replicas=[self.leader])
         leaders = self.session.leaders(self.topic, partitions)

@@ -126,11 +126,12 @@ class ShareGroupModel(Model):
         return [(action, _compact_timers(t)) for action, t in out]
 
     # -- the request handler: ShareFetch ---------------------------------------------------------
+    def _takeable(self, record: InFlightState) -> bool:
+        """Available, and (since KAFKA-18084) with no transition in flight."""
+        return record.state == AVAILABLE and (record.rollback is None or not self.config.kafka_18084)
+
     def _acquirable(self, s: ShareGroupState, offset: int) -> bool:
-        record = s.records[offset]
-        if offset < s.logStartOffset or record.state != AVAILABLE:
-            return False
-        return record.rollback is None or not self.config.kafka_18084
+        return offset >= s.logStartOffset and self._takeable(s.records[offset])
 
     def next_fetch_offset(self, s: ShareGroupState) -> int:
         """``nextFetchOffset``: the first available record of the leader's cache (none whose
@@ -138,11 +139,7 @@ class ShareGroupModel(Model):
         cached = _cached(s)
         if not cached or s.startOffset > cached[-1]:
             return s.startOffset
-        for offset in cached:
-            record = s.records[offset]
-            if record.state == AVAILABLE and (record.rollback is None or not self.config.kafka_18084):
-                return offset
-        return cached[-1] + 1
+        return next((o for o in cached if self._takeable(s.records[o])), cached[-1] + 1)
 
     def _share_fetch(self, s: ShareGroupState, c: int, out: list[Step]) -> None:
         """``SharePartition.acquire`` from the next fetch offset: available records, up to
