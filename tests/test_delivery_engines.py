@@ -1,4 +1,4 @@
-"""The producer, transactions, consumer-delivery and share-group models in every engine: BFS,
+"""The producer, transactions, consumer-delivery, share-group and streams-group models in every engine: BFS,
 simulate, Hypothesis, Spark (local mode) and the liveness check, each on a small preset."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ CHECKED_IN = [
     ("transactions", "pre-kip-890", "OpenTransactionKnownToCoordinator", 15, 1),
     ("consumer-delivery", "auto-commit", "AtMostOnce", 15, 4),
     ("share-group", "pre-kafka-19476-cancelled-lock", "NoRecordUnderTwoLocks", 8, 1),
+    ("streams-group", "kafka-4.3", "EmptyGroupAtAssignmentEpoch", 6, 1),
 ]
 
 SMALL = [
@@ -25,6 +26,7 @@ SMALL = [
     ("transactions", "zombie", {}),
     ("consumer-delivery", "commit-after-processing-kip-848", {}),
     ("share-group", "kafka-4.2-log-start", {}),
+    ("streams-group", "heartbeat-after-reconciliation", {}),
 ]
 
 
@@ -90,6 +92,8 @@ LIVENESS = [
         Status.VIOLATED,
         6,
     ),  # KAFKA-19476's 2nd race
+    ("streams-group", "heartbeat-after-reconciliation", "EveryRebalanceCompletes", Status.HOLDS_COMPLETE, None),
+    ("streams-group", "pre-kafka-19233", "EveryMemberJoins", Status.VIOLATED, 26),  # KAFKA-19233
 ]
 
 

@@ -1,0 +1,351 @@
+"""KIP-1071: the streams rebalance protocol, in which the group coordinator assigns the tasks of a
+Kafka Streams topology and reconciles each member.
+
+One streams group runs one topology of stateful subtopologies, one task per input partition. The
+coordinator keeps a group epoch (bumped when a member joins or is removed), a target assignment and
+its epoch, and per member an epoch, a previous epoch, a state (STABLE, UNREVOKED_TASKS,
+UNRELEASED_TASKS), its process, its assigned tasks and those pending revocation. A task is given to a
+member only once no process holds it as active and the member's own process holds it in no other
+role; a member moves to a new epoch only after it has revoked what it must give up (from epoch + 1,
+as Kafka 4.3's builder does). (``StreamsGroup``, ``streams.CurrentAssignmentBuilder``,
+``StickyTaskAssignor``, ``GroupMetadataManager.streamsGroupHeartbeat``.)
+
+Each stream thread's consumer (``StreamsMembershipManager``) keeps its member id for life, sends
+StreamsGroupHeartbeat requests one at a time, and reconciles as the client does: a reconciliation
+runs to the assignment it started from; active tasks are revoked first, then the new active and
+standby tasks are taken. A heartbeat reports the last completed reconciliation when it changed since
+the last report, or after a failed request (the heartbeat state is reset); the coordinator sends
+the member's tasks only on a join or when they changed.
+"""
+
+from __future__ import annotations
+
+from kmc.checker import Action, Model
+from kmc.checker.search.liveness import WF
+from kmc.models.streams_group.assignor import assign, task_name
+from kmc.models.streams_group.config import ACTION_ARGS, PRESETS, StreamsGroupConfig
+from kmc.models.streams_group.drawing import StreamsGroupDrawing
+from kmc.models.streams_group.state import (
+    FENCED_MEMBER_EPOCH,
+    JOIN_EPOCH,
+    JOINING,
+    LEAVE_EPOCH,
+    LEAVING,
+    MEMBER,
+    NO_TASKS,
+    NONE,
+    STABLE,
+    STOPPED,
+    UNKNOWN_MEMBER_ID,
+    UNRELEASED_TASKS,
+    UNREVOKED_TASKS,
+    UNSUBSCRIBED,
+    Heartbeat,
+    HeartbeatResponse,
+    Step,
+    StreamsClient,
+    StreamsGroup,
+    StreamsGroupMember,
+    StreamsGroupState,
+    TasksTuple,
+    active_task_owner,
+    member_of,
+    standby_task_owners,
+)
+
+
+def fresh_client(processId: str, phase: str) -> StreamsClient:
+    """A thread's consumer with no tasks and epoch 0: before it subscribes, rejoining, or stopped."""
+    return StreamsClient(processId, phase, JOIN_EPOCH, NO_TASKS, NO_TASKS, None, True, NO_TASKS, None, None, None)
+
+
+def member_id(consumer: int) -> str:
+    """The member id a thread's consumer generates and keeps for its whole life."""
+    return f"m{consumer}"
+
+
+def consumer_of(memberId: str) -> int:
+    return int(memberId[1:])
+
+
+class StreamsGroupModel(Model):
+    name = "streams-group"
+    description = "streams groups (KIP-1071): tasks, member epochs and server-side reconciliation"
+    Config = StreamsGroupConfig
+    presets = PRESETS
+    default_preset = "kafka-4.3"
+    spec_modules = ("kmc.specs.streams_group",)
+    actions = tuple(ACTION_ARGS)
+    fairness = (
+        WF("Subscribe", each=True),
+        WF("SendHeartbeat", each=True),
+        WF("HandleHeartbeat", each=True),
+        WF("ReceiveHeartbeat", each=True),
+        WF("StartReconciliation", each=True),
+        WF("RevokeTasks", each=True),
+        WF("AssignTasks", each=True),
+        WF("SessionTimeout", each=True),
+        WF("RebalanceTimeout", each=True),
+    )
+    """Threads heartbeat and reconcile, the coordinator answers, and a crashed thread's member times
+    out; crashes, leaves and lost responses need not happen at all."""
+
+    config: StreamsGroupConfig
+
+    def __init__(self, config: StreamsGroupConfig | None = None) -> None:
+        super().__init__(config)
+        c = self.config
+        self.tasks = [task_name(st, p) for st in range(c.subtopologies) for p in range(c.partitions)]
+        self._targets: dict[tuple[tuple[str, str, TasksTuple], ...], tuple[tuple[str, TasksTuple], ...]] = {}
+        """The assignor's target by its inputs: the members in order, each with its process and previous target."""
+        self._handled: dict[tuple[StreamsGroup, StreamsClient, int], tuple[Action, StreamsGroup, StreamsClient]] = {}
+        """A heartbeat's outcome by what it reads: the group and the sending client."""
+        self._actions: dict[tuple[str, tuple[object, ...]], Action] = {}
+
+    def inactive_actions(self) -> tuple[str, ...]:
+        c = self.config
+        off: list[str] = []
+        if c.max_lost_responses == 0:
+            off.append("HeartbeatResponseLost")
+        if c.max_faults == 0:
+            off += ["ConsumerCrash", "Unsubscribe"]
+            if c.timeouts == "crashed":
+                off += ["SessionTimeout", "RebalanceTimeout"]
+        return tuple(off)
+
+    def process_of(self, consumer: int) -> str:
+        return f"p{consumer % self.config.processes}"
+
+    def init_states(self) -> list[StreamsGroupState]:
+        clients = tuple(fresh_client(self.process_of(c), UNSUBSCRIBED) for c in range(self.config.consumers))
+        return [StreamsGroupState(StreamsGroup(0, 0, (), ()), clients, 0, 0)]
+
+    def within_bounds(self, s: StreamsGroupState) -> bool:
+        return s.group.groupEpoch < self.config.max_group_epoch
+
+    # -- next ------------------------------------------------------------------------------------
+    def successors(self, s: StreamsGroupState) -> list[Step]:
+        group, clients, faults, lost = s
+        c_ = self.config
+        out: list[Step] = []
+
+        def with_client(c: int, client: StreamsClient, **counts: int) -> StreamsGroupState:
+            return s._replace(clients=(*clients[:c], client, *clients[c + 1 :]), **counts)
+
+        for c, me in enumerate(clients):
+            if me.phase == UNSUBSCRIBED:
+                out.append((self._act("Subscribe", c), with_client(c, fresh_client(me.processId, JOINING))))
+                continue
+            if me.request is None and me.response is None and me.phase != STOPPED and self._may_heartbeat(me):
+                out.append((self._act("SendHeartbeat", c), with_client(c, _with_heartbeat(c, me))))
+            if me.request is not None:
+                action, group_after, after = self._heartbeat_outcome(group, c, me)
+                out.append((action, s._replace(group=group_after, clients=(*clients[:c], after, *clients[c + 1 :]))))
+            if me.response is not None:
+                out.append((self._act("ReceiveHeartbeat", c, me.response.error), with_client(c, _received(me))))
+                if lost < c_.max_lost_responses:
+                    after = me._replace(response=None, lastSentAssignment=None)
+                    out.append((self._act("HeartbeatResponseLost", c), with_client(c, after, lostResponses=lost + 1)))
+            if me.phase == MEMBER:
+                for name, after in _reconciliation_steps(me):
+                    out.append((self._act(name, c), with_client(c, after)))
+            if faults < c_.max_faults and me.phase in (JOINING, MEMBER):
+                crashed = fresh_client(me.processId, STOPPED)._replace(request=me.request)
+                out.append((self._act("ConsumerCrash", c), with_client(c, crashed, faults=faults + 1)))
+                if me.phase == MEMBER and me.request is None and me.response is None:
+                    leaving = fresh_client(me.processId, LEAVING)._replace(memberEpoch=me.memberEpoch)
+                    out.append((self._act("Unsubscribe", c), with_client(c, leaving, faults=faults + 1)))
+        any_moment = c_.timeouts == "any"
+        for m in group.members:
+            if any_moment or clients[consumer_of(m.memberId)].phase == STOPPED:
+                removed = s._replace(group=self._fence(group, m))
+                out.append((self._act("SessionTimeout", m.memberId), removed))
+                if m.state == UNREVOKED_TASKS:
+                    out.append((self._act("RebalanceTimeout", m.memberId), removed))
+        return out
+
+    def _may_heartbeat(self, me: StreamsClient) -> bool:
+        return self.config.heartbeat_while_reconciling or (me.synced and me.reconciling is None)
+
+    def _act(self, name: str, *values: object) -> Action:
+        action = self._actions.get((name, values))
+        if action is None:
+            action = self._actions[(name, values)] = Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
+        return action
+
+    # -- the coordinator: StreamsGroupHeartbeat ----------------------------------------------------
+    def _heartbeat_outcome(
+        self, group: StreamsGroup, c: int, me: StreamsClient
+    ) -> tuple[Action, StreamsGroup, StreamsClient]:
+        key = (group, me, c)
+        outcome = self._handled.get(key)
+        if outcome is None:
+            assert me.request is not None
+            error, group_after, response = self._handle_heartbeat(group, c, me.request)
+            after = me._replace(request=None, response=None if me.phase == STOPPED else response)
+            outcome = self._handled[key] = (self._act("HandleHeartbeat", c, error), group_after, after)
+        return outcome
+
+    def _handle_heartbeat(
+        self, group: StreamsGroup, c: int, hb: Heartbeat
+    ) -> tuple[str, StreamsGroup, HeartbeatResponse]:
+        """``GroupMetadataManager.streamsGroupHeartbeat``."""
+        if hb.memberEpoch == LEAVE_EPOCH:
+            member = member_of(group, hb.memberId)
+            if member is not None:
+                group = self._fence(group, member)
+            return NONE, group, HeartbeatResponse(NONE, LEAVE_EPOCH, None)
+        member = member_of(group, hb.memberId)
+        joining = hb.memberEpoch == JOIN_EPOCH
+        if member is None and not joining:
+            return UNKNOWN_MEMBER_ID, group, HeartbeatResponse(UNKNOWN_MEMBER_ID, hb.memberEpoch, None)
+        if member is not None and not self._epoch_valid(member, hb):
+            return FENCED_MEMBER_EPOCH, group, HeartbeatResponse(FENCED_MEMBER_EPOCH, hb.memberEpoch, None)
+        if group.groupEpoch == 0:  # getOrCreateStreamsGroup: a new group starts at epoch 1 (KAFKA-20268)
+            group = group._replace(groupEpoch=1, assignmentEpoch=1)
+        if member is None:  # a new member's metadata bumps the group epoch
+            assert hb.processId is not None
+            member = StreamsGroupMember(hb.memberId, 0, 0, STABLE, hb.processId, NO_TASKS, NO_TASKS)
+            group = group._replace(groupEpoch=group.groupEpoch + 1, members=_sorted((*group.members, member)))
+        if group.groupEpoch > group.assignmentEpoch:
+            group = self._compute_target_assignment(group)
+        updated = self._reconcile(group, member, hb.ownedTasks)
+        group = group._replace(members=_sorted((*(m for m in group.members if m.memberId != hb.memberId), updated)))
+        changed = updated.assignedTasks != member.assignedTasks
+        full = self.config.full_assignment_on_full_request and hb.ownedTasks is not None
+        tasks = updated.assignedTasks if joining or changed or full else None
+        return NONE, group, HeartbeatResponse(NONE, updated.memberEpoch, tasks)
+
+    def _epoch_valid(self, member: StreamsGroupMember, hb: Heartbeat) -> bool:
+        """``throwIfStreamsGroupMemberEpochIsInvalid``: the member's epoch, or its previous one with owned
+        tasks it was assigned (the response that moved it on may have been lost); since KAFKA-19233,
+        epoch 0 too (a rejoin)."""
+        if hb.memberEpoch == JOIN_EPOCH and self.config.kafka_19233:
+            return True
+        if hb.memberEpoch == member.memberEpoch:
+            return True
+        return (
+            hb.memberEpoch < member.memberEpoch
+            and hb.memberEpoch == member.previousMemberEpoch
+            and hb.ownedTasks is not None
+            and hb.ownedTasks.contained_in(member.assignedTasks)
+        )
+
+    def _compute_target_assignment(self, group: StreamsGroup) -> StreamsGroup:
+        previous = dict(group.targetAssignment)
+        inputs = tuple((m.memberId, m.processId, previous.get(m.memberId, NO_TASKS)) for m in group.members)
+        target = self._targets.get(inputs)
+        if target is None:
+            result = assign(list(inputs), self.tasks, self.config.num_standby_replicas)
+            target = self._targets[inputs] = tuple(sorted(result.items()))
+        return group._replace(targetAssignment=target, assignmentEpoch=group.groupEpoch)
+
+    def _reconcile(
+        self, group: StreamsGroup, member: StreamsGroupMember, owned: TasksTuple | None
+    ) -> StreamsGroupMember:
+        """``CurrentAssignmentBuilder.build()``; ``owned`` None when the heartbeat did not report them."""
+        if member.state == STABLE:
+            if member.memberEpoch != group.assignmentEpoch:
+                return self._compute_next(group, member, member.memberEpoch, owned)
+            return member
+        if member.state == UNREVOKED_TASKS:
+            if owned is None or owned.contains_any(member.tasksPendingRevocation):
+                return member
+            return self._compute_next(group, member, member.memberEpoch + 1, owned)
+        return self._compute_next(group, member, member.memberEpoch, owned)
+
+    def _compute_next(
+        self, group: StreamsGroup, member: StreamsGroupMember, epoch: int, owned: TasksTuple | None
+    ) -> StreamsGroupMember:
+        target = dict(group.targetAssignment).get(member.memberId, NO_TASKS)
+        current = member.assignedTasks
+        process = member.processId
+        kept = TasksTuple(current.activeTasks & target.activeTasks, current.standbyTasks & target.standbyTasks)
+        revoke = TasksTuple(current.activeTasks - kept.activeTasks, current.standbyTasks - kept.standbyTasks)
+        new_active = target.activeTasks - kept.activeTasks
+        new_standby = target.standbyTasks - kept.standbyTasks
+        unreleased_active = frozenset(
+            t for t in new_active if active_task_owner(group, t) is not None or process in standby_task_owners(group, t)
+        )
+        unreleased_standby = frozenset(
+            t for t in new_standby if active_task_owner(group, t) == process or process in standby_task_owners(group, t)
+        )
+        if not self.config.wait_for_release:
+            unreleased_active = unreleased_standby = frozenset()
+        pending = TasksTuple(new_active - unreleased_active, new_standby - unreleased_standby)
+        unreleased = bool(unreleased_active or unreleased_standby)
+        moved = member._replace(previousMemberEpoch=member.memberEpoch)
+        must_revoke = not revoke.is_empty() and (owned is None or owned.contains_any(revoke))
+        if must_revoke and self.config.wait_for_revocation:
+            return moved._replace(
+                state=UNREVOKED_TASKS, memberEpoch=epoch, assignedTasks=kept, tasksPendingRevocation=revoke
+            )
+        assigned = TasksTuple(kept.activeTasks | pending.activeTasks, kept.standbyTasks | pending.standbyTasks)
+        return moved._replace(
+            state=UNRELEASED_TASKS if unreleased else STABLE,
+            memberEpoch=group.assignmentEpoch,
+            assignedTasks=assigned,
+            tasksPendingRevocation=NO_TASKS,
+        )
+
+    def _fence(self, group: StreamsGroup, member: StreamsGroupMember) -> StreamsGroup:
+        """``streamsGroupFenceMember``: the member and its target go, the group epoch is bumped; since
+        KAFKA-20442 the last member's removal also moves the assignment epoch to the group epoch."""
+        members = tuple(m for m in group.members if m.memberId != member.memberId)
+        target = tuple((m, t) for m, t in group.targetAssignment if m != member.memberId)
+        epoch = group.groupEpoch + 1
+        assignment_epoch = epoch if self.config.kafka_20442 and not members else group.assignmentEpoch
+        return StreamsGroup(epoch, assignment_epoch, target, members)
+
+    def drawing(self) -> StreamsGroupDrawing:
+        return StreamsGroupDrawing(self.config.consumers)
+
+
+def _sorted(members: tuple[StreamsGroupMember, ...]) -> tuple[StreamsGroupMember, ...]:
+    return tuple(sorted(members))
+
+
+# -- the client (StreamsMembershipManager, StreamsGroupHeartbeatRequestManager) ------------------
+def _with_heartbeat(c: int, me: StreamsClient) -> StreamsClient:
+    """The thread's next StreamsGroupHeartbeat: a leave, a join with the topology and no tasks, or its
+    member epoch with the last reconciled assignment when that changed since it was last reported."""
+    if me.phase == LEAVING:
+        return me._replace(request=Heartbeat(member_id(c), LEAVE_EPOCH, None))
+    if me.phase == JOINING:
+        return me._replace(request=Heartbeat(member_id(c), JOIN_EPOCH, NO_TASKS, me.processId))
+    if me.reconciledAssignment != me.lastSentAssignment:
+        report = me.reconciledAssignment
+        return me._replace(request=Heartbeat(member_id(c), me.memberEpoch, report), lastSentAssignment=report)
+    return me._replace(request=Heartbeat(member_id(c), me.memberEpoch, None))
+
+
+def _received(me: StreamsClient) -> StreamsClient:
+    """The thread after it handles its heartbeat's response."""
+    response = me.response
+    assert response is not None
+    me = me._replace(response=None)
+    if me.phase == LEAVING:
+        return fresh_client(me.processId, STOPPED)
+    if response.error != NONE:  # onFenced: every task is lost, rejoin with the same member id
+        return fresh_client(me.processId, JOINING)
+    joined = me.phase == JOINING
+    me = me._replace(phase=MEMBER, memberEpoch=response.memberEpoch)
+    if response.assignment is not None and (joined or response.assignment != me.assignment):
+        me = me._replace(assignment=response.assignment, synced=False)
+    return me
+
+
+def _reconciliation_steps(me: StreamsClient) -> list[tuple[str, StreamsClient]]:
+    """``maybeReconcile``: start towards the latest assignment, revoke the active tasks it drops
+    (``onTasksRevoked``), then take the new active and standby tasks (``onTasksAssigned``)."""
+    target = me.reconciling
+    if target is None:
+        if me.synced:
+            return []
+        if me.assignment == me.owned:
+            return [("StartReconciliation", me._replace(synced=True, reconciledAssignment=me.owned))]
+        return [("StartReconciliation", me._replace(synced=True, reconciling=me.assignment))]
+    if me.owned.activeTasks - target.activeTasks:
+        kept = TasksTuple(me.owned.activeTasks & target.activeTasks, me.owned.standbyTasks)
+        return [("RevokeTasks", me._replace(owned=kept))]
+    return [("AssignTasks", me._replace(owned=target, reconciling=None, reconciledAssignment=target))]

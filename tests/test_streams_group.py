@@ -1,0 +1,154 @@
+"""The streams-group model (KIP-1071): the presets' verdicts are what a complete search finds, each bug
+is a shortest counterexample whose fix, alone, changes the very step that showed it, and the sticky
+task assignor keeps Kafka's rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kmc.checker import Check
+from kmc.checker.model import Action
+from kmc.checker.result import Status
+from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
+from kmc.models.streams_group.assignor import assign
+from kmc.models.streams_group.model import StreamsGroupModel
+from kmc.models.streams_group.state import (
+    FENCED_MEMBER_EPOCH,
+    NO_TASKS,
+    NONE,
+    STABLE,
+    Heartbeat,
+    StreamsGroupMember,
+    StreamsGroupState,
+    TasksTuple,
+)
+
+TRACES = Path(__file__).resolve().parent.parent / "counterexamples" / "streams-group"
+
+
+def _tasks(active: str = "", standby: str = "") -> TasksTuple:
+    return TasksTuple(frozenset(active.split()), frozenset(standby.split()))
+
+
+@pytest.mark.parametrize("preset", sorted(StreamsGroupModel.presets))
+def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
+    expected = StreamsGroupModel.presets[preset].expected
+    result = Check("streams-group", preset=preset, settings={"keep_going": True}).run()
+    violated = {v.property for v in result.violations}
+    assert violated == {name for name, verdict in expected.items() if verdict == "violated"}
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "states"),
+    [
+        ("heartbeat-after-reconciliation", {}, 1719),
+        ("heartbeat-after-reconciliation", {"max_faults": 2}, 2601),
+        ("standby-replicas", {}, 53861),
+    ],
+)
+def test_the_closed_protocol_holds_and_takes_every_action(preset: str, overrides: dict, states: int) -> None:
+    result = Check("streams-group", preset=preset, overrides=overrides).run()
+    assert result.status is Status.HOLDS_COMPLETE
+    assert result.stats.distinct_states == states
+    taken = {name for name, (_distinct, generated) in result.coverage["actions"].items() if generated}
+    assert taken == set(StreamsGroupModel.actions) - set(result.coverage["inactive"])
+
+
+def _replayed_with(trace: str, **flags: object) -> list[tuple[Action, StreamsGroupState]]:
+    """The trace's actions taken again by the model with ``flags`` changed, each matched on its name and
+    consumer (an error may differ): the fixed model's step where the bug showed."""
+    done = replay(read_trace(TRACES / trace))
+    model = StreamsGroupModel(StreamsGroupModel.make_config(done.meta["preset"], flags))
+    state = next(iter(model.init_states()))
+    steps: list[tuple[Action, StreamsGroupState]] = []
+    for action in done.trace.actions[1:]:
+        assert isinstance(action, Action)
+        same = [(a, t) for a, t in model.successors(state) if a == action]
+        alike = same or [
+            (a, t)
+            for a, t in model.successors(state)
+            if a.name == action.name and a.args.get("consumer") == action.args.get("consumer")
+        ]
+        assert alike, f"{action} is not enabled with {flags}"
+        steps.append(alike[0])
+        state = alike[0][1]
+    return steps
+
+
+def test_kafka_20442_the_last_leave_leaves_the_assignment_epoch_behind_and_its_fix_moves_it() -> None:
+    trace = "kafka-4.3-EmptyGroupAtAssignmentEpoch.itf.json"
+    before = _replayed_with(trace)[-1][1].group
+    fixed = _replayed_with(trace, kafka_20442=True)[-1][1].group
+    assert (before.members, before.groupEpoch, before.assignmentEpoch) == ((), 3, 2)
+    assert (fixed.members, fixed.groupEpoch, fixed.assignmentEpoch) == ((), 3, 3)
+
+
+def test_kafka_19233_a_rejoin_with_epoch_zero_is_fenced_and_accepted_once_fixed() -> None:
+    trace = "pre-kafka-19233-EveryMemberJoins.itf.json"
+    before = _replayed_with(trace)
+    fixed = _replayed_with(trace, kafka_19233=True)
+    fenced = [i for i, (a, _t) in enumerate(before) if a.args.get("error") == FENCED_MEMBER_EPOCH]
+    assert fenced, "the trace shows no fenced rejoin"
+    first = fenced[0]
+    rejoin = before[first - 1][1].clients[0].request
+    assert rejoin is not None and rejoin.memberEpoch == 0
+    assert fixed[first][0].args["error"] == NONE  # the same rejoin, accepted
+
+
+def test_the_lost_response_answers_without_tasks_unless_the_whole_assignment_is_sent() -> None:
+    trace = "lost-response-ClientsReachTheirAssignment.itf.json"
+    before = _replayed_with(trace)
+    lost = next(i for i, (a, _t) in enumerate(before) if a.name == "HeartbeatResponseLost")
+    c = before[lost][0].args["consumer"]
+    retry = next(
+        i
+        for i in range(lost + 1, len(before))
+        if before[i][0].name == "HandleHeartbeat" and before[i][0].args["consumer"] == c
+    )
+    assert before[retry][1].clients[c].response.assignment is None
+    # the same heartbeat, from the same state, handled with the fix: the whole assignment comes back
+    fixed = StreamsGroupModel(StreamsGroupModel.make_config("lost-response", {"full_assignment_on_full_request": True}))
+    [(_, after)] = [(a, t) for a, t in fixed.successors(before[retry - 1][1]) if a == before[retry][0]]
+    assert after.clients[c].response.assignment == after.group.members[c].assignedTasks != NO_TASKS
+
+
+def _member(epoch: int, previous: int, assigned: TasksTuple) -> StreamsGroupMember:
+    return StreamsGroupMember("m0", epoch, previous, STABLE, "p0", assigned, NO_TASKS)
+
+
+@pytest.mark.parametrize(
+    ("kafka_19233", "epoch", "owned", "valid"),
+    [
+        (True, 0, NO_TASKS, True),  # a rejoin, whatever the previous epoch
+        (False, 0, NO_TASKS, False),  # before KAFKA-19233: 0 is neither the epoch nor the previous one
+        (True, 4, NO_TASKS, True),  # the previous epoch, owning what it was assigned: a lost response
+        (True, 4, None, False),  # the previous epoch without the owned tasks
+        (True, 4, _tasks("0_0 0_1"), False),  # the previous epoch owning a task it no longer has
+        (True, 6, NO_TASKS, False),  # ahead of the coordinator
+    ],
+)
+def test_member_epoch_validation(kafka_19233: bool, epoch: int, owned: TasksTuple | None, valid: bool) -> None:
+    model = StreamsGroupModel(StreamsGroupModel.make_config("kafka-4.4", {"kafka_19233": kafka_19233}))
+    member = _member(5, 4, _tasks("0_0"))
+    assert model._epoch_valid(member, Heartbeat("m0", epoch, owned)) is valid
+
+
+def test_the_assignor_is_sticky_balanced_and_keeps_standbys_off_the_active_process() -> None:
+    tasks = ["0_0", "0_1", "0_2", "0_3"]
+    first = assign([("m0", "p0", NO_TASKS)], tasks, 0)
+    assert first == {"m0": _tasks("0_0 0_1 0_2 0_3")}
+    second = assign([("m0", "p0", first["m0"]), ("m1", "p1", NO_TASKS)], tasks, 0)
+    assert len(second["m0"].activeTasks) == len(second["m1"].activeTasks) == 2
+    assert second["m0"].activeTasks < first["m0"].activeTasks  # m0 keeps what it had, up to its quota
+    with_standby = assign([("m0", "p0", second["m0"]), ("m1", "p1", second["m1"])], tasks, 1)
+    for member, other in (("m0", "m1"), ("m1", "m0")):
+        assert with_standby[member].activeTasks == second[member].activeTasks
+        assert with_standby[member].standbyTasks == second[other].activeTasks  # the copy on the other process
+
+
+def test_the_assignor_gives_fewer_standbys_when_one_process_has_them_all() -> None:
+    result = assign([("m0", "p0", NO_TASKS), ("m1", "p0", NO_TASKS)], ["0_0", "0_1"], 1)
+    assert all(not t.standbyTasks for t in result.values())  # a standby is never on its active's process
+    assert sorted(t for r in result.values() for t in r.activeTasks) == ["0_0", "0_1"]
