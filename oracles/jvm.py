@@ -101,10 +101,15 @@ MOVED = (
         "org.apache.kafka.common.message.CreateTopicsRequestData$CreatableTopicConfig",
         "org.apache.kafka.common.message.CreateTopicsRequestData$CreateableTopicConfig",
     ),
+    (
+        "org.apache.kafka.coordinator.group.streams.assignor.TopologyDescriber",
+        "org.apache.kafka.coordinator.group.api.streams.assignor.TopologyDescriber",
+    ),
 )
 """Classes another release has under another name, the same class: kafka-clients' record classes
-(in ``record.internal`` from 4.3), ``LogContext`` (in ``utils.internals`` from 4.4) and CreateTopics'
-topic config (spelt ``Createable`` before 3.6)."""
+(in ``record.internal`` from 4.3), ``LogContext`` (in ``utils.internals`` from 4.4), CreateTopics'
+topic config (spelt ``Createable`` before 3.6) and the streams assignor's ``TopologyDescriber`` (in
+kafka-group-coordinator-api from 4.4)."""
 
 
 def _other_names(name: str) -> list[str]:

@@ -53,7 +53,7 @@ def NoTaskTwiceOnOneProcess(s: StreamsGroupState) -> bool:
 @invariant
 def SingleActiveOwner(s: StreamsGroupState) -> bool:
     """The coordinator gives each task as active to at most one member (assigned or pending
-    revocation), and never twice to one process in any role."""
+    revocation), and never to two members of one process, nor to one member in two roles."""
     return _single_active_owner(s.group)
 
 
@@ -66,10 +66,14 @@ def _single_active_owner(group: StreamsGroup) -> bool:
             if not active.isdisjoint(tasks.activeTasks):
                 return False
             active |= tasks.activeTasks
-            for task in tasks.all():
-                if (m.processId, task) in held:
-                    return False
-                held.add((m.processId, task))
+        if not m.assignedTasks.activeTasks.isdisjoint(m.assignedTasks.standbyTasks):
+            return False
+        # a member's own task may be pending revocation as active and assigned as standby: since KAFKA-20665
+        # it changes role in place
+        for task in m.assignedTasks.all() | m.tasksPendingRevocation.all():
+            if (m.processId, task) in held:
+                return False
+            held.add((m.processId, task))
     return True
 
 

@@ -19,7 +19,9 @@ from kmc.models.streams_group.state import (
     NO_TASKS,
     NONE,
     STABLE,
+    UNREVOKED_TASKS,
     Heartbeat,
+    StreamsGroup,
     StreamsGroupMember,
     StreamsGroupState,
     TasksTuple,
@@ -45,7 +47,8 @@ def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
     [
         ("heartbeat-after-reconciliation", {}, 1719),
         ("heartbeat-after-reconciliation", {"max_faults": 2}, 2601),
-        ("standby-replicas", {}, 53861),
+        ("standby-replicas", {}, 31875),
+        ("standby-replicas", {"kafka_20665": False}, 53861),
     ],
 )
 def test_the_closed_protocol_holds_and_takes_every_action(preset: str, overrides: dict, states: int) -> None:
@@ -152,3 +155,44 @@ def test_the_assignor_gives_fewer_standbys_when_one_process_has_them_all() -> No
     result = assign([("m0", "p0", NO_TASKS), ("m1", "p0", NO_TASKS)], ["0_0", "0_1"], 1)
     assert all(not t.standbyTasks for t in result.values())  # a standby is never on its active's process
     assert sorted(t for r in result.values() for t in r.activeTasks) == ["0_0", "0_1"]
+
+
+def test_ties_between_processes_go_as_kafkas_priority_queue_breaks_them() -> None:
+    """After p0 takes 0_0 both processes carry one task; java.util.PriorityQueue polls p1, the process that
+    stayed in the queue, before p0, the one put back (a smallest-id rule would give 0_1 to p0)."""
+    result = assign([("m1", "p1", _tasks("0_2")), ("m2", "p0", NO_TASKS)], ["0_0", "0_1", "0_2"], 0)
+    assert result == {"m1": _tasks("0_1 0_2"), "m2": _tasks("0_0")}
+
+
+@pytest.mark.parametrize(
+    ("kafka_20665", "assigned", "pending"),
+    [
+        (False, _tasks("0_0"), _tasks("0_1")),  # 4.3: the active is revoked first; the standby comes later
+        (True, _tasks("0_0", "0_1"), _tasks("0_1")),  # 4.4: the standby is granted at once, in place
+    ],
+)
+def test_an_active_task_demoted_to_standby(kafka_20665: bool, assigned: TasksTuple, pending: TasksTuple) -> None:
+    model = StreamsGroupModel(StreamsGroupModel.make_config("kafka-4.4", {"kafka_20665": kafka_20665}))
+    me = StreamsGroupMember("m0", 2, 0, STABLE, "p0", _tasks("0_0 0_1"), NO_TASKS)
+    other = StreamsGroupMember("m1", 2, 0, STABLE, "p1", NO_TASKS, NO_TASKS)
+    target = (("m0", _tasks("0_0", "0_1")), ("m1", _tasks("0_1", "0_0")))
+    group = StreamsGroup(3, 3, target, (me, other))
+    after = model._reconcile(group, me, _tasks("0_0 0_1"))
+    assert (after.state, after.memberEpoch, after.assignedTasks, after.tasksPendingRevocation) == (
+        UNREVOKED_TASKS,
+        2,
+        assigned,
+        pending,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kafka_20665", "state", "assigned"), [(False, UNREVOKED_TASKS, NO_TASKS), (True, STABLE, _tasks("0_0"))]
+)
+def test_a_standby_promoted_to_active(kafka_20665: bool, state: str, assigned: TasksTuple) -> None:
+    """4.3 revokes the member's standby before its process may take the task as active; 4.4 promotes it."""
+    model = StreamsGroupModel(StreamsGroupModel.make_config("kafka-4.4", {"kafka_20665": kafka_20665}))
+    me = StreamsGroupMember("m0", 2, 0, STABLE, "p0", _tasks("", "0_0"), NO_TASKS)
+    group = StreamsGroup(3, 3, (("m0", _tasks("0_0")),), (me,))
+    after = model._reconcile(group, me, _tasks("", "0_0"))
+    assert (after.state, after.assignedTasks) == (state, assigned)

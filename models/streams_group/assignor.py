@@ -2,13 +2,19 @@
 tasks stay with their previous member while it is under its quota, then go to a member whose process
 held them as standby, then to the least-loaded process; standby tasks go to the previous active or
 standby member when its process does not hold the task, else to the least-loaded process that does
-not. Ties, which Kafka leaves to hash order, go to the smallest process and member id here."""
+not. Where loads tie, the choice is the one Kafka's heaps make: processes and members enter them in
+id order (the order of Kafka's hash maps for these ids), and ``HeapQueue`` breaks ties as
+``java.util.PriorityQueue`` does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from kmc.models.streams_group.state import TasksTuple
+
+T = TypeVar("T")
 
 
 def task_name(subtopology: int, partition: int) -> str:
@@ -21,18 +27,73 @@ def task_key(task: str) -> tuple[int, int]:
     return int(subtopology), int(partition)
 
 
+class HeapQueue(Generic[T]):
+    """A binary min-heap whose order among equal keys is ``java.util.PriorityQueue``'s: an element moves up
+    past a strictly greater parent only, and down to a strictly smaller child, the left one on a tie."""
+
+    def __init__(self, key: Callable[[T], float]) -> None:
+        self.key = key
+        self.items: list[T] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def add(self, x: T) -> None:
+        items, key = self.items, self.key
+        items.append(x)
+        k = len(items) - 1
+        while k > 0:
+            parent = (k - 1) >> 1
+            if key(x) >= key(items[parent]):
+                break
+            items[k] = items[parent]
+            k = parent
+        items[k] = x
+
+    def poll(self) -> T | None:
+        items, key = self.items, self.key
+        if not items:
+            return None
+        result, last = items[0], items.pop()
+        n = len(items)
+        if n:
+            k, half = 0, n >> 1
+            while k < half:
+                child = 2 * k + 1
+                if child + 1 < n and key(items[child]) > key(items[child + 1]):
+                    child += 1
+                if key(last) <= key(items[child]):
+                    break
+                items[k] = items[child]
+                k = child
+            items[k] = last
+        return result
+
+
 @dataclass
 class _Process:
+    """``ProcessState``: its members' task counts, its tasks, and the heap of its members by load."""
+
     members: list[str]
     counts: dict[str, int] = field(default_factory=dict)
-    """Tasks (active and standby) given to each member so far."""
     tasks: set[str] = field(default_factory=set)
+    by_load: HeapQueue[str] | None = None
+    """Built when a task goes to the least-loaded member; dropped when one goes to a chosen member."""
 
     def load(self) -> float:
         return sum(self.counts.values()) / len(self.members)
 
     def least_loaded_member(self) -> str:
-        return min(self.members, key=lambda m: (self.counts[m], m))
+        """``addTaskToLeastLoadedMember``'s choice; the caller then counts the task."""
+        if len(self.members) == 1:
+            return self.members[0]
+        if self.by_load is None:
+            self.by_load = HeapQueue(lambda m: self.counts[m])
+            for m in self.members:
+                self.by_load.add(m)
+        member = self.by_load.poll()
+        assert member is not None
+        return member
 
 
 @dataclass
@@ -49,34 +110,41 @@ class _Quota:
         if count == self.per_member():
             self.members -= 1
             self.tasks -= count
-        # the per-member figure is recomputed from what is left
 
 
 class _Assignment:
     def __init__(self, members: list[tuple[str, str, TasksTuple]], tasks: list[str], standby_replicas: int) -> None:
-        self.process_of = {m: p for m, p, _ in members}
+        ordered = sorted(members)
+        self.process_of = {m: p for m, p, _ in ordered}
         self.processes: dict[str, _Process] = {}
-        for m, p, _ in members:
+        for m, p, _ in ordered:
             self.processes.setdefault(p, _Process([])).members.append(m)
             self.processes[p].counts[m] = 0
-        self.previous_active = {t: m for m, _, prev in members for t in prev.activeTasks}
+        self.previous_active = {t: m for m, _, prev in ordered for t in prev.activeTasks}
         self.previous_standby: dict[str, list[str]] = {}
-        for m, _, prev in members:
+        for m, _, prev in ordered:
             for t in sorted(prev.standbyTasks):
                 self.previous_standby.setdefault(t, []).append(m)
-        self.active: dict[str, set[str]] = {m: set() for m, _, _ in members}
-        self.standby: dict[str, set[str]] = {m: set() for m, _, _ in members}
+        self.active: dict[str, set[str]] = {m: set() for m, _, _ in ordered}
+        self.standby: dict[str, set[str]] = {m: set() for m, _, _ in ordered}
         self.active_quota = _Quota(len(tasks), len(members))
         self.total_quota = _Quota(len(tasks) * (1 + standby_replicas), len(members))
 
-    def give(self, member: str, task: str, active: bool) -> None:
+    def give(self, member: str, task: str, active: bool, chosen: bool = True) -> int:
+        """Count the task on the member (``addTask`` when the member was chosen, which drops the process's
+        heap of members); its new task count."""
         process = self.processes[self.process_of[member]]
         process.counts[member] += 1
         process.tasks.add(task)
         (self.active if active else self.standby)[member].add(task)
-        if active:
-            self.active_quota.taken(process.counts[member])
-        self.total_quota.taken(process.counts[member])
+        if chosen:
+            process.by_load = None
+        elif process.by_load is not None:
+            process.by_load.add(member)  # back in the heap with its new count
+        return process.counts[member]
+
+    def give_to_least_loaded(self, process: str, task: str, active: bool) -> int:
+        return self.give(self.processes[process].least_loaded_member(), task, active, chosen=False)
 
     def under_quota(self, member: str, quota: _Quota) -> bool:
         return self.processes[self.process_of[member]].counts[member] < quota.per_member()
@@ -95,9 +163,11 @@ class _Assignment:
                 candidate, best = m, load
         return candidate
 
-    def least_loaded_process(self, skipping: set[str]) -> str | None:
-        left = [p for p in self.processes if p not in skipping]
-        return min(left, key=lambda p: (self.processes[p].load(), p)) if left else None
+    def process_queue(self) -> HeapQueue[str]:
+        queue: HeapQueue[str] = HeapQueue(lambda p: self.processes[p].load())
+        for p in sorted(self.processes):
+            queue.add(p)
+        return queue
 
 
 def assign(
@@ -117,21 +187,27 @@ def assign(
 def _assign_active(a: _Assignment, tasks: list[str]) -> None:
     left = sorted(tasks, key=lambda t: (task_key(t)[1], task_key(t)[0]))
     for previous in (
-        lambda t: a.previous_active.get(t) if a.previous_active.get(t) in a.process_of else None,
-        lambda t: a.previous_with_least_load([m for m in a.previous_standby.get(t, []) if m in a.process_of], None),
+        lambda t: a.previous_active.get(t),
+        lambda t: a.previous_with_least_load(a.previous_standby.get(t, []), None),
     ):
         still = []
         for t in left:
             m = previous(t)
             if m is not None and a.under_quota(m, a.active_quota):
-                a.give(m, t, active=True)
+                count = a.give(m, t, active=True)
+                a.active_quota.taken(count)
+                a.total_quota.taken(count)
             else:
                 still.append(t)
         left = still
+    queue = a.process_queue()
     for t in sorted(left, key=task_key):
-        p = a.least_loaded_process(set())
+        p = queue.poll()
         assert p is not None
-        a.give(a.processes[p].least_loaded_member(), t, active=True)
+        count = a.give_to_least_loaded(p, t, active=True)
+        a.active_quota.taken(count)
+        a.total_quota.taken(count)
+        queue.add(p)
 
 
 def _assign_standby(a: _Assignment, tasks: list[str], replicas: int) -> None:
@@ -139,21 +215,33 @@ def _assign_standby(a: _Assignment, tasks: list[str], replicas: int) -> None:
     for t in sorted(tasks, key=lambda t: (task_key(t)[1], task_key(t)[0]), reverse=True):
         for i in range(replicas):
             m = a.previous_active.get(t)
-            if m in a.process_of and t not in a.processes[a.process_of[m]].tasks and a.under_quota(m, a.total_quota):
-                a.give(m, t, active=False)
+            if m is not None and t not in a.processes[a.process_of[m]].tasks and a.under_quota(m, a.total_quota):
+                a.total_quota.taken(a.give(m, t, active=False))
                 continue
-            prev = [m for m in a.previous_standby.get(t, []) if m in a.process_of]
-            m = a.previous_with_least_load(prev, t) if prev else None
+            m = a.previous_with_least_load(a.previous_standby.get(t, []), t)
             if m is not None and a.under_quota(m, a.total_quota):
-                a.give(m, t, active=False)
+                a.total_quota.taken(a.give(m, t, active=False))
                 continue
             to_least_loaded.append((t, replicas - i))
             break
+    queue = a.process_queue()
     for t, remaining in sorted(to_least_loaded, key=lambda x: task_key(x[0]), reverse=True):
         for _ in range(remaining):
-            skipping: set[str] = set()
-            while (p := a.least_loaded_process(skipping)) is not None and t in a.processes[p].tasks:
-                skipping.add(p)
-            if p is None:
+            if not _standby_to_least_loaded(a, queue, t):
                 break  # not enough capacity: Kafka logs a warning and assigns fewer standbys
-            a.give(a.processes[p].least_loaded_member(), t, active=False)
+
+
+def _standby_to_least_loaded(a: _Assignment, queue: HeapQueue[str], task: str) -> bool:
+    """``assignStandbyToMemberWithLeastLoad``: the least-loaded process that does not hold the task, the
+    processes passed over going back into the queue after it."""
+    p = queue.poll()
+    if p is None:
+        return False
+    found = False
+    if task not in a.processes[p].tasks:
+        a.total_quota.taken(a.give_to_least_loaded(p, task, active=False))
+        found = True
+    elif queue:
+        found = _standby_to_least_loaded(a, queue, task)
+    queue.add(p)
+    return found

@@ -42,6 +42,12 @@ class StreamsGroupConfig:
         False,
         "KAFKA-20442 (4.4.0): when the last member leaves, the assignment epoch is moved to the group epoch",
     )
+    kafka_20665: bool = param(
+        False,
+        "KAFKA-20665 (4.4.0): a member's own task changes role in place: an active task it gives up for a "
+        "standby is granted as standby at once (the active still pending revocation), and its standby is "
+        "promoted to active without a revocation once the active is released",
+    )
     wait_for_release: bool = param(
         True, "give a task only once no process holds it as active, nor this process in another role"
     )
@@ -88,6 +94,9 @@ def _expect(**verdicts: str) -> dict[str, str]:
     return {name: verdicts.get(name, "holds") for name in PROPERTIES}
 
 
+_KAFKA_4_4 = {"kafka_20442": True, "kafka_20665": True}
+"""Kafka 4.4's fixes and changes: the assignment epoch moved with the last leave, roles changed in place."""
+
 _BOTH_RACES_CLOSED = {"heartbeat_while_reconciling": False, "full_assignment_on_full_request": True}
 """The two findings' races closed: no heartbeat during a reconciliation, and the whole assignment in the
 answer to a heartbeat that lists its tasks (the presets that isolate one bug)."""
@@ -103,9 +112,9 @@ PRESETS = {
         _expect(EmptyGroupAtAssignmentEpoch="violated", **_STALE_REPORT),
     ),
     "kafka-4.4": Preset.of(
-        "Kafka 4.4: KAFKA-20442 fixed; the stale report's race remains",
+        "Kafka 4.4: KAFKA-20442 fixed, tasks change role in place (KAFKA-20665); the stale report's race remains",
         _expect(**_STALE_REPORT),
-        kafka_20442=True,
+        **_KAFKA_4_4,
     ),
     "kafka-4.1": Preset.of(
         "Kafka 4.1 (early access), with two lost heartbeat responses: before KAFKA-19233 and KAFKA-20442",
@@ -122,14 +131,14 @@ PRESETS = {
     "heartbeat-after-reconciliation": Preset.of(
         "Kafka 4.4 with a client that heartbeats only once its reconciliation completes: no task runs twice",
         _expect(),
-        kafka_20442=True,
+        **_KAFKA_4_4,
         heartbeat_while_reconciling=False,
     ),
     "standby-replicas": Preset.of(
         "one standby replica, three threads in two processes, heartbeats after reconciliations: a task's standby is "
         "never on the process of its active, and a standby is revoked before its process takes it as active",
         _expect(),
-        kafka_20442=True,
+        **_KAFKA_4_4,
         heartbeat_while_reconciling=False,
         consumers=3,
         num_standby_replicas=1,
@@ -141,7 +150,7 @@ PRESETS = {
         "rejoins with epoch 0 and is fenced again and again until its session times out",
         _expect(EveryMemberJoins="violated", EveryRebalanceCompletes="violated"),
         kafka_19233=False,
-        kafka_20442=True,
+        **_KAFKA_4_4,
         max_faults=0,
         max_lost_responses=2,
         **_BOTH_RACES_CLOSED,
@@ -151,7 +160,7 @@ PRESETS = {
         "accepted and answered without tasks (the member's did not change), so the thread never learns its "
         "new assignment",
         _expect(EveryRebalanceCompletes="violated", ClientsReachTheirAssignment="violated"),
-        kafka_20442=True,
+        **_KAFKA_4_4,
         heartbeat_while_reconciling=False,
         max_faults=0,
         max_lost_responses=1,
@@ -159,14 +168,14 @@ PRESETS = {
     "no-release-wait": Preset.of(
         "the coordinator gives a task before its previous owner has released it",
         {"NoTaskActiveOnTwoMembers": "violated", "SingleActiveOwner": "violated"},
-        kafka_20442=True,
+        **_KAFKA_4_4,
         heartbeat_while_reconciling=False,
         wait_for_release=False,
     ),
     "no-revocation-wait": Preset.of(
         "the coordinator moves a member to its new target without waiting for it to revoke what it owns",
         {"NoRevocationSkipped": "violated", "NoTaskActiveOnTwoMembers": "violated"},
-        kafka_20442=True,
+        **_KAFKA_4_4,
         heartbeat_while_reconciling=False,
         wait_for_revocation=False,
     ),
@@ -174,7 +183,7 @@ PRESETS = {
         "heartbeats after reconciliations, timeouts at any moment: a thread removed for being slow runs its tasks "
         "until it learns",
         {"NoTaskActiveOnTwoMembers": "violated"},
-        kafka_20442=True,
+        **_KAFKA_4_4,
         heartbeat_while_reconciling=False,
         timeouts="any",
         max_faults=0,

@@ -257,36 +257,67 @@ class StreamsGroupModel(Model):
     def _compute_next(
         self, group: StreamsGroup, member: StreamsGroupMember, epoch: int, owned: TasksTuple | None
     ) -> StreamsGroupMember:
+        """``computeNextAssignment`` and ``buildNewMember``: keep what the target keeps, revoke the rest, and
+        grant what is released; since KAFKA-20665 the member's own tasks change role in place."""
         target = dict(group.targetAssignment).get(member.memberId, NO_TASKS)
         current = member.assignedTasks
-        process = member.processId
-        kept = TasksTuple(current.activeTasks & target.activeTasks, current.standbyTasks & target.standbyTasks)
-        revoke = TasksTuple(current.activeTasks - kept.activeTasks, current.standbyTasks - kept.standbyTasks)
-        new_active = target.activeTasks - kept.activeTasks
-        new_standby = target.standbyTasks - kept.standbyTasks
-        unreleased_active = frozenset(
-            t for t in new_active if active_task_owner(group, t) is not None or process in standby_task_owners(group, t)
-        )
-        unreleased_standby = frozenset(
-            t for t in new_standby if active_task_owner(group, t) == process or process in standby_task_owners(group, t)
-        )
-        if not self.config.wait_for_release:
-            unreleased_active = unreleased_standby = frozenset()
-        pending = TasksTuple(new_active - unreleased_active, new_standby - unreleased_standby)
+        kept_active = current.activeTasks & target.activeTasks
+        kept_standby = current.standbyTasks & target.standbyTasks
+        revoke_active = current.activeTasks - kept_active
+        revoke_standby = current.standbyTasks - kept_standby
+        new_active = target.activeTasks - kept_active
+        new_standby = target.standbyTasks - kept_standby
+        unreleased_active, unreleased_standby = self._unreleased(group, member, new_active, new_standby)
+        pending_active = new_active - unreleased_active
+        pending_standby = new_standby - unreleased_standby
+        if self.config.kafka_20665:
+            demoted = current.activeTasks & pending_standby  # granted as standby now, the active still revoked
+            pending_standby -= demoted
+            kept_standby |= demoted
+            promoted = current.standbyTasks & target.activeTasks  # never revoked: replaced by the active
+            revoke_standby -= promoted
+        revoke = TasksTuple(revoke_active, revoke_standby)
+        must_revoke = not revoke.is_empty() and (owned is None or owned.contains_any(revoke))
+        if self.config.kafka_20665:
+            # a promoted standby stays until its active is granted in this very step
+            kept_standby |= frozenset(t for t in promoted if must_revoke or t not in pending_active)
         unreleased = bool(unreleased_active or unreleased_standby)
         moved = member._replace(previousMemberEpoch=member.memberEpoch)
-        must_revoke = not revoke.is_empty() and (owned is None or owned.contains_any(revoke))
+        kept = TasksTuple(kept_active, kept_standby)
         if must_revoke and self.config.wait_for_revocation:
             return moved._replace(
                 state=UNREVOKED_TASKS, memberEpoch=epoch, assignedTasks=kept, tasksPendingRevocation=revoke
             )
-        assigned = TasksTuple(kept.activeTasks | pending.activeTasks, kept.standbyTasks | pending.standbyTasks)
+        assigned = TasksTuple(kept_active | pending_active, kept_standby | pending_standby)
         return moved._replace(
             state=UNRELEASED_TASKS if unreleased else STABLE,
             memberEpoch=group.assignmentEpoch,
             assignedTasks=assigned,
             tasksPendingRevocation=NO_TASKS,
         )
+
+    def _unreleased(
+        self, group: StreamsGroup, member: StreamsGroupMember, new_active: frozenset[str], new_standby: frozenset[str]
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """The tasks still held elsewhere: an active task by any process, or by this process in another role;
+        since KAFKA-20665 the member's own task in another role does not block (it changes role in place)."""
+        if not self.config.wait_for_release:
+            return frozenset(), frozenset()
+        process = member.processId
+        own = member.assignedTasks if self.config.kafka_20665 else NO_TASKS
+        active = frozenset(
+            t
+            for t in new_active
+            if active_task_owner(group, t) is not None
+            or (process in standby_task_owners(group, t) and t not in own.standbyTasks)
+        )
+        standby = frozenset(
+            t
+            for t in new_standby
+            if (active_task_owner(group, t) == process and t not in own.activeTasks)
+            or process in standby_task_owners(group, t)
+        )
+        return active, standby
 
     def _fence(self, group: StreamsGroup, member: StreamsGroupMember) -> StreamsGroup:
         """``streamsGroupFenceMember``: the member and its target go, the group epoch is bumped; since
