@@ -103,6 +103,8 @@ class ClusterSpec:
     nodes: int = 3
     release: Release = field(default_factory=requested)
     settings: Mapping[str, str] = field(default_factory=dict)
+    features: Mapping[str, str] = field(default_factory=dict)
+    """Feature levels the storage is formatted with (``--feature name=level``), beyond the release's defaults."""
     base_port: int | None = None
     """The first of 2 * nodes consecutive ports on 127.0.0.1 (None: any free ones)."""
     node_users: bool | None = None
@@ -207,6 +209,7 @@ class Cluster:
             "owner_pid": os.getpid() if owned else None,
             "chain": f"KMC-{run_id}" if as_users else None,
             "settings": {**BROKER_DEFAULTS, **spec.settings},
+            "features": dict(spec.features),
             "bootstrap_voters": sorted([n.node_id, n.directory_id] for n in nodes),
             # what format --initial-controllers wrote: a node that loses its disk later gets a new id
             "started": time.time(),
@@ -296,6 +299,8 @@ class Cluster:
             ]
             if self.release.dynamic_quorum:
                 argv += ["--initial-controllers", voters] if initial else ["--no-initial-controllers"]
+            for feature, level in self.info.get("features", {}).items():
+                argv += ["--feature", f"{feature}={level}"]
             log = open(node.folder / "format.log", "ab")  # noqa: SIM115 - closed once the tool ends
             running.append((node, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
         for node, process, log in running:

@@ -24,6 +24,7 @@ from kmc.cluster.drive.group import GroupDriver
 from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
 from kmc.cluster.drive.run import drive_trace, load
+from kmc.cluster.drive.streams_group import StreamsGroupDriver
 from kmc.cluster.drive.suite import load_drive
 from kmc.cluster.drive.transactions import TransactionsDriver
 
@@ -41,6 +42,7 @@ def cluster(runs: Path) -> Iterator[Cluster]:
         **GroupDriver.settings,
         **TransactionsDriver.settings,
         **DeliveryDriver.settings,
+        **StreamsGroupDriver.settings,
     }
     with started(runs / "shared", ClusterSpec(nodes=3, settings=settings, node_users=False)) as running:
         yield running
@@ -194,6 +196,36 @@ def test_kip_1251_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
     assert len({m["memberEpoch"] for m in joined.observed["members"].values()}) == 1
 
 
+STREAMS = COUNTEREXAMPLES / "streams-group"
+
+
+def test_kafka_20442_leaves_an_empty_streams_group_behind_its_target_on_the_real_broker(cluster: Cluster) -> None:
+    result = drive_trace(STREAMS / "kafka-4.3-leave-EmptyGroupAtAssignmentEpoch.itf.json", cluster=cluster)
+    assert result.verdict == "agreed at every step: EmptyGroupAtAssignmentEpoch violated on the real broker"
+    leave = result.steps[-1]
+    assert leave.requests == ["StreamsGroupHeartbeat(memberEpoch=-1, tasks=null)"]
+    assert leave.observed == {"groupEpoch": 3, "assignmentEpoch": 2, "members": {}}
+
+
+def test_a_lost_streams_heartbeat_response_is_answered_without_tasks_on_the_real_broker(cluster: Cluster) -> None:
+    result = drive_trace(STREAMS / "lost-response-ClientsReachTheirAssignment.itf.json", cluster=cluster)
+    assert result.agreed and result.violated_on_broker is True, result.verdict
+    assert result.loop_rounds == 2
+    # the heartbeat retried after the lost answer that gave thread 1 task 0_1: accepted, and no tasks in it
+    retried = result.steps[24]
+    assert retried.requests == ["StreamsGroupHeartbeat(memberEpoch=3, tasks=-)"]
+    assert retried.answered == {"error": "NONE", "memberEpoch": 3, "tasks": "unchanged"}
+    assert retried.observed["members"]["m1"]["assignment"] == "0_1"
+
+
+def test_kafka_19233_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
+    result = drive_trace(STREAMS / "kafka-4.1-EveryMemberJoins.itf.json", cluster=cluster)
+    assert not result.agreed
+    rejoin = result.steps[-1]
+    assert (rejoin.index, rejoin.requests) == (20, ["StreamsGroupHeartbeat(memberEpoch=0, tasks=-)"])
+    assert rejoin.answered["error"] == "NONE"  # 4.1 answered FENCED_MEMBER_EPOCH, again and again
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = ConsumerGroup.partitions
@@ -248,6 +280,11 @@ def test_a_trace_that_cannot_be_driven_is_refused_before_anything_starts(trace: 
             "needs Kafka 4.0.0",
         ),
         (STATIC, "3.2.3", "production-ready from Kafka 3.3.0: 3.2.3 is older"),
+        (
+            COUNTEREXAMPLES / "streams-group" / "kafka-4.1-EveryMemberJoins.itf.json",
+            "4.0.2",
+            "streams groups (StreamsGroupHeartbeat, early access in 4.1) need Kafka 4.1.0 or later",
+        ),
     ],
 )
 def test_a_release_the_driver_cannot_speak_to_is_refused_before_anything_starts(
@@ -270,6 +307,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     from kmc.models.group.config import ACTION_ARGS as GROUP_ACTIONS
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
     from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
+    from kmc.models.streams_group.config import ACTION_ARGS as STREAMS_ACTIONS
     from kmc.models.transactions.config import ACTION_ARGS as TRANSACTIONS_ACTIONS
 
     assert set(ProducerDriver.not_driven) <= set(PRODUCER_ACTIONS)
@@ -277,6 +315,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     assert set(GroupDriver.not_driven) <= set(GROUP_ACTIONS)
     assert set(Kip848Driver.not_driven) <= set(KIP848_ACTIONS)
     assert set(DeliveryDriver.not_driven) <= set(DELIVERY_ACTIONS)
+    assert set(StreamsGroupDriver.not_driven) <= set(STREAMS_ACTIONS)
     done, driver = load(KIP848)
     assert driver is Kip848Driver and done.model.name == "group-kip848"
 

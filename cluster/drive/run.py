@@ -31,6 +31,8 @@ from kmc.cluster.drive.wire import BrokerGoneError
 Progress = Callable[[str], None]
 SETTLE_PAUSE_S = 0.05
 LASSO_WATCH_S = 5.0
+LASSO_ROUNDS = 2
+"""How many times a lasso's loop through several states is driven round after its stem."""
 
 
 @dataclass
@@ -78,6 +80,8 @@ class DriveResult:
     """How long the broker was watched staying in a stuttering lasso's last state."""
     reordered: tuple[str, ...] = ()
     """Steps driven in another order than the trace's, the model's states showing the orders equivalent."""
+    loop_rounds: int = 0
+    """How many times a lasso's loop through several states was driven round, back to where it begins."""
 
     @property
     def agreed(self) -> bool:
@@ -100,6 +104,8 @@ class DriveResult:
             return f"agreed at every step the broker shows; {self.property} not confirmed: {self.unconfirmed}"
         shown = "violated" if self.violated_on_broker else "not violated"
         stayed = f" (it stayed in the lasso's last state for {self.watched_s:g} s)" if self.watched_s else ""
+        if self.loop_rounds:
+            stayed = f" (its loop driven round {self.loop_rounds} times, the broker back where it begins)"
         return f"agreed at every step: {self.property} {shown} on the real broker{stayed}"
 
     def to_json(self) -> dict[str, Any]:
@@ -120,6 +126,7 @@ class DriveResult:
             "not_compared": list(self.unseen),
             "reordered": list(self.reordered),
             "last_state_watched_s": self.watched_s or None,
+            "loop_rounds_driven": self.loop_rounds or None,
             "results": [s.to_json() for s in self.steps],
         }
 
@@ -144,7 +151,7 @@ def load(trace_path: Path) -> tuple[DrivenTrace, type[Driver]]:
     if driver is None:
         known = ", ".join(sorted(drivers())) or "none"
         raise UserError(f"model {name} has no driver: traces of {known} can be driven")
-    for action in done.trace.actions[1:]:
+    for action in [*done.trace.actions[1:], *_closing_actions(done)]:
         reason = driver.not_driven.get(action.name)
         if reason is not None:
             raise UserError(f"the trace's action {action.name} cannot be driven: {reason}")
@@ -202,6 +209,8 @@ def drive(
                 break
         if result.agreed and done.trace.loop == len(states) - 1:
             _watch_last_state(driver, states[-1], result, progress)
+        elif result.agreed and done.trace.loop is not None:
+            _drive_loop(driver, done, result, progress)
     except BrokerGoneError as exc:
         raise UserError(f"the broker stopped answering: {exc}") from None
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the steps driven so far are the result
@@ -216,7 +225,7 @@ def drive(
     if hidden is not None:
         result.unconfirmed = hidden
     elif result.agreed and result.property is not None and not result.interrupted:
-        result.violated_on_broker = _violated(done, result.property)
+        result.violated_on_broker = _violated(done, result.property, looped=result.loop_rounds > 0)
     return result
 
 
@@ -251,28 +260,57 @@ def _watch_last_state(driver: Driver, state: Any, result: DriveResult, progress:
     result.watched_s = LASSO_WATCH_S
 
 
+def _closing_actions(done: Replayed) -> list[Any]:
+    """The step from a lasso's last state back to the state its loop begins at (none for a trace that is
+    no lasso, or one that stutters on its last state)."""
+    states, loop = done.trace.states, done.trace.loop
+    if loop is None or loop == len(states) - 1:
+        return []
+    return [next(a for a, t in done.model.successors(states[-1]) if t == states[loop])]
+
+
+def _drive_loop(driver: Driver, done: DrivenTrace, result: DriveResult, progress: Progress) -> None:
+    """A lasso whose loop runs through several states: its loop driven round ``LASSO_ROUNDS`` times, each
+    step compared as the stem's were. The broker, back each time where the loop begins and answering the
+    same requests alike, repeats the loop; one that moves elsewhere diverges."""
+    states, actions, loop = done.trace.states, done.trace.actions, done.trace.loop
+    assert loop is not None
+    steps = [(actions[i], states[i - 1], states[i]) for i in range(loop + 1, len(states))]
+    steps.append((_closing_actions(done)[0], states[-1], states[loop]))
+    index = result.total_steps
+    result.total_steps += len(steps) * LASSO_ROUNDS
+    progress(f"  the lasso loops back to state {loop}: driving its loop round {LASSO_ROUNDS} times")
+    for _round in range(LASSO_ROUNDS):
+        for action, before, after in steps:
+            index += 1
+            step = _step(driver, index, action, before, after)
+            result.steps.append(step)
+            progress(_line(step))
+            if not step.agreed:
+                return
+    result.loop_rounds = LASSO_ROUNDS
+
+
 def _compare_state(driver: Driver, state: Any) -> list[Difference]:
     return differences(driver.expected(state), driver.observed(), "", driver.epochs)
 
 
-def _violated(done: Replayed, name: str) -> bool:
-    """Whether the last state, which the broker's side agreed with, violates the trace's property."""
+def _violated(done: Replayed, name: str, looped: bool = False) -> bool:
+    """Whether the last state, which the broker's side agreed with, violates the trace's property; a
+    liveness property's lasso, when the broker stayed in its last state or went round its loop."""
     props = select_properties(type(done.model), tuple(done.meta.get("spec_files") or ()), [name])
     states, actions = done.trace.states, done.trace.actions
     if props.invariants:
         return not holds(name, props.invariants[0].bind(done.model), states[-1])
     if props.steps:
         return not holds(name, props.steps[0].bind(done.model), states[-2], actions[-1], states[-1])
-    if props.liveness and done.trace.loop == len(states) - 1:
-        try:  # the broker stayed in the lasso's last state, which the model shows never reaches the goal
+    if props.liveness and (done.trace.loop == len(states) - 1 or looped):
+        try:  # the broker stayed in the lasso's last state or went round its loop, where the goal is never reached
             confirm_violation(done)
         except UserError:
             return False
         return True
-    raise UserError(
-        f"{name}'s counterexample loops through several states: a drive confirms invariants, step properties "
-        "and lassos that stay in their last state"
-    )
+    raise UserError(f"{name} is a liveness property and its lasso's loop was not driven round: not confirmed")
 
 
 def _line(step: StepResult) -> str:
@@ -316,10 +354,20 @@ def settings_of(driver_class: type[Driver], release: Any) -> dict[str, str]:
     return for_release(release) if for_release is not None else dict(driver_class.settings)
 
 
-def missing_settings(driver_class: type[Driver], release: Any, cluster_settings: dict[str, str]) -> list[str]:
-    """The driver's settings a running cluster does not have (its timers could fire mid-drive)."""
+def features_of(driver_class: type[Driver], release: Any) -> dict[str, str]:
+    """The feature levels a drive of this driver needs the storage formatted with on this release."""
+    for_release = getattr(driver_class, "features_for", None)
+    return for_release(release) if for_release is not None else {}
+
+
+def missing_settings(driver_class: type[Driver], release: Any, cluster_info: dict[str, Any]) -> list[str]:
+    """The driver's settings and features a running cluster does not have (its timers could fire
+    mid-drive; a feature is fixed when the storage is formatted)."""
     wanted = settings_of(driver_class, release)
-    return [f"{k}={v}" for k, v in wanted.items() if cluster_settings.get(k) != v]
+    missing = [f"{k}={v}" for k, v in wanted.items() if cluster_info["settings"].get(k) != v]
+    features = cluster_info.get("features", {})
+    wanted_features = features_of(driver_class, release)
+    return missing + [f"feature {k}={v}" for k, v in wanted_features.items() if features.get(k) != v]
 
 
 def drive_trace(
@@ -339,7 +387,7 @@ def drive_trace(
     if cluster_dir is not None:
         cluster = running_cluster(cluster_dir)
     if cluster is not None:
-        missing = missing_settings(driver_class, cluster.release, cluster.info["settings"])
+        missing = missing_settings(driver_class, cluster.release, cluster.info)
         if missing:
             raise UserError(f"the cluster lacks what a {done.model.name} drive needs: {', '.join(missing)}")
         check_release(driver_class, cluster.release, done.model)
@@ -351,7 +399,13 @@ def drive_trace(
     folder = run_dir or Path("kmc-out") / f"drive-{trace_path.name.removesuffix('.itf.json')}"
     progress(f"starting Kafka {wanted} (3 nodes) in {folder}")
     # no node users: a drive cuts no network path, so the nodes run as this user, anywhere
-    spec = ClusterSpec(nodes=3, release=wanted, settings=settings_of(driver_class, wanted), node_users=False)
+    spec = ClusterSpec(
+        nodes=3,
+        release=wanted,
+        settings=settings_of(driver_class, wanted),
+        features=features_of(driver_class, wanted),
+        node_users=False,
+    )
     with started(folder, spec) as running:
         return drive(trace_path, driver_class, done, session_of(running), progress)
 

@@ -66,6 +66,9 @@ class StreamsGroupConfig:
         "on a join or when they changed",
     )
     max_faults: int = param(1, "stream threads that crash or close (leave the group) in all", min=0, max=3)
+    crashes: bool = param(
+        True, "a fault may be a crash (its member left to a timeout); False: faults are closes, which leave"
+    )
     max_lost_responses: int = param(
         0, "StreamsGroupHeartbeat responses lost after the coordinator handled the request", min=0, max=3
     )

@@ -107,8 +107,8 @@ class StreamsGroupModel(Model):
         off: list[str] = []
         if c.max_lost_responses == 0:
             off.append("HeartbeatResponseLost")
-        if c.max_faults == 0:
-            off += ["ConsumerCrash", "Unsubscribe"]
+        if c.max_faults == 0 or not c.crashes:
+            off += ["ConsumerCrash", "Unsubscribe"] if c.max_faults == 0 else ["ConsumerCrash"]
             if c.timeouts == "crashed":
                 off += ["SessionTimeout", "RebalanceTimeout"]
         return tuple(off)
@@ -150,8 +150,9 @@ class StreamsGroupModel(Model):
                 for name, after in _reconciliation_steps(me):
                     out.append((self._act(name, c), with_client(c, after)))
             if faults < c_.max_faults and me.phase in (JOINING, MEMBER):
-                crashed = fresh_client(me.processId, STOPPED)._replace(request=me.request)
-                out.append((self._act("ConsumerCrash", c), with_client(c, crashed, faults=faults + 1)))
+                if c_.crashes:
+                    crashed = fresh_client(me.processId, STOPPED)._replace(request=me.request)
+                    out.append((self._act("ConsumerCrash", c), with_client(c, crashed, faults=faults + 1)))
                 if me.phase == MEMBER and me.request is None and me.response is None:
                     leaving = fresh_client(me.processId, LEAVING)._replace(memberEpoch=me.memberEpoch)
                     out.append((self._act("Unsubscribe", c), with_client(c, leaving, faults=faults + 1)))
