@@ -24,6 +24,7 @@ from kmc.cluster.drive.group import GroupDriver
 from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
 from kmc.cluster.drive.run import drive_trace, load
+from kmc.cluster.drive.share_group import ShareGroupDriver
 from kmc.cluster.drive.streams_group import StreamsGroupDriver
 from kmc.cluster.drive.suite import load_drive
 from kmc.cluster.drive.transactions import TransactionsDriver
@@ -43,6 +44,7 @@ def cluster(runs: Path) -> Iterator[Cluster]:
         **TransactionsDriver.settings,
         **DeliveryDriver.settings,
         **StreamsGroupDriver.settings,
+        **ShareGroupDriver.settings,
     }
     with started(runs / "shared", ClusterSpec(nodes=3, settings=settings, node_users=False)) as running:
         yield running
@@ -226,6 +228,19 @@ def test_kafka_19233_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
     assert rejoin.answered["error"] == "NONE"  # 4.1 answered FENCED_MEMBER_EPOCH, again and again
 
 
+def test_a_released_share_record_is_redelivered_and_archived_at_the_limit_on_the_real_broker(cluster: Cluster) -> None:
+    result = drive_trace(
+        COUNTEREXAMPLES / "share-group" / "kafka-4.2-NoRecordArchivedAtTheDeliveryLimit.itf.json", cluster=cluster
+    )
+    assert result.verdict == "agreed at every step: NoRecordArchivedAtTheDeliveryLimit violated on the real broker"
+    fetches = [s for s in result.steps if s.action.startswith("ShareFetch")]
+    assert [s.answered["acquired"] for s in fetches] == [[[0, 1]], [[0, 2]]]  # offset 0, its delivery count
+    assert [s.requests for s in fetches] == [
+        ["ShareFetch(shareSessionEpoch=0, maxRecords=1)"],
+        ["ShareFetch(shareSessionEpoch=2, maxRecords=1)"],
+    ]
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = ConsumerGroup.partitions
@@ -257,6 +272,9 @@ def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(
         ("transactions/pre-kafka-14884-OpenTransactionKnownToCoordinator.itf.json", "answer cannot be held back"),
         ("group/kafka-8653-RebalanceCompletes.itf.json", "cannot be driven"),
         ("group/nowhere.itf.json", "no trace at"),
+        ("share-group/pre-kafka-19476-terminal-FinishedStaysFinished.itf.json", "LogStartOffsetMove cannot be driven"),
+        ("share-group/pre-kafka-19476-expired-lock-AcquiredRecordHasLock.itf.json", "AcquisitionLockExpire cannot"),
+        ("share-group/pre-kafka-18084-AcquiredRecordHasLock.itf.json", "answers the acknowledgement only once"),
     ],
 )
 def test_a_trace_that_cannot_be_driven_is_refused_before_anything_starts(trace: str, message: str, kmc) -> None:
@@ -307,6 +325,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     from kmc.models.group.config import ACTION_ARGS as GROUP_ACTIONS
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
     from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
+    from kmc.models.share_group.config import ACTION_ARGS as SHARE_ACTIONS
     from kmc.models.streams_group.config import ACTION_ARGS as STREAMS_ACTIONS
     from kmc.models.transactions.config import ACTION_ARGS as TRANSACTIONS_ACTIONS
 
@@ -316,6 +335,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     assert set(Kip848Driver.not_driven) <= set(KIP848_ACTIONS)
     assert set(DeliveryDriver.not_driven) <= set(DELIVERY_ACTIONS)
     assert set(StreamsGroupDriver.not_driven) <= set(STREAMS_ACTIONS)
+    assert set(ShareGroupDriver.not_driven) <= set(SHARE_ACTIONS)
     done, driver = load(KIP848)
     assert driver is Kip848Driver and done.model.name == "group-kip848"
 

@@ -11,8 +11,17 @@ def drivers() -> dict[str, Any]:
     from kmc.cluster.drive.group import GroupDriver
     from kmc.cluster.drive.group_kip848 import Kip848Driver
     from kmc.cluster.drive.producer import ProducerDriver
+    from kmc.cluster.drive.share_group import ShareGroupDriver
     from kmc.cluster.drive.streams_group import StreamsGroupDriver
     from kmc.cluster.drive.transactions import TransactionsDriver
 
-    drivers = (GroupDriver, Kip848Driver, ProducerDriver, TransactionsDriver, DeliveryDriver, StreamsGroupDriver)
+    drivers = (
+        GroupDriver,
+        Kip848Driver,
+        ProducerDriver,
+        TransactionsDriver,
+        DeliveryDriver,
+        StreamsGroupDriver,
+        ShareGroupDriver,
+    )
     return {driver.model_name: driver for driver in drivers}

@@ -1,0 +1,290 @@
+"""The share-group driver: the model's share consumers played against a real share-partition leader
+with ShareFetch and ShareAcknowledge, and the share coordinator's start offset read back with
+DescribeShareGroupOffsets.
+
+The driver writes the model's records to a topic of its own, sets the group's configs
+(``share.auto.offset.reset=earliest``, the model's delivery limit, the longest lock duration) and
+joins every consumer with ShareGroupHeartbeat before the first step. Each ShareFetch and
+ShareAcknowledge goes on the consumer's share session (epoch 0 first, then the session's next
+epoch). The broker writes an acknowledgement's new state to the share coordinator before it
+answers, so the model's ``ShareAcknowledge`` and the answer of its write are one broker step
+(``glued``); the answer is the broker's, and a failed write, a lock that runs out and a log-start
+move are not driven: each is inside one broker, or needs the share coordinator down or a lock of
+at least 15 s, and the races the model's bugs need are orderings of them against a write in flight.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from kmc.checker.errors import UserError
+from kmc.checker.model import Action, Model
+from kmc.cluster.drive.base import EpochNames, Performed
+from kmc.cluster.drive.records import NAMES_UP_TO, batch, produce_answer, produce_request
+from kmc.cluster.drive.session import Session
+from kmc.cluster.drive.wire import Connection, error_name, java_list, message
+from kmc.cluster.release import Release
+from kmc.models.share_group.model import member_id
+
+PARTITION = 0
+GROUP_RESOURCE = 32
+LOCK_DURATION_MS = 60_000
+"""The longest lock a group may set: no lock runs out during a drive."""
+FIRST_SHARE_GROUPS = Release(4, 2, 0)
+"""Share groups are production-ready, and on by default, from 4.2."""
+GROUP_DELIVERY_LIMIT = Release(4, 3, 0)
+"""``share.delivery.count.limit`` is a group config from 4.3; before, only the broker's
+``group.share.delivery.count.limit`` sets it."""
+BROKER_DELIVERY_LIMIT = 2
+"""The broker-wide limit a drive on 4.2 starts its cluster with (Kafka's minimum)."""
+ACKNOWLEDGE_TYPE = {"ACCEPT": 1, "RELEASE": 2, "REJECT": 3}
+JOIN_TIMEOUT_S = 30.0
+RETRIABLE = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
+
+
+class ShareGroupDriver:
+    model_name = "share-group"
+    settings: ClassVar[dict[str, str]] = {"group.share.max.record.lock.duration.ms": str(LOCK_DURATION_MS)}
+    not_driven: ClassVar[dict[str, str]] = {
+        "AcquisitionLockExpire": "a lock lasts at least 15 s (group.share.min.record.lock.duration.ms), and its "
+        "timer runs inside the broker: a race with it cannot be ordered by requests",
+        "AcquisitionLockTimeout": "as AcquisitionLockExpire: the lock's timeout handler runs inside the broker",
+        "LogStartOffsetMove": "the leader archives on its next fetch, inside the broker: not driven yet",
+    }
+    unseen = (
+        "records, timers, writes: the share-partition leader keeps them to itself (ShareFetch shows each "
+        "acquisition's records and delivery counts, compared in the step's answer)",
+        "startOffset, cacheStart: the leader's; persistedStartOffset is compared (DescribeShareGroupOffsets)",
+        "persisted: the share coordinator's record states are not shown",
+        "consumers, accepted, archivedByLogStart: the driver's client and the model's ghosts",
+        "writeFailures, logStartMoves: the model's counters",
+    )
+    unseen_properties: ClassVar[dict[str, str]] = {}
+    max_drive_s = LOCK_DURATION_MS / 2000
+    settle_s = 0.0
+
+    @classmethod
+    def check_release(cls, release: Release, model: Any) -> None:
+        release.require(FIRST_SHARE_GROUPS, "share groups (ShareFetch, production-ready in 4.2) need")
+        limit = model.config.delivery_count_limit
+        if release < GROUP_DELIVERY_LIMIT and limit != BROKER_DELIVERY_LIMIT:
+            raise UserError(
+                f"Kafka {release} sets the delivery limit for the whole broker (a group config from 4.3): its drives "
+                f"run with {BROKER_DELIVERY_LIMIT}, the trace's is {limit}"
+            )
+
+    @classmethod
+    def settings_for(cls, release: Release) -> dict[str, str]:
+        if release >= GROUP_DELIVERY_LIMIT:
+            return dict(cls.settings)
+        return {**cls.settings, "group.share.delivery.count.limit": str(BROKER_DELIVERY_LIMIT)}
+
+    @classmethod
+    def glued(cls, actions: Sequence[Action | None]) -> int | None:
+        """An acknowledgement's write is answered before the broker answers the acknowledgement."""
+        last = actions[-1]
+        if last is None or last.name != "WriteShareGroupStateResponse":
+            return None
+        return next((i for i in range(len(actions) - 2, 0, -1) if _named(actions[i], "ShareAcknowledge")), None)
+
+    @classmethod
+    def check_trace(cls, actions: list[Action]) -> None:
+        for i, action in enumerate(actions):
+            if action is None or action.name != "WriteShareGroupStateResponse":
+                continue
+            if action.args["error"] != "NONE":
+                raise UserError(
+                    f"step {i}: a failed write to the share coordinator needs the share coordinator unavailable "
+                    "while the leader writes: not driven"
+                )
+            if not _named(actions[i - 1], "ShareAcknowledge"):
+                raise UserError(
+                    f"step {i}: the write's answer does not directly follow its acknowledgement: the broker "
+                    "answers the acknowledgement only once the write is answered"
+                )
+
+    def __init__(self, session: Session, model: Model, initial: Any) -> None:
+        self.session = session
+        self.model = model
+        self.group = f"kmc-drive-share-{uuid.uuid4().hex[:12]}"
+        self.topic = f"{self.group}-topic"
+        self.topic_id: Any = None
+        self.leader = -1
+        self.coordinator = -1
+        self.real_ids = {member_id(c): str(uuid.uuid4()) for c in range(model.config.consumers)}
+        self.session_epochs: dict[int, int] = {}
+        """consumer -> the epoch its next request on its share session carries"""
+        self.epochs = EpochNames()
+
+    # -- setup -------------------------------------------------------------------------------------
+    def setup(self) -> None:
+        session = self.session
+        session.create_topic(self.topic, 1, 1)
+        described = session.describe_topic(self.topic)
+        if described is None:
+            raise UserError(f"topic {self.topic} has no id in the metadata")
+        self.topic_id = described.topicId()
+        self.leader = session.until("elect the topic's leader", lambda: session.leaders(self.topic, 1))[PARTITION]
+        producer = session.connection("producer", self.leader)
+        for record in range(self.model.config.records):
+            data = produce_request(self.topic, PARTITION, batch(record, -1, -1, -1), -1)
+            answer = producer.call("PRODUCE", data, min(NAMES_UP_TO, producer.version("PRODUCE")))
+            if produce_answer(answer) != ("NONE", record):
+                raise UserError(f"writing record {record} failed: {produce_answer(answer)}")
+        configs = {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": str(LOCK_DURATION_MS)}
+        if Release.parse(session.release) >= GROUP_DELIVERY_LIMIT:
+            configs["share.delivery.count.limit"] = str(self.model.config.delivery_count_limit)
+        self._set_group_configs(configs)
+        self.coordinator = session.find_coordinator(self.group, 0)
+        for c in range(self.model.config.consumers):
+            self._join(c)
+
+    def _set_group_configs(self, configs: dict[str, str]) -> None:
+        request = message("IncrementalAlterConfigsRequestData")
+        resource = message("IncrementalAlterConfigsRequestData$AlterConfigsResource")
+        resource.setResourceType(GROUP_RESOURCE).setResourceName(self.group)
+        for key, value in configs.items():
+            config = message("IncrementalAlterConfigsRequestData$AlterableConfig").setName(key).setValue(value)
+            resource.configs().add(config.setConfigOperation(0))
+        request.resources().add(resource)
+        for answered in self.session.admin().call("INCREMENTAL_ALTER_CONFIGS", request).responses():
+            if answered.errorCode() != 0:
+                raise UserError(f"cannot set the share group's configs: {error_name(answered.errorCode())}")
+
+    def _join(self, consumer: int) -> None:
+        """ShareGroupHeartbeat until the consumer's member is assigned the partition."""
+        real = self.real_ids[member_id(consumer)]
+        epoch = [0]
+
+        def attempt() -> bool | None:
+            request = message("ShareGroupHeartbeatRequestData").setGroupId(self.group).setMemberId(real)
+            request.setMemberEpoch(epoch[0])
+            if epoch[0] == 0:
+                request.setSubscribedTopicNames(java_list([self.topic]))
+            conn = self.session.connection(f"heartbeat-{consumer}", self.coordinator)
+            answer = conn.call("SHARE_GROUP_HEARTBEAT", request)
+            error = error_name(answer.errorCode())
+            if error in RETRIABLE:  # the coordinator moved or is loading: ask again
+                self.coordinator = self.session.find_coordinator(self.group, 0)
+                return None
+            if error != "NONE":
+                raise UserError(f"consumer {consumer} could not join the share group: {error}")
+            epoch[0] = int(answer.memberEpoch())
+            assignment = answer.assignment()
+            if assignment is None:
+                return None
+            return True if any(t.topicId().equals(self.topic_id) for t in assignment.topicPartitions()) else None
+
+        self.session.until(f"assign the partition to consumer {consumer}", attempt, JOIN_TIMEOUT_S)
+
+    def _connection(self, consumer: int) -> Connection:
+        return self.session.connection(f"consumer-{consumer}", self.leader)
+
+    def _session_epoch(self, consumer: int) -> int:
+        epoch = self.session_epochs.get(consumer, 0)
+        self.session_epochs[consumer] = 1 if epoch == 0 else epoch + 1
+        return epoch
+
+    # -- steps -------------------------------------------------------------------------------------
+    def perform(self, action: Action, before: Any, after: Any) -> Performed:
+        args = action.args
+        if action.name == "ShareFetch":
+            return self._share_fetch(args["consumer"], args["first"], args["last"], after)
+        if action.name == "ShareAcknowledge":
+            return self._acknowledge(args["consumer"], args["offset"], args["acknowledgeType"], args["error"])
+        if action.name == "WriteShareGroupStateResponse":
+            return Performed(requests=["(answered inside the broker before its acknowledgement)"])
+        raise UserError(f"the share-group driver has no mapping for {action.name}")
+
+    def _share_fetch(self, consumer: int, first: int, last: int, after: Any) -> Performed:
+        epoch = self._session_epoch(consumer)
+        request = message("ShareFetchRequestData").setGroupId(self.group)
+        request.setMemberId(self.real_ids[member_id(consumer)]).setShareSessionEpoch(epoch)
+        fetch_records = self.model.config.max_fetch_records
+        request.setMaxWaitMs(5_000).setMinBytes(1).setMaxBytes(1 << 20)
+        request.setMaxRecords(fetch_records).setBatchSize(fetch_records)
+        partition = message("ShareFetchRequestData$FetchPartition").setPartitionIndex(PARTITION)
+        topic = message("ShareFetchRequestData$FetchTopic").setTopicId(self.topic_id)
+        topic.partitions().add(partition)
+        request.topics().add(topic)
+        answer = self._connection(consumer).call("SHARE_FETCH", request)
+        acquired: list[list[int]] = []
+        error = error_name(answer.errorCode())
+        for topic_answer in answer.responses():
+            for p in topic_answer.partitions():
+                if p.errorCode() != 0:
+                    error = error_name(p.errorCode())
+                for r in p.acquiredRecords():
+                    acquired.extend(
+                        [o, int(r.deliveryCount())] for o in range(int(r.firstOffset()), int(r.lastOffset()) + 1)
+                    )
+        expected = [] if first < 0 else [[o, after.records[o].deliveryCount] for o in range(first, last + 1)]
+        sent = f"ShareFetch(shareSessionEpoch={epoch}, maxRecords={fetch_records})"
+        return Performed(
+            requests=[sent],
+            answered={"error": error, "acquired": acquired},
+            expected={"error": "NONE", "acquired": expected},
+        )
+
+    def _acknowledge(self, consumer: int, offset: int, ack_type: str, error: str) -> Performed:
+        epoch = self._session_epoch(consumer)
+        request = message("ShareAcknowledgeRequestData").setGroupId(self.group)
+        request.setMemberId(self.real_ids[member_id(consumer)]).setShareSessionEpoch(epoch)
+        ack = message("ShareAcknowledgeRequestData$AcknowledgementBatch").setFirstOffset(offset).setLastOffset(offset)
+        ack.setAcknowledgeTypes(_bytes([ACKNOWLEDGE_TYPE[ack_type]]))
+        partition = message("ShareAcknowledgeRequestData$AcknowledgePartition").setPartitionIndex(PARTITION)
+        partition.acknowledgementBatches().add(ack)
+        topic = message("ShareAcknowledgeRequestData$AcknowledgeTopic").setTopicId(self.topic_id)
+        topic.partitions().add(partition)
+        request.topics().add(topic)
+        answer = self._connection(consumer).call("SHARE_ACKNOWLEDGE", request)
+        answered = error_name(answer.errorCode())
+        for topic_answer in answer.responses():
+            for p in topic_answer.partitions():
+                if p.errorCode() != 0:
+                    answered = error_name(p.errorCode())
+        sent = f"ShareAcknowledge(shareSessionEpoch={epoch}, offset={offset}, {ack_type})"
+        return Performed(requests=[sent], answered={"error": answered}, expected={"error": error}, deferred=True)
+
+    # -- projections -------------------------------------------------------------------------------
+    def expected(self, state: Any) -> dict[str, Any]:
+        return {"persistedStartOffset": state.persistedStartOffset}
+
+    def observed(self) -> dict[str, Any]:
+        request = message("DescribeShareGroupOffsetsRequestData")
+        group = message("DescribeShareGroupOffsetsRequestData$DescribeShareGroupOffsetsRequestGroup")
+        group.setGroupId(self.group)
+        topic = message("DescribeShareGroupOffsetsRequestData$DescribeShareGroupOffsetsRequestTopic")
+        topic.setTopicName(self.topic).setPartitions(_ints([PARTITION]))
+        group.setTopics(java_list([topic]))
+        request.setGroups(java_list([group]))
+        answer = self.session.connection("describe", self.coordinator).call("DESCRIBE_SHARE_GROUP_OFFSETS", request)
+        for g in answer.groups():
+            for t in g.topics():
+                for p in t.partitions():
+                    if p.errorCode() != 0:
+                        return {"error": error_name(p.errorCode())}
+                    # -1: the share coordinator has no state for it yet (no fetch has initialised it)
+                    return {"persistedStartOffset": max(int(p.startOffset()), 0)}
+        return {"persistedStartOffset": 0}
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def _named(action: Action | None, name: str) -> bool:
+    return action is not None and action.name == name
+
+
+def _bytes(values: list[int]) -> Any:
+    from kmc.cluster.drive.wire import java
+
+    return java("java.util.ArrayList")([java("java.lang.Byte")(v) for v in values])
+
+
+def _ints(values: list[int]) -> Any:
+    from kmc.cluster.drive.wire import java_ints
+
+    return java_ints(values)
