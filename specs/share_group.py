@@ -27,7 +27,7 @@ def NoRecordUnderTwoLocks(s: ShareGroupState) -> bool:
     holders: dict[int, int] = {}
     for consumer in s.consumers:
         for offset, timer in consumer.held:
-            if not s.timers[timer].expired:
+            if timer != NO_TIMER and not s.timers[timer].expired:
                 holders[offset] = holders.get(offset, 0) + 1
     return all(n <= 1 for n in holders.values())
 
@@ -61,6 +61,14 @@ def DeliveryCountBounded(s: ShareGroupState, model: ShareGroupModel) -> bool:
         if r.deliveryCount > limit or (r.state == AVAILABLE and r.rollback is None and r.deliveryCount >= limit):
             return False
     return True
+
+
+@invariant
+def DeliveriesWithinTheLimit(s: ShareGroupState, model: ShareGroupModel) -> bool:
+    """No record is handed to consumers more times than the delivery limit, counting every delivery,
+    also those a delivery count no longer shows."""
+    limit = model.config.delivery_count_limit
+    return all(n <= limit for n in s.deliveries)
 
 
 @step

@@ -124,3 +124,28 @@ def test_an_acceptance_written_after_the_log_start_passed_the_cache_moves_the_st
     model = ShareGroupModel(ShareGroupModel.make_config("kafka-4.2-start-offset-back", {}))
     healed = [t for a, t in model.successors(after) if a.name == "ShareFetch"]
     assert healed and all(t.startOffset == 2 for t in healed)
+
+
+@pytest.mark.parametrize("preset", sorted(ShareGroupModel.presets))
+def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
+    expected = ShareGroupModel.presets[preset].expected
+    result = Check("share-group", preset=preset, settings={"keep_going": True}).run()
+    assert result.complete
+    violated = {v.property for v in result.violations}
+    assert violated == {name for name, verdict in expected.items() if verdict == "violated"}
+
+
+def test_a_new_leader_loads_the_last_written_delivery_count_not_the_acquisitions() -> None:
+    """The crash's trace: released once (written: delivery 1), acquired again (delivery 2, not written),
+    the leader crashes, and the new leader hands the record out a third time at delivery 2."""
+    done = replay(read_trace(TRACES / "kafka-4.2-leader-change-DeliveriesWithinTheLimit.itf.json"))
+    states, actions = done.trace.states, done.trace.actions
+    change = next(i for i, a in enumerate(actions) if a is not None and a.name == "LeaderChange")
+    before, after = states[change - 1], states[change]
+    assert (before.records[0].state, before.records[0].deliveryCount, before.persisted[0]) == (
+        ACQUIRED,
+        2,
+        (AVAILABLE, 1),
+    )
+    assert (after.records[0].state, after.records[0].deliveryCount, after.timers) == (AVAILABLE, 1, ())
+    assert states[-1].deliveries[0] == 3 and states[-1].records[0].deliveryCount == 2

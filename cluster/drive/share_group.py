@@ -11,10 +11,15 @@ answers, so the model's ``ShareAcknowledge`` and the answer of its write are one
 (``glued``); the answer is the broker's, and a failed write, a lock that runs out and a log-start
 move are not driven: each is inside one broker, or needs the share coordinator down or a lock of
 at least 15 s, and the races the model's bugs need are orderings of them against a write in flight.
+A leader change is a crash of the partition's leader (SIGKILL; its replicas are on every node):
+another replica takes over, loads the share partition's state from the share coordinator, and each
+consumer opens a new share session there; the node is started again when the drive ends.
 """
 
 from __future__ import annotations
 
+import signal
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -41,6 +46,11 @@ BROKER_DELIVERY_LIMIT = 2
 """The broker-wide limit a drive on 4.2 starts its cluster with (Kafka's minimum)."""
 ACKNOWLEDGE_TYPE = {"ACCEPT": 1, "RELEASE": 2, "REJECT": 3}
 JOIN_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 60.0
+FETCH_ATTEMPTS = 4
+"""ShareFetches (each waiting up to 5 s) before an empty answer is the broker's."""
+REPLICAS = 3
+"""The topic's replicas: a leader change needs another replica to take over."""
 RETRIABLE = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
 
 
@@ -92,6 +102,11 @@ class ShareGroupDriver:
     @classmethod
     def check_trace(cls, actions: list[Action]) -> None:
         for i, action in enumerate(actions):
+            if _named(action, "LeaderChange") and not action.args["writesLanded"]:
+                raise UserError(
+                    f"step {i}: a leader change that fences the old leader's writes needs a write in flight, "
+                    "which the broker never leaves between requests"
+                )
             if action is None or action.name != "WriteShareGroupStateResponse":
                 continue
             if action.args["error"] != "NONE":
@@ -99,7 +114,7 @@ class ShareGroupDriver:
                     f"step {i}: a failed write to the share coordinator needs the share coordinator unavailable "
                     "while the leader writes: not driven"
                 )
-            if not _named(actions[i - 1], "ShareAcknowledge"):
+            if not _named(actions[i - 1], "ShareAcknowledge") and not _named(actions[i - 1], "LeaderChange"):
                 raise UserError(
                     f"step {i}: the write's answer does not directly follow its acknowledgement: the broker "
                     "answers the acknowledgement only once the write is answered"
@@ -114,6 +129,7 @@ class ShareGroupDriver:
         self.leader = -1
         self.coordinator = -1
         self.real_ids = {member_id(c): str(uuid.uuid4()) for c in range(model.config.consumers)}
+        self.stopped_nodes: list[int] = []
         self.session_epochs: dict[int, int] = {}
         """consumer -> the epoch its next request on its share session carries"""
         self.epochs = EpochNames()
@@ -121,7 +137,7 @@ class ShareGroupDriver:
     # -- setup -------------------------------------------------------------------------------------
     def setup(self) -> None:
         session = self.session
-        session.create_topic(self.topic, 1, 1)
+        session.create_topic(self.topic, 1, REPLICAS)
         described = session.describe_topic(self.topic)
         if described is None:
             raise UserError(f"topic {self.topic} has no id in the metadata")
@@ -196,9 +212,21 @@ class ShareGroupDriver:
             return self._acknowledge(args["consumer"], args["offset"], args["acknowledgeType"], args["error"])
         if action.name == "WriteShareGroupStateResponse":
             return Performed(requests=["(answered inside the broker before its acknowledgement)"])
+        if action.name == "LeaderChange":
+            return self._leader_change()
         raise UserError(f"the share-group driver has no mapping for {action.name}")
 
     def _share_fetch(self, consumer: int, first: int, last: int, after: Any) -> Performed:
+        """ShareFetch until it acquires something or ``FETCH_ATTEMPTS`` answers came back empty: an empty
+        answer (a share partition still loading on a new leader) is no step of the model's, and a client
+        fetches again."""
+        for _attempt in range(FETCH_ATTEMPTS):
+            performed = self._share_fetch_once(consumer, first, last, after)
+            if performed.answered["acquired"] or performed.answered["error"] != "NONE" or first < 0:
+                break
+        return performed
+
+    def _share_fetch_once(self, consumer: int, first: int, last: int, after: Any) -> Performed:
         epoch = self._session_epoch(consumer)
         request = message("ShareFetchRequestData").setGroupId(self.group)
         request.setMemberId(self.real_ids[member_id(consumer)]).setShareSessionEpoch(epoch)
@@ -248,6 +276,34 @@ class ShareGroupDriver:
         sent = f"ShareAcknowledge(shareSessionEpoch={epoch}, offset={offset}, {ack_type})"
         return Performed(requests=[sent], answered={"error": answered}, expected={"error": error}, deferred=True)
 
+    def _leader_change(self) -> Performed:
+        cluster = self.session.cluster
+        if cluster is None:
+            raise UserError("a leader change needs a cluster the drive starts itself (not --cluster)")
+        old = self.leader
+        node = cluster.node(old)
+        # a crash: a controlled shutdown would first release each share session, writing the acquired
+        # records back with their delivery counts, which the model's leader change does not do
+        node.signal(signal.SIGKILL)
+        if node.process is not None:
+            node.process.wait(timeout=STOP_TIMEOUT_S)
+        self.stopped_nodes.append(old)
+        self.session.down = set(self.stopped_nodes)
+        for c in list(self.session_epochs):
+            conn = self.session.connections.pop(f"consumer-{c}", None)
+            if conn is not None:
+                conn.close()
+        self.session_epochs.clear()  # the new leader has no share session: each consumer opens one
+
+        def moved() -> int | None:
+            leaders = self.session.leaders(self.topic, 1)
+            return None if leaders is None or leaders[PARTITION] in (old, -1) else leaders[PARTITION]
+
+        self.leader = self.session.until("elect a new leader for the partition", moved)
+        if self.coordinator == old:
+            self.coordinator = self.session.find_coordinator(self.group, 0)
+        return Performed(requests=[f"(node {old}, the partition's leader, killed; node {self.leader} leads it)"])
+
     # -- projections -------------------------------------------------------------------------------
     def expected(self, state: Any) -> dict[str, Any]:
         return {"persistedStartOffset": state.persistedStartOffset}
@@ -272,6 +328,12 @@ class ShareGroupDriver:
 
     def close(self) -> None:
         self.session.close()
+        cluster = self.session.cluster
+        for node_id in self.stopped_nodes:
+            node = cluster.node(node_id)
+            cluster.start_node(node)
+            node.wait_ready(time.monotonic() + 60)
+        self.stopped_nodes.clear()
 
 
 def _named(action: Action | None, name: str) -> bool:

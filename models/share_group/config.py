@@ -14,6 +14,7 @@ ACTION_ARGS = {
     "AcquisitionLockExpire": ("timer",),
     "AcquisitionLockTimeout": ("timer",),
     "LogStartOffsetMove": ("logStartOffset",),
+    "LeaderChange": ("writesLanded",),
 }
 
 
@@ -32,6 +33,13 @@ class ShareGroupConfig:
     )
     max_write_failures: int = param(
         1, "writeShareGroupState answered with an error (the share coordinator unavailable)", min=0, max=3
+    )
+    max_leader_changes: int = param(
+        0,
+        "the share partition's leadership moves: the new leader loads what the share coordinator holds "
+        "(SharePartition.maybeInitialize)",
+        min=0,
+        max=2,
     )
     max_log_start_moves: int = param(0, "retention moves the log start offset (one record each)", min=0, max=3)
     kafka_18084: bool = param(True, "KAFKA-18084 (4.0): acquire skips a record whose state transition is in flight")
@@ -59,6 +67,7 @@ PROPERTIES = (
     "FinishedStaysFinished",
     "PersistedNotOlderThanAccepted",
     "StartOffsetNeverMovesBack",
+    "DeliveriesWithinTheLimit",
     "EveryRecordFinished",
 )
 
@@ -101,9 +110,21 @@ PRESETS = {
         max_log_start_moves=2,
         max_write_failures=0,
     ),
+    "kafka-4.2-leader-change": Preset.of(
+        "Kafka 4.2 and later, one record, one consumer, the partition's leader crashing once: the new leader "
+        "loads the delivery count last written, and an acquisition is never written, so the record is "
+        "delivered more times than the limit (confirmed on brokers 4.2.1 to 4.4.0)",
+        {
+            "DeliveriesWithinTheLimit": "violated",
+            "FinishedStaysFinished": "violated",
+            "StartOffsetNeverMovesBack": "violated",
+        },
+        consumers=1,
+        max_leader_changes=1,
+    ),
     "kafka-4.1": Preset.of(
         "Kafka 4.1.0 to 4.1.2: before the three fixes of KAFKA-19476; one failed write, one log-start move",
-        {"AcquiredRecordHasLock": "violated", "FinishedStaysFinished": "violated"},
+        {"AcquiredRecordHasLock": "violated", "FinishedStaysFinished": "violated", "EveryRecordFinished": "violated"},
         **_KAFKA_4_1,
         max_log_start_moves=1,
     ),

@@ -81,7 +81,8 @@ class ShareGroupModel(Model):
     config: ShareGroupConfig
 
     def inactive_actions(self) -> tuple[str, ...]:
-        return ("LogStartOffsetMove",) if self.config.max_log_start_moves == 0 else ()
+        off = ("LogStartOffsetMove",) if self.config.max_log_start_moves == 0 else ()
+        return off + (("LeaderChange",) if self.config.max_leader_changes == 0 else ())
 
     # -- init ------------------------------------------------------------------------------------
     def init_states(self) -> list[ShareGroupState]:
@@ -102,6 +103,7 @@ class ShareGroupModel(Model):
                 archivedByLogStart=frozenset(),
                 writeFailures=0,
                 logStartMoves=0,
+                deliveries=(0,) * c.records,
             )
         ]
 
@@ -123,6 +125,10 @@ class ShareGroupModel(Model):
             if timer.expired and not timer.handled:
                 out.append(self._lock_timeout(s, index))
         self._log_start_move(s, out)
+        if s.leaderChanges < self.config.max_leader_changes:
+            out.append(self._leader_change(s, writes_landed=True))
+            if s.writes:
+                out.append(self._leader_change(s, writes_landed=False))
         return [(action, _compact_timers(t)) for action, t in out]
 
     # -- the request handler: ShareFetch ---------------------------------------------------------
@@ -176,10 +182,12 @@ class ShareGroupModel(Model):
         # a record delivered again to the same consumer replaces its earlier delivery there
         kept = {(o, t) for o, t in s.consumers[c].held if not first <= o <= last}
         held = frozenset(kept | {(o, timer) for o in range(first, last + 1)})
+        deliveries = tuple(n + 1 if first <= o <= last else n for o, n in enumerate(s.deliveries))
         nxt = s._replace(
             records=tuple(records),
             timers=(*s.timers, LockTimer(member, first, last, False, False, False)),
             consumers=_with(s.consumers, c, Consumer(held)),
+            deliveries=deliveries,
         )
         out.append((_act("ShareFetch", c, first, last), nxt))
 
@@ -211,6 +219,38 @@ class ShareGroupModel(Model):
     @staticmethod
     def _ack_action(c: int, offset: int, ack_type: str, error: str) -> Action:
         return _act("ShareAcknowledge", c, offset, ack_type, error)
+
+    # -- a new share-partition leader ------------------------------------------------------------
+    def _leader_change(self, s: ShareGroupState, writes_landed: bool) -> Step:
+        """The partition's leadership moves and the new leader's ``SharePartition.maybeInitialize`` reads
+        what the share coordinator holds: the start offset, and each record's state and delivery count
+        as last written (an acquisition is never written). The old leader's locks die with it, and its
+        writes in flight either land before the read or are fenced by the new leader epoch; the
+        consumers still hold what they were handed (their acknowledgements now meet the new leader)."""
+        persisted, start = list(s.persisted), s.persistedStartOffset
+        if writes_landed:
+            for write in s.writes:
+                for offset, state, count in write.batches:
+                    persisted[offset] = (state, count)
+                start = write.startOffset
+        records = tuple(
+            InFlightState(state, count, EMPTY_MEMBER_ID, NO_TIMER, None, False)
+            if offset >= start
+            else s.records[offset]._replace(memberId=EMPTY_MEMBER_ID, timer=NO_TIMER, rollback=None)
+            for offset, (state, count) in enumerate(persisted)
+        )
+        nxt = s._replace(
+            records=records,
+            startOffset=start,
+            cacheStart=start,
+            timers=(),
+            writes=(),
+            persisted=tuple(persisted),
+            persistedStartOffset=start,
+            consumers=tuple(Consumer(frozenset((o, NO_TIMER) for o, _t in c.held)) for c in s.consumers),
+            leaderChanges=s.leaderChanges + 1,
+        )
+        return _act("LeaderChange", writes_landed), _move_start_offset(nxt)
 
     # -- the persister's callback ----------------------------------------------------------------
     def _write_answered(self, s: ShareGroupState, error: str) -> Step:

@@ -105,3 +105,6 @@ class ShareGroupState(NamedTuple):
     """Records a log-start move archived (a ghost: what the properties ask of them)."""
     writeFailures: int
     logStartMoves: int
+    deliveries: tuple[int, ...] = ()
+    """A ghost: how many times each record was handed to a consumer, whatever its delivery count says."""
+    leaderChanges: int = 0
