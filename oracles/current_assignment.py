@@ -24,7 +24,6 @@ they are carried by Kafka and never compared.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -88,10 +87,6 @@ def _view(m: GroupMember) -> MemberView:
     return MemberView(m.state, m.memberEpoch, m.previousMemberEpoch, m.assigned, m.pendingRevocation)
 
 
-def _release_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:2])
-
-
 class CurrentAssignmentOracle(Oracle):
     name = "current-assignment"
     model_name = "group-kip848"
@@ -106,7 +101,7 @@ class CurrentAssignmentOracle(Oracle):
     def __init__(self, model: Kip848Model, release: str | None = None) -> None:  # type: ignore[override]
         super().__init__(model, release)
         self._version = self.release = jvm.start(self.release)
-        if _release_tuple(self._version) < MIN_RELEASE:
+        if jvm.release_tuple(self._version) < MIN_RELEASE:
             return  # unsupported() says why; nothing below exists in older jars
         j = jvm.jclass
         self._integer = j("java.lang.Integer")
@@ -130,7 +125,7 @@ class CurrentAssignmentOracle(Oracle):
         """Kafka's answers by input: the same reconciliation recurs in many states."""
 
     def unsupported(self) -> str | None:
-        if _release_tuple(self._version) < MIN_RELEASE:
+        if jvm.release_tuple(self._version) < MIN_RELEASE:
             return (
                 f"this adapter calls the ConsumerGroupMember of Kafka 4.3+ (per-partition assignment epochs, "
                 f"KIP-1251); Kafka {self._version} has another API"

@@ -90,6 +90,11 @@ def start(version: str | None = None, folder: Path | None = None) -> str:
     return version
 
 
+def release_tuple(version: str) -> tuple[int, ...]:
+    """(major, minor) of a release such as 4.3.1: what an adapter compares to know a release's API."""
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+
+
 def started_version() -> str | None:
     return _started_version
 

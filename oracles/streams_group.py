@@ -23,7 +23,6 @@ offset commits: every active task is given its member's epoch, and they are neve
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -114,10 +113,6 @@ def _view(m: StreamsGroupMember) -> MemberView:
     )
 
 
-def _release_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:2])
-
-
 class StreamsGroupOracle(Oracle):
     name = "streams-group"
     model_name = "streams-group"
@@ -132,7 +127,7 @@ class StreamsGroupOracle(Oracle):
     def __init__(self, model: StreamsGroupModel, release: str | None = None) -> None:  # type: ignore[override]
         super().__init__(model, release)
         self._version = self.release = jvm.start(self.release)
-        if _release_tuple(self._version) < MIN_RELEASE:
+        if jvm.release_tuple(self._version) < MIN_RELEASE:
             return  # unsupported() says why
         j = jvm.jclass
         self._integer = j("java.lang.Integer")
@@ -160,7 +155,7 @@ class StreamsGroupOracle(Oracle):
         """Kafka's answers by call: the same decision recurs in many states."""
 
     def unsupported(self) -> str | None:
-        if _release_tuple(self._version) < MIN_RELEASE:
+        if jvm.release_tuple(self._version) < MIN_RELEASE:
             return (
                 f"this adapter calls the StreamsGroupMember of Kafka 4.2+ (per-task epochs of active tasks, "
                 f"KAFKA-19779); Kafka {self._version} has another API"

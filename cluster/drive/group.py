@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import time
 import uuid
 from typing import Any, ClassVar
 
@@ -32,7 +31,6 @@ INITIAL_DELAY_MS = 1500
 SESSION_TIMEOUT_MS = 60_000
 REBALANCE_TIMEOUT_MS = 120_000
 PROTOCOL_TYPE = "consumer"
-STOP_TIMEOUT_S = 30.0
 
 
 class GroupDriver:
@@ -315,17 +313,12 @@ class GroupDriver:
 
     # -- the coordinator moving --------------------------------------------------------------------
     def _unload(self, performed: Performed) -> None:
-        cluster = self.session.cluster
-        if cluster is None:
-            raise UserError("a coordinator failover needs a cluster the drive starts itself (not --cluster)")
-        node = cluster.node(self.coordinator)
-        node.signal(signal.SIGTERM)  # controlled shutdown: the offsets partition's leadership moves
-        if node.process is not None:
-            node.process.wait(timeout=STOP_TIMEOUT_S)
-        self.stopped_nodes.append(node.node_id)
+        # controlled shutdown: the offsets partition's leadership moves
+        self.session.stop_node(self.coordinator, signal.SIGTERM, "a coordinator failover")
+        self.stopped_nodes.append(self.coordinator)
         for c in list(self.in_flight):
             self._forget(c)
-        performed.requests.append(f"(node {node.node_id}, the group's coordinator, shut down)")
+        performed.requests.append(f"(node {self.coordinator}, the group's coordinator, shut down)")
 
     def _load(self, performed: Performed) -> None:
         previous = self.coordinator
@@ -387,11 +380,7 @@ class GroupDriver:
 
     def close(self) -> None:
         self.session.close()
-        cluster = self.session.cluster
-        for node_id in self.stopped_nodes:
-            node = cluster.node(node_id)
-            cluster.start_node(node)
-            node.wait_ready(time.monotonic() + 60)
+        self.session.start_nodes(self.stopped_nodes)
         self.stopped_nodes.clear()
 
     def _broker_generation(self, generation: int) -> int:

@@ -12,6 +12,8 @@ from kmc.checker.errors import UserError
 from kmc.cluster.drive.wire import BrokerGoneError, Connection, error_name, java_ints, java_list, message
 
 SETTLE_TIMEOUT_S = 30.0
+NODE_STOP_TIMEOUT_S = 60.0
+NODE_START_TIMEOUT_S = 60.0
 RETRY_PAUSE_S = 0.1
 TOPIC_RESOURCE = 2
 RETRIABLE = {
@@ -48,6 +50,23 @@ class Session:
 
     def admin(self) -> Connection:
         return self.connection("admin", min(set(self.brokers) - self.down))
+
+    def stop_node(self, node_id: int, sig: int, what: str) -> None:
+        """Stop a node of the cluster the drive started: SIGTERM is a controlled shutdown, SIGKILL a
+        crash; ``what`` names the step for the error a cluster running apart gets."""
+        if self.cluster is None:
+            raise UserError(f"{what} needs a cluster the drive starts itself (not --cluster)")
+        node = self.cluster.node(node_id)
+        node.signal(sig)
+        if node.process is not None:
+            node.process.wait(timeout=NODE_STOP_TIMEOUT_S)
+
+    def start_nodes(self, node_ids: list[int]) -> None:
+        """Start again the nodes a drive stopped, ready for the next drive."""
+        for node_id in node_ids:
+            node = self.cluster.node(node_id)
+            self.cluster.start_node(node)
+            node.wait_ready(time.monotonic() + NODE_START_TIMEOUT_S)
 
     def close(self) -> None:
         for conn in self.connections.values():

@@ -19,7 +19,6 @@ consumer opens a new share session there; the node is started again when the dri
 from __future__ import annotations
 
 import signal
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -46,7 +45,6 @@ BROKER_DELIVERY_LIMIT = 2
 """The broker-wide limit a drive on 4.2 starts its cluster with (Kafka's minimum)."""
 ACKNOWLEDGE_TYPE = {"ACCEPT": 1, "RELEASE": 2, "REJECT": 3}
 JOIN_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 60.0
 FETCH_ATTEMPTS = 4
 """ShareFetches (each waiting up to 5 s) before an empty answer is the broker's."""
 REPLICAS = 3
@@ -277,16 +275,10 @@ class ShareGroupDriver:
         return Performed(requests=[sent], answered={"error": answered}, expected={"error": error}, deferred=True)
 
     def _leader_change(self) -> Performed:
-        cluster = self.session.cluster
-        if cluster is None:
-            raise UserError("a leader change needs a cluster the drive starts itself (not --cluster)")
         old = self.leader
-        node = cluster.node(old)
         # a crash: a controlled shutdown would first release each share session, writing the acquired
         # records back with their delivery counts, which the model's leader change does not do
-        node.signal(signal.SIGKILL)
-        if node.process is not None:
-            node.process.wait(timeout=STOP_TIMEOUT_S)
+        self.session.stop_node(old, signal.SIGKILL, "a leader change")
         self.stopped_nodes.append(old)
         self.session.down = set(self.stopped_nodes)
         for c in list(self.session_epochs):
@@ -328,11 +320,7 @@ class ShareGroupDriver:
 
     def close(self) -> None:
         self.session.close()
-        cluster = self.session.cluster
-        for node_id in self.stopped_nodes:
-            node = cluster.node(node_id)
-            cluster.start_node(node)
-            node.wait_ready(time.monotonic() + 60)
+        self.session.start_nodes(self.stopped_nodes)
         self.stopped_nodes.clear()
 
 
