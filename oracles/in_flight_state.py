@@ -38,7 +38,7 @@ from . import jvm
 
 FETCH = "org.apache.kafka.server.share.fetch."
 LOCK_DURATION_MS = 30_000
-FLAGS = ("kafka_18084", "kafka_19476_terminal", "kafka_19476_expired_lock", "kafka_19476_cancelled_lock")
+FLAGS = ("kafka_18084", "kafka_19476_terminal", "kafka_19476_expired_lock", "kafka_19476_cancelled_lock", "kafka_19972")
 TARGET = {ACCEPT: ACKNOWLEDGED, REJECT: ARCHIVED}
 """The state an acknowledgement asks for (RELEASE asks for AVAILABLE; Kafka archives at the limit)."""
 
@@ -132,6 +132,10 @@ class InFlightStateOracle(Oracle):
             elif name == "WriteShareGroupStateResponse" and args["kind"] == "acknowledge":
                 question = f"completeStateTransition({args['error'] == NONE})"
                 ifs.completeStateTransition(args["error"] == NONE)
+            elif name == "ShareSessionRelease":
+                question = "startStateTransition on a session's release"
+                requested = ARCHIVED if offset < s.startOffset else AVAILABLE
+                ifs.startStateTransition(record_state.valueOf(requested), ops.NO_OP, self.limit, EMPTY_MEMBER_ID)
             elif name == "AcquisitionLockTimeout":
                 question = "tryUpdateState on a lock's timeout"
                 requested = ARCHIVED if offset < s.startOffset else AVAILABLE

@@ -149,3 +149,13 @@ def test_a_new_leader_loads_the_last_written_delivery_count_not_the_acquisitions
     )
     assert (after.records[0].state, after.records[0].deliveryCount, after.timers) == (AVAILABLE, 1, ())
     assert states[-1].deliveries[0] == 3 and states[-1].records[0].deliveryCount == 2
+
+
+def test_kafka_19972_a_session_release_takes_a_delivery_back_and_its_fix_archives_at_the_limit() -> None:
+    trace = "pre-kafka-19972-DeliveriesWithinTheLimit.itf.json"
+    before = _replayed_with(trace)
+    release = next(i for i, _ in enumerate(before) if i and before[i].sessionReleases > before[i - 1].sessionReleases)
+    model = ShareGroupModel(ShareGroupModel.make_config("pre-kafka-19972", {"kafka_19972": True}))
+    [(_, fixed)] = [(a, t) for a, t in model.successors(before[release - 1]) if a.name == "ShareSessionRelease"]
+    assert (before[release].records[0].state, before[release].records[0].deliveryCount) == (AVAILABLE, 1)
+    assert (fixed.records[0].state, fixed.records[0].deliveryCount) == (ARCHIVED, 2)

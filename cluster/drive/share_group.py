@@ -37,7 +37,8 @@ GROUP_RESOURCE = 32
 LOCK_DURATION_MS = 60_000
 """The longest lock a group may set: no lock runs out during a drive."""
 FIRST_SHARE_GROUPS = Release(4, 2, 0)
-"""Share groups are production-ready, and on by default, from 4.2."""
+"""Share groups are production-ready, and on by default, from 4.2 (4.1's preview, switched on by
+``group.share.enable``, answered every first ShareFetch of a drive with UNKNOWN_SERVER_ERROR)."""
 GROUP_DELIVERY_LIMIT = Release(4, 3, 0)
 """``share.delivery.count.limit`` is a group config from 4.3; before, only the broker's
 ``group.share.delivery.count.limit`` sets it."""
@@ -45,6 +46,9 @@ BROKER_DELIVERY_LIMIT = 2
 """The broker-wide limit a drive on 4.2 starts its cluster with (Kafka's minimum)."""
 ACKNOWLEDGE_TYPE = {"ACCEPT": 1, "RELEASE": 2, "REJECT": 3}
 JOIN_TIMEOUT_S = 30.0
+FINAL_EPOCH = -1
+SHARE_COORDINATOR_KEY = 2
+"""FindCoordinator's key type of a share partition's state (``groupId:topicId:partition``)."""
 FETCH_ATTEMPTS = 4
 """ShareFetches (each waiting up to 5 s) before an empty answer is the broker's."""
 REPLICAS = 3
@@ -91,11 +95,11 @@ class ShareGroupDriver:
 
     @classmethod
     def glued(cls, actions: Sequence[Action | None]) -> int | None:
-        """An acknowledgement's write is answered before the broker answers the acknowledgement."""
+        """An acknowledgement's (or a session release's) write is answered before the broker answers it."""
         last = actions[-1]
         if last is None or last.name != "WriteShareGroupStateResponse":
             return None
-        return next((i for i in range(len(actions) - 2, 0, -1) if _named(actions[i], "ShareAcknowledge")), None)
+        return next((i for i in range(len(actions) - 2, 0, -1) if _writes(actions[i])), None)
 
     @classmethod
     def check_trace(cls, actions: list[Action]) -> None:
@@ -112,7 +116,7 @@ class ShareGroupDriver:
                     f"step {i}: a failed write to the share coordinator needs the share coordinator unavailable "
                     "while the leader writes: not driven"
                 )
-            if not _named(actions[i - 1], "ShareAcknowledge") and not _named(actions[i - 1], "LeaderChange"):
+            if not _writes(actions[i - 1]):
                 raise UserError(
                     f"step {i}: the write's answer does not directly follow its acknowledgement: the broker "
                     "answers the acknowledgement only once the write is answered"
@@ -152,6 +156,8 @@ class ShareGroupDriver:
             configs["share.delivery.count.limit"] = str(self.model.config.delivery_count_limit)
         self._set_group_configs(configs)
         self.coordinator = session.find_coordinator(self.group, 0)
+        # the share coordinator of the partition's state, loaded (its topic is made on first use)
+        session.find_coordinator(f"{self.group}:{self.topic_id}:{PARTITION}", SHARE_COORDINATOR_KEY)
         for c in range(self.model.config.consumers):
             self._join(c)
 
@@ -212,6 +218,8 @@ class ShareGroupDriver:
             return Performed(requests=["(answered inside the broker before its acknowledgement)"])
         if action.name == "LeaderChange":
             return self._leader_change()
+        if action.name == "ShareSessionRelease":
+            return self._release_session(args["consumer"])
         raise UserError(f"the share-group driver has no mapping for {action.name}")
 
     def _share_fetch(self, consumer: int, first: int, last: int, after: Any) -> Performed:
@@ -274,6 +282,18 @@ class ShareGroupDriver:
         sent = f"ShareAcknowledge(shareSessionEpoch={epoch}, offset={offset}, {ack_type})"
         return Performed(requests=[sent], answered={"error": answered}, expected={"error": error}, deferred=True)
 
+    def _release_session(self, consumer: int) -> Performed:
+        """ShareFetch with the final epoch (-1): the leader closes the share session and releases what the
+        consumer holds; the consumer's next ShareFetch opens a new session."""
+        request = message("ShareFetchRequestData").setGroupId(self.group)
+        request.setMemberId(self.real_ids[member_id(consumer)]).setShareSessionEpoch(FINAL_EPOCH)
+        request.setMaxWaitMs(0).setMinBytes(0).setMaxBytes(0).setMaxRecords(0).setBatchSize(0)
+        answer = self._connection(consumer).call("SHARE_FETCH", request)
+        self.session_epochs[consumer] = 0
+        sent = "ShareFetch(shareSessionEpoch=-1)"
+        error = error_name(answer.errorCode())
+        return Performed(requests=[sent], answered={"error": error}, expected={"error": "NONE"}, deferred=True)
+
     def _leader_change(self) -> Performed:
         old = self.leader
         # a crash: a controlled shutdown would first release each share session, writing the acquired
@@ -326,6 +346,11 @@ class ShareGroupDriver:
 
 def _named(action: Action | None, name: str) -> bool:
     return action is not None and action.name == name
+
+
+def _writes(action: Action | None) -> bool:
+    """Whether the step sends the write whose answer the broker waits for before it answers."""
+    return _named(action, "ShareAcknowledge") or _named(action, "ShareSessionRelease")
 
 
 def _bytes(values: list[int]) -> Any:

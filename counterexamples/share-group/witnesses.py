@@ -26,3 +26,10 @@ def NoRecordArchivedAtTheDeliveryLimit(s: ShareGroupState) -> bool:
     write answered and the start offset past it."""
     archived = [r for r in s.records[: s.startOffset] if r.state == ARCHIVED and r.deliveryCount >= 2]
     return s.writes != () or not archived
+
+
+@invariant
+def NoRecordArchivedBySessionRelease(s: ShareGroupState) -> bool:
+    """Witness: a consumer's share session released while it holds a record at the delivery limit, the
+    release's write answered: the record archived, its delivery count kept (KAFKA-19972)."""
+    return s.sessionReleases == 0 or s.writes != () or all(r.state != ARCHIVED for r in s.records)

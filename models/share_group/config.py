@@ -15,6 +15,7 @@ ACTION_ARGS = {
     "AcquisitionLockTimeout": ("timer",),
     "LogStartOffsetMove": ("logStartOffset",),
     "LeaderChange": ("writesLanded",),
+    "ShareSessionRelease": ("consumer",),
 }
 
 
@@ -40,6 +41,18 @@ class ShareGroupConfig:
         "(SharePartition.maybeInitialize)",
         min=0,
         max=2,
+    )
+    max_session_releases: int = param(
+        0,
+        "share sessions released (a consumer closes, disconnects or sends the final epoch): the leader "
+        "releases what the consumer holds (releaseAcquiredRecords)",
+        min=0,
+        max=3,
+    )
+    kafka_19972: bool = param(
+        True,
+        "KAFKA-19972 (#21092, 4.2.0): a released session's records keep their delivery count, and one at the "
+        "limit is archived; before, the release decreased the count and skipped the limit",
     )
     max_log_start_moves: int = param(0, "retention moves the log start offset (one record each)", min=0, max=3)
     kafka_18084: bool = param(True, "KAFKA-18084 (4.0): acquire skips a record whose state transition is in flight")
@@ -121,6 +134,23 @@ PRESETS = {
         },
         consumers=1,
         max_leader_changes=1,
+    ),
+    "kafka-4.2-session-release": Preset.of(
+        "Kafka 4.2 and later, one record, one consumer whose share session is released twice: each release "
+        "keeps the record's delivery count, and the limit archives it",
+        _ALL_HOLD,
+        consumers=1,
+        max_write_failures=0,
+        max_session_releases=2,
+    ),
+    "pre-kafka-19972": Preset.of(
+        "before KAFKA-19972 (4.1): releasing a consumer's share session decreases the delivery count of what "
+        "it held, so a record whose consumer keeps closing is delivered past the limit",
+        {"DeliveriesWithinTheLimit": "violated"},
+        consumers=1,
+        max_write_failures=0,
+        max_session_releases=2,
+        kafka_19972=False,
     ),
     "kafka-4.1": Preset.of(
         "Kafka 4.1.0 to 4.1.2: before the three fixes of KAFKA-19476; one failed write, one log-start move",

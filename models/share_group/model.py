@@ -81,8 +81,10 @@ class ShareGroupModel(Model):
     config: ShareGroupConfig
 
     def inactive_actions(self) -> tuple[str, ...]:
-        off = ("LogStartOffsetMove",) if self.config.max_log_start_moves == 0 else ()
-        return off + (("LeaderChange",) if self.config.max_leader_changes == 0 else ())
+        c = self.config
+        off = ("LogStartOffsetMove",) if c.max_log_start_moves == 0 else ()
+        off += ("LeaderChange",) if c.max_leader_changes == 0 else ()
+        return off + (("ShareSessionRelease",) if c.max_session_releases == 0 else ())
 
     # -- init ------------------------------------------------------------------------------------
     def init_states(self) -> list[ShareGroupState]:
@@ -125,6 +127,10 @@ class ShareGroupModel(Model):
             if timer.expired and not timer.handled:
                 out.append(self._lock_timeout(s, index))
         self._log_start_move(s, out)
+        if s.sessionReleases < self.config.max_session_releases:
+            for c, consumer in enumerate(s.consumers):
+                if consumer.held:
+                    out.append(self._session_release(s, c))
         if s.leaderChanges < self.config.max_leader_changes:
             out.append(self._leader_change(s, writes_landed=True))
             if s.writes:
@@ -219,6 +225,40 @@ class ShareGroupModel(Model):
     @staticmethod
     def _ack_action(c: int, offset: int, ack_type: str, error: str) -> Action:
         return _act("ShareAcknowledge", c, offset, ack_type, error)
+
+    # -- the request handler: a share session released ----------------------------------------------
+    def _session_release(self, s: ShareGroupState, c: int) -> Step:
+        """``SharePartition.releaseAcquiredRecords``: the records the consumer holds go back to AVAILABLE
+        (ARCHIVED below the SPSO) in one write; since KAFKA-19972 their delivery counts stay and one at
+        the limit is archived, before the count was decreased and the limit not looked at."""
+        member = member_id(c)
+        records = list(s.records)
+        offsets: list[int] = []
+        batches: list[tuple[int, str, int]] = []
+        for offset, _timer in sorted(s.consumers[c].held):
+            record = records[offset]
+            if record.state != ACQUIRED or record.memberId != member or record.rollback is not None:
+                continue
+            count, target = record.deliveryCount, ARCHIVED if offset < s.startOffset else AVAILABLE
+            if not self.config.kafka_19972:
+                count -= 1
+            elif target == AVAILABLE and count >= self.config.delivery_count_limit:
+                target = ARCHIVED
+            rollback = Rollback(record.state, record.deliveryCount, record.memberId, record.timer)
+            records[offset] = record._replace(
+                state=target, deliveryCount=count, memberId=EMPTY_MEMBER_ID, rollback=rollback
+            )
+            offsets.append(offset)
+            batches.append((offset, target, count))
+        nxt = s._replace(
+            records=tuple(records),
+            consumers=_with(s.consumers, c, Consumer(frozenset())),
+            sessionReleases=s.sessionReleases + 1,
+        )
+        if offsets:
+            write = PendingWrite(ACKNOWLEDGE_WRITE, member, RELEASE, tuple(offsets), tuple(batches), s.startOffset)
+            nxt = nxt._replace(writes=(*s.writes, write))
+        return _act("ShareSessionRelease", c), nxt
 
     # -- a new share-partition leader ------------------------------------------------------------
     def _leader_change(self, s: ShareGroupState, writes_landed: bool) -> Step:

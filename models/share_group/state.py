@@ -108,3 +108,4 @@ class ShareGroupState(NamedTuple):
     deliveries: tuple[int, ...] = ()
     """A ghost: how many times each record was handed to a consumer, whatever its delivery count says."""
     leaderChanges: int = 0
+    sessionReleases: int = 0
