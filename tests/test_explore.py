@@ -193,6 +193,41 @@ def test_api_open_trace(server: ExploreServer) -> None:
 
 
 @pytest.mark.parametrize(
+    ("model", "preset", "trace", "prop", "lanes"),
+    [
+        (
+            "streams-group",
+            "kafka-4.3",
+            "kafka-4.3-EmptyGroupAtAssignmentEpoch",
+            "EmptyGroupAtAssignmentEpoch",
+            "thread 0",
+        ),
+        (
+            "share-group",
+            "pre-kafka-19972",
+            "pre-kafka-19972-DeliveriesWithinTheLimit",
+            "DeliveriesWithinTheLimit",
+            "consumer 0",
+        ),
+    ],
+)
+def test_the_group_models_open_walk_and_draw(model: str, preset: str, trace: str, prop: str, lanes: str) -> None:
+    """The explorer draws the streams-group and share-group models: a checked-in trace opens, its last
+    state shows the violated property with the model's tables, and the chart has the model's lanes."""
+    doc = json.loads((ROOT / "counterexamples" / model / f"{trace}.itf.json").read_text())
+    for served in _serve(make_server(model, preset, port=0)):
+        status, opened = call(served, "/api/open", {"name": f"{trace}.itf.json", "doc": doc})
+        assert status == 200, opened
+        path = opened["path"]
+        assert len(path) == len(doc["states"])
+        status, view = call(served, "/api/view", {"path": path, "at": len(path) - 1})
+        verdicts = {p["name"]: p["verdict"] for p in view["state"]["invariants"]}
+        assert verdicts[prop] == "violated" and view["state"]["tables"]
+        status, chart = call(served, "/api/chart", {"path": path})
+        assert status == 200 and chart["svg"].startswith("<svg") and lanes in chart["svg"]
+
+
+@pytest.mark.parametrize(
     ("route", "body", "expected"),
     [
         ("/api/view", {"path": "abc"}, "malformed path"),
