@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 from kmc.checker import Action
 from kmc.checker.conformance.oracle import Comparison, Oracle
 from kmc.checker.errors import UserError
-from kmc.models.streams_group.assignor import task_key, task_name
-from kmc.models.streams_group.model import StreamsGroupModel
+from kmc.models.streams_group.assignor import by_subtopology, task_key, task_name
+from kmc.models.streams_group.model import StreamsGroupModel, assignor_inputs
 from kmc.models.streams_group.state import (
     FENCED_MEMBER_EPOCH,
     LEAVE_EPOCH,
@@ -211,7 +211,8 @@ class StreamsGroupOracle(Oracle):
         group, after_group = state.group, next_state.group
         member_id = member.memberId
         if after_group.assignmentEpoch != group.assignmentEpoch and after_group.members:
-            call = AssignCall(_assignor_inputs(group, after_group))
+            # the members the new target was computed for (a joining member included), with their previous targets
+            call = AssignCall(assignor_inputs(after_group.members, group.targetAssignment))
             target = tuple(sorted(after_group.targetAssignment))
             out.append(Comparison("targetAssignment", target, self._ask(call, self._ask_assignor), call._asdict()))
         after = member_of(after_group, member_id)
@@ -263,12 +264,8 @@ class StreamsGroupOracle(Oracle):
     def _task_map(self, tasks: frozenset[str]) -> Any:
         """``{subtopologyId: {partition}}``."""
         out = self._hash_map()
-        for t in sorted(tasks, key=task_key):
-            subtopology, partition = task_key(t)
-            key = str(subtopology)
-            if not out.containsKey(key):
-                out.put(key, self._hash_set())
-            out.get(key).add(self._integer(partition))
+        for subtopology, partitions in by_subtopology(tasks).items():
+            out.put(subtopology, self._hash_set([self._integer(p) for p in partitions]))
         return out
 
     def _tuple(self, tasks: TasksTuple) -> Any:
@@ -278,12 +275,11 @@ class StreamsGroupOracle(Oracle):
 
     def _with_epochs(self, tasks: TasksTuple, epoch: int) -> Any:
         active = self._hash_map()
-        for t in sorted(tasks.activeTasks, key=task_key):
-            subtopology, partition = task_key(t)
-            key = str(subtopology)
-            if not active.containsKey(key):
-                active.put(key, self._hash_map())
-            active.get(key).put(self._integer(partition), self._integer(epoch))
+        for subtopology, partitions in by_subtopology(tasks.activeTasks).items():
+            epochs = self._hash_map()
+            for p in partitions:
+                epochs.put(self._integer(p), self._integer(epoch))
+            active.put(subtopology, epochs)
         return self._tasks_with_epochs(active, self._task_map(tasks.standbyTasks), self._hash_map())
 
     def _from_java(self, active: Any, standby: Any) -> TasksTuple:
@@ -296,13 +292,9 @@ class StreamsGroupOracle(Oracle):
 
     def _task_ids(self, tasks: frozenset[str]) -> Any:
         out = self._array_list()
-        by_subtopology: dict[int, list[int]] = {}
-        for t in sorted(tasks, key=task_key):
-            subtopology, partition = task_key(t)
-            by_subtopology.setdefault(subtopology, []).append(partition)
-        for subtopology, partitions in sorted(by_subtopology.items()):
+        for subtopology, partitions in by_subtopology(tasks).items():
             ids = self._array_list([self._integer(p) for p in partitions])
-            out.add(self._task_ids_message().setSubtopologyId(str(subtopology)).setPartitions(ids))
+            out.add(self._task_ids_message().setSubtopologyId(subtopology).setPartitions(ids))
         return out
 
     def _member(self, member_id: str, m: MemberView) -> Any:
@@ -412,13 +404,6 @@ class StreamsGroupOracle(Oracle):
             standby = group.currentStandbyTaskProcessIds(str(subtopology), partition)
             out.append((t, None if active is None else str(active), frozenset(str(p) for p in standby)))
         return tuple(out)
-
-
-def _assignor_inputs(group: StreamsGroup, after: StreamsGroup) -> tuple[tuple[str, str, TasksTuple], ...]:
-    """The members the new target was computed for (a joining member included), each with its process
-    and its previous target."""
-    previous = dict(group.targetAssignment)
-    return tuple((m.memberId, m.processId, previous.get(m.memberId, NO_TASKS)) for m in after.members)
 
 
 def _partitions_of(tasks: Any) -> list[int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from kmc.checker import Action, invariant, leads_to, step
+from kmc.models.streams_group.model import member_id
 from kmc.models.streams_group.state import (
     ASSIGNING,
     EMPTY,
@@ -149,7 +150,7 @@ def _reached(s: StreamsGroupState) -> bool:
     for c, client in enumerate(s.clients):
         if client.phase != MEMBER:
             continue
-        member = member_of(s.group, f"m{c}")
+        member = member_of(s.group, member_id(c))
         if member is not None and client.owned != member.assignedTasks:
             return False
     return True

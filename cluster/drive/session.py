@@ -16,6 +16,8 @@ NODE_STOP_TIMEOUT_S = 60.0
 NODE_START_TIMEOUT_S = 60.0
 RETRY_PAUSE_S = 0.1
 TOPIC_RESOURCE = 2
+GROUP_RESOURCE = 32
+RESOURCE_KINDS = {TOPIC_RESOURCE: "topic", GROUP_RESOURCE: "group"}
 RETRIABLE = {
     "COORDINATOR_NOT_AVAILABLE",
     "COORDINATOR_LOAD_IN_PROGRESS",
@@ -121,19 +123,22 @@ class Session:
 
     def set_topic_config(self, topic: str, key: str, value: str) -> None:
         """IncrementalAlterConfigs SET on a topic (a config a step changes for a moment)."""
+        self.set_configs(TOPIC_RESOURCE, topic, {key: value})
+
+    def set_configs(self, resource_type: int, name: str, configs: dict[str, str]) -> None:
+        """IncrementalAlterConfigs SET of ``configs`` on one resource (a topic, a group)."""
         request = message("IncrementalAlterConfigsRequestData")
         resource = message("IncrementalAlterConfigsRequestData$AlterConfigsResource")
-        resource.setResourceType(TOPIC_RESOURCE).setResourceName(topic)
-        resource.configs().add(
-            message("IncrementalAlterConfigsRequestData$AlterableConfig")
-            .setName(key)
-            .setValue(value)
-            .setConfigOperation(0)
-        )
+        resource.setResourceType(resource_type).setResourceName(name)
+        for key, value in configs.items():
+            config = message("IncrementalAlterConfigsRequestData$AlterableConfig").setName(key).setValue(value)
+            resource.configs().add(config.setConfigOperation(0))
         request.resources().add(resource)
         for answered in self.admin().call("INCREMENTAL_ALTER_CONFIGS", request).responses():
             if answered.errorCode() != 0:
-                raise UserError(f"cannot set {key}={value} on topic {topic}: {error_name(answered.errorCode())}")
+                shown = ", ".join(f"{k}={v}" for k, v in configs.items())
+                kind = RESOURCE_KINDS[resource_type]
+                raise UserError(f"cannot set {shown} on {kind} {name}: {error_name(answered.errorCode())}")
 
     def active_controller(self) -> int:
         """The KRaft quorum's leader (DescribeQuorum on ``__cluster_metadata``)."""

@@ -27,13 +27,12 @@ from kmc.checker.errors import UserError
 from kmc.checker.model import Action, Model
 from kmc.cluster.drive.base import EpochNames, Performed
 from kmc.cluster.drive.records import NAMES_UP_TO, batch, produce_answer, produce_request
-from kmc.cluster.drive.session import Session
+from kmc.cluster.drive.session import GROUP_RESOURCE, RETRIABLE, Session
 from kmc.cluster.drive.wire import Connection, error_name, java_list, message
 from kmc.cluster.release import Release
 from kmc.models.share_group.model import member_id
 
 PARTITION = 0
-GROUP_RESOURCE = 32
 LOCK_DURATION_MS = 60_000
 """The longest lock a group may set: no lock runs out during a drive."""
 FIRST_SHARE_GROUPS = Release(4, 2, 0)
@@ -53,7 +52,6 @@ FETCH_ATTEMPTS = 4
 """ShareFetches (each waiting up to 5 s) before an empty answer is the broker's."""
 REPLICAS = 3
 """The topic's replicas: a leader change needs another replica to take over."""
-RETRIABLE = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
 
 
 class ShareGroupDriver:
@@ -154,24 +152,12 @@ class ShareGroupDriver:
         configs = {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": str(LOCK_DURATION_MS)}
         if Release.parse(session.release) >= GROUP_DELIVERY_LIMIT:
             configs["share.delivery.count.limit"] = str(self.model.config.delivery_count_limit)
-        self._set_group_configs(configs)
+        session.set_configs(GROUP_RESOURCE, self.group, configs)
         self.coordinator = session.find_coordinator(self.group, 0)
         # the share coordinator of the partition's state, loaded (its topic is made on first use)
         session.find_coordinator(f"{self.group}:{self.topic_id}:{PARTITION}", SHARE_COORDINATOR_KEY)
         for c in range(self.model.config.consumers):
             self._join(c)
-
-    def _set_group_configs(self, configs: dict[str, str]) -> None:
-        request = message("IncrementalAlterConfigsRequestData")
-        resource = message("IncrementalAlterConfigsRequestData$AlterConfigsResource")
-        resource.setResourceType(GROUP_RESOURCE).setResourceName(self.group)
-        for key, value in configs.items():
-            config = message("IncrementalAlterConfigsRequestData$AlterableConfig").setName(key).setValue(value)
-            resource.configs().add(config.setConfigOperation(0))
-        request.resources().add(resource)
-        for answered in self.session.admin().call("INCREMENTAL_ALTER_CONFIGS", request).responses():
-            if answered.errorCode() != 0:
-                raise UserError(f"cannot set the share group's configs: {error_name(answered.errorCode())}")
 
     def _join(self, consumer: int) -> None:
         """ShareGroupHeartbeat until the consumer's member is assigned the partition."""

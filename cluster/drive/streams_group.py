@@ -25,7 +25,9 @@ from kmc.cluster.drive.base import EpochNames, Performed
 from kmc.cluster.drive.session import Session
 from kmc.cluster.drive.wire import Connection, error_name, java_ints, java_list, message
 from kmc.cluster.release import Release
-from kmc.models.streams_group.assignor import task_key, task_name
+from kmc.models.streams_group.assignor import by_subtopology, task_name
+from kmc.models.streams_group.drawing import tasks_text
+from kmc.models.streams_group.model import member_id
 from kmc.models.streams_group.state import JOIN_EPOCH, LEAVE_EPOCH, Heartbeat, TasksTuple
 
 SESSION_TIMEOUT_MS = 60_000
@@ -90,7 +92,7 @@ class StreamsGroupDriver:
         self.group = f"kmc-drive-streams-{uuid.uuid4().hex[:12]}"
         self.topics = [f"{self.group}-source-{s}" for s in range(model.config.subtopologies)]
         self.coordinator = -1
-        self.real_ids = {f"m{c}": str(uuid.uuid4()) for c in range(model.config.consumers)}
+        self.real_ids = {member_id(c): str(uuid.uuid4()) for c in range(model.config.consumers)}
         """The member id each thread generates and keeps (KIP-1071)."""
         self.model_ids = {real: model_id for model_id, real in self.real_ids.items()}
         self.epochs = EpochNames()
@@ -134,8 +136,8 @@ class StreamsGroupDriver:
             expected = {"error": response.error}
             if response.error == "NONE":
                 expected["memberEpoch"] = response.memberEpoch
-                expected["tasks"] = _tasks_text(response.assignment)
-        owned = "null" if heartbeat.ownedTasks is None else _tasks_text(heartbeat.ownedTasks)
+                expected["tasks"] = tasks_text(response.assignment)
+        owned = "null" if heartbeat.ownedTasks is None else tasks_text(heartbeat.ownedTasks)
         sent = f"StreamsGroupHeartbeat(memberEpoch={heartbeat.memberEpoch}, tasks={owned})"
         return Performed(requests=[sent], answered=shown if expected else {}, expected=expected)
 
@@ -160,23 +162,17 @@ class StreamsGroupDriver:
         return request
 
     def _task_ids(self, tasks: frozenset[str]) -> Any:
-        by_subtopology: dict[int, list[int]] = {}
-        for t in sorted(tasks, key=task_key):
-            s, p = task_key(t)
-            by_subtopology.setdefault(s, []).append(p)
         return java_list(
             [
-                message("StreamsGroupHeartbeatRequestData$TaskIds")
-                .setSubtopologyId(str(s))
-                .setPartitions(java_ints(ps))
-                for s, ps in sorted(by_subtopology.items())
+                message("StreamsGroupHeartbeatRequestData$TaskIds").setSubtopologyId(s).setPartitions(java_ints(ps))
+                for s, ps in by_subtopology(tasks).items()
             ]
         )
 
     def _answered_tasks(self, answer: Any) -> str:
         if answer.activeTasks() is None:
             return "unchanged"
-        return _tasks_text(TasksTuple(_names(answer.activeTasks()), _names(answer.standbyTasks())))
+        return tasks_text(TasksTuple(_names(answer.activeTasks()), _names(answer.standbyTasks())))
 
     # -- projections -------------------------------------------------------------------------------
     def expected(self, state: Any) -> dict[str, Any]:
@@ -185,8 +181,8 @@ class StreamsGroupDriver:
         members = {
             m.memberId: {
                 "memberEpoch": m.memberEpoch,
-                "assignment": _tasks_text(m.assignedTasks),
-                "targetAssignment": _tasks_text(targets.get(m.memberId, TasksTuple(frozenset(), frozenset()))),
+                "assignment": tasks_text(m.assignedTasks),
+                "targetAssignment": tasks_text(targets.get(m.memberId, TasksTuple(frozenset(), frozenset()))),
             }
             for m in group.members
         }
@@ -201,8 +197,8 @@ class StreamsGroupDriver:
         members = {
             self.model_ids.get(str(m.memberId()), f"(unknown member {m.memberId()})"): {
                 "memberEpoch": int(m.memberEpoch()),
-                "assignment": _tasks_text(_described_tasks(m.assignment())),
-                "targetAssignment": _tasks_text(_described_tasks(m.targetAssignment())),
+                "assignment": tasks_text(_described_tasks(m.assignment())),
+                "targetAssignment": tasks_text(_described_tasks(m.targetAssignment())),
             }
             for m in described.members()
         }
@@ -229,12 +225,3 @@ def _names(task_ids: Any) -> frozenset[str]:
 
 def _described_tasks(assignment: Any) -> TasksTuple:
     return TasksTuple(_names(assignment.activeTasks()), _names(assignment.standbyTasks()))
-
-
-def _tasks_text(tasks: TasksTuple | None) -> str:
-    """Tasks as the drawing shows them: active, then standby after a bar; ``unchanged`` for a null answer."""
-    if tasks is None:
-        return "unchanged"
-    active = " ".join(sorted(tasks.activeTasks, key=task_key)) or "-"
-    standby = " ".join(sorted(tasks.standbyTasks, key=task_key))
-    return f"{active} | {standby}" if standby else active

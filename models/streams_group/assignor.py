@@ -27,6 +27,15 @@ def task_key(task: str) -> tuple[int, int]:
     return int(subtopology), int(partition)
 
 
+def by_subtopology(tasks: frozenset[str]) -> dict[str, list[int]]:
+    """The tasks' partitions by subtopology id, as Kafka's task maps and TaskIds lists hold them."""
+    out: dict[str, list[int]] = {}
+    for task in sorted(tasks, key=task_key):
+        subtopology, partition = task_key(task)
+        out.setdefault(str(subtopology), []).append(partition)
+    return out
+
+
 class HeapQueue(Generic[T]):
     """A binary min-heap whose order among equal keys is ``java.util.PriorityQueue``'s: an element moves up
     past a strictly greater parent only, and down to a strictly smaller child, the left one on a tie."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kmc.checker import Action
 from kmc.checker.drawing import Arrow, Drawing, Table
+from kmc.models.streams_group.assignor import task_key
 from kmc.models.streams_group.state import NONE, StreamsGroupState, TasksTuple, group_state
 
 
@@ -12,8 +13,8 @@ def tasks_text(tasks: TasksTuple | None) -> str:
     """Active tasks, then standby tasks after a bar: ``0_0 0_1 | 0_1``."""
     if tasks is None:
         return "unchanged"
-    active = " ".join(sorted(tasks.activeTasks)) or "-"
-    return active if not tasks.standbyTasks else f"{active} | {' '.join(sorted(tasks.standbyTasks))}"
+    active = " ".join(sorted(tasks.activeTasks, key=task_key)) or "-"
+    return active if not tasks.standbyTasks else f"{active} | {' '.join(sorted(tasks.standbyTasks, key=task_key))}"
 
 
 class StreamsGroupDrawing(Drawing):

@@ -107,10 +107,13 @@ class StreamsGroupModel(Model):
         off: list[str] = []
         if c.max_lost_responses == 0:
             off.append("HeartbeatResponseLost")
-        if c.max_faults == 0 or not c.crashes:
-            off += ["ConsumerCrash", "Unsubscribe"] if c.max_faults == 0 else ["ConsumerCrash"]
-            if c.timeouts == "crashed":
-                off += ["SessionTimeout", "RebalanceTimeout"]
+        no_crash = c.max_faults == 0 or not c.crashes
+        if no_crash:
+            off.append("ConsumerCrash")
+        if c.max_faults == 0:
+            off.append("Unsubscribe")
+        if no_crash and c.timeouts == "crashed":  # only a crashed thread's member times out
+            off += ["SessionTimeout", "RebalanceTimeout"]
         return tuple(off)
 
     def process_of(self, consumer: int) -> str:
@@ -182,14 +185,12 @@ class StreamsGroupModel(Model):
         outcome = self._handled.get(key)
         if outcome is None:
             assert me.request is not None
-            error, group_after, response = self._handle_heartbeat(group, c, me.request)
+            error, group_after, response = self._handle_heartbeat(group, me.request)
             after = me._replace(request=None, response=None if me.phase == STOPPED else response)
             outcome = self._handled[key] = (self._act("HandleHeartbeat", c, error), group_after, after)
         return outcome
 
-    def _handle_heartbeat(
-        self, group: StreamsGroup, c: int, hb: Heartbeat
-    ) -> tuple[str, StreamsGroup, HeartbeatResponse]:
+    def _handle_heartbeat(self, group: StreamsGroup, hb: Heartbeat) -> tuple[str, StreamsGroup, HeartbeatResponse]:
         """``GroupMetadataManager.streamsGroupHeartbeat``."""
         if hb.memberEpoch == LEAVE_EPOCH:
             member = member_of(group, hb.memberId)
@@ -233,8 +234,7 @@ class StreamsGroupModel(Model):
         )
 
     def _compute_target_assignment(self, group: StreamsGroup) -> StreamsGroup:
-        previous = dict(group.targetAssignment)
-        inputs = tuple((m.memberId, m.processId, previous.get(m.memberId, NO_TASKS)) for m in group.members)
+        inputs = assignor_inputs(group.members, group.targetAssignment)
         target = self._targets.get(inputs)
         if target is None:
             result = assign(list(inputs), self.tasks, self.config.num_standby_replicas)
@@ -331,6 +331,14 @@ class StreamsGroupModel(Model):
 
     def drawing(self) -> StreamsGroupDrawing:
         return StreamsGroupDrawing(self.config.consumers)
+
+
+def assignor_inputs(
+    members: tuple[StreamsGroupMember, ...], previous_target: tuple[tuple[str, TasksTuple], ...]
+) -> tuple[tuple[str, str, TasksTuple], ...]:
+    """What the assignor is given: each member with its process and its previous target."""
+    previous = dict(previous_target)
+    return tuple((m.memberId, m.processId, previous.get(m.memberId, NO_TASKS)) for m in members)
 
 
 def _sorted(members: tuple[StreamsGroupMember, ...]) -> tuple[StreamsGroupMember, ...]:
