@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kmc.checker import Check
 from kmc.checker.engines.spark.context import spark_context
+from kmc.checker.engines.spark.shards import claim_workdir
 from kmc.checker.errors import UserError
 from kmc.checker.properties import model_properties
 from kmc.checker.registry import load_model_class
@@ -227,6 +228,44 @@ def test_checkpoint_resume_after_kill(sc, tmp_path: Path) -> None:
     assert resumed.stats.distinct_states == 119531
     assert resumed.stats.generated_states == 252593
     assert resumed.stats.depth == 26
+
+
+def test_a_run_stops_when_another_takes_over_its_checkpoint(tmp_path: Path) -> None:
+    """Two runs (or an abandoned stage and its successor) never write one work directory: the one
+    that lost it stops at its next exchange, with one line, before it saves a level there."""
+    checkpoint = tmp_path / "ckpt"
+    argv = _spark_cli("replication", "-p", "kip-320", "--set", "max_leader_epoch=4", "--engine", "spark")
+    argv += ["--spark-master", "local[2]", "--partitions", "3", "--no-progress", "--out", str(tmp_path)]
+    proc = subprocess.Popen(
+        [*argv, "--checkpoint", str(checkpoint)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    meta = checkpoint / "meta.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if meta.exists() and json.loads(meta.read_text())["progress"]["level"] >= 3:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run finished before its checkpoint could be taken over"
+    claim_workdir(str(checkpoint), "another-1")
+    saved = json.loads(meta.read_text())["progress"]["level"]
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 2, (out, err)
+    assert err.strip().splitlines()[-1] == (
+        f"kmc: error: spark: another kmc run took over the work directory {checkpoint}; "
+        "this one stops (one search per checkpoint directory)"
+    ), err
+    assert "Traceback" not in err
+    # at most the level being saved when it was taken over is written after it
+    assert json.loads(meta.read_text())["progress"]["level"] <= saved + 1
 
 
 def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:

@@ -20,11 +20,14 @@ from kmc.checker.engines.spark.job import Job, SparkOptions, built
 from kmc.checker.engines.spark.shards import (
     RESCALE,
     LevelProgress,
+    claim_workdir,
+    exchange_dir,
     frontier_path,
     load_level_meta,
     parent_lookup,
     read_progress,
     save_level_meta,
+    stage_id,
     write_states,
     write_visited,
 )
@@ -204,9 +207,14 @@ def run_search(sc: Any, job: Job, options: SparkOptions, progress: Progress) -> 
     while True:
         stages += 1
         tasks = min(job.partitions, wait_for_slots(sc, job.partitions))
-        name = f"{run_id}-{stages}"
-        exchange = Path(job.workdir) / f"exchange-{name}"
-        rdd = sc.parallelize(range(tasks), tasks).barrier().mapPartitions(search_task(job, options, name, tasks))
+        name = stage_id(run_id, stages)
+        claim_workdir(job.workdir, name)
+        exchange = exchange_dir(job.workdir, run_id, stages)
+        rdd = (
+            sc.parallelize(range(tasks), tasks)
+            .barrier()
+            .mapPartitions(search_task(job, options, run_id, stages, tasks))
+        )
         try:
             summaries = collect_watched(sc, rdd, tasks, f"kmc-search-{name}", tick)
         except Exception as exc:

@@ -7,7 +7,7 @@ import io
 import json
 import pickle
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,13 +42,18 @@ def saved_files(workdir: str, partitions: int, level: int) -> Iterator[Path]:
         yield visited_path(workdir, p, level)
 
 
-def await_files(paths: list[Path]) -> None:
+def await_files(paths: list[Path], check: Callable[[], None]) -> None:
     """Wait until every file exists. The tasks of a barrier stage all run at once, so they will;
-    if one fails, Spark ends the stage and its other tasks with it."""
+    if one fails, Spark ends the stage and its other tasks with it. ``check``, called about once a
+    second, raises to stop waiting (the stage was abandoned)."""
     delay = 0.001
+    checked = time.monotonic()
     while paths := [p for p in paths if not p.exists()]:
         time.sleep(delay)
         delay = min(2 * delay, 0.02)
+        if time.monotonic() - checked >= 1.0:
+            check()
+            checked = time.monotonic()
 
 
 def write_states(path: Path, fps: list[int], states: list[State], key: bytes) -> None:
@@ -79,6 +84,34 @@ def write_visited(workdir: str, partition: int, level: int, fps: Any, parents: A
     buffer = io.BytesIO()
     np.savez(buffer, fps=fps, parents=parents)
     write_atomically(visited_path(workdir, partition, level), lambda fh: fh.write(sealed(key, buffer.getvalue())))
+
+
+OWNER_FILE = "owner"
+"""Names the stage that owns the work directory. Spark does not retry the stage itself (see
+spark_context); the driver does, and a task of an abandoned stage (cancelled, but not yet
+stopped), of a killed run or of a second kmc started on the same checkpoint stops before it writes
+there again: it would otherwise save a level and delete the one the new stage is loading."""
+
+
+def stage_id(run_id: str, stage: int) -> str:
+    return f"{run_id}-{stage}"
+
+
+def claim_workdir(workdir: str, stage: str) -> None:
+    write_atomically(Path(workdir) / OWNER_FILE, lambda fh: fh.write(stage.encode()))
+
+
+def owns_workdir(workdir: str, stage: str) -> bool:
+    try:
+        return (Path(workdir) / OWNER_FILE).read_text() == stage
+    except FileNotFoundError:
+        return False
+
+
+def exchange_dir(workdir: str, run_id: str, stage: int) -> Path:
+    """Where a stage's tasks exchange their files: a directory of its own, so files of an
+    abandoned stage never mix in."""
+    return Path(workdir) / f"exchange-{stage_id(run_id, stage)}"
 
 
 RESCALE = "rescale"

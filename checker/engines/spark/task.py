@@ -17,12 +17,15 @@ from kmc.checker.engines.spark.shards import (
     RESCALE,
     LevelProgress,
     await_files,
+    exchange_dir,
     frontier_path,
     load_level_meta,
+    owns_workdir,
     read_states,
     read_visited,
     save_level_meta,
     saved_files,
+    stage_id,
     write_progress,
     write_states,
     write_visited,
@@ -47,7 +50,7 @@ class StopSearchError(Exception):
     """A task of the run met a user error: every task stops at the next exchange."""
 
 
-def search_task(job: Job, options: SparkOptions, attempt: str, tasks: int) -> Any:
+def search_task(job: Job, options: SparkOptions, run_id: str, stage: int, tasks: int) -> Any:
     """The whole search, as one barrier stage of ``tasks`` tasks; see `Searcher`."""
 
     def run(_items: Iterable[Any]) -> Iterator[dict[str, Any]]:
@@ -56,7 +59,7 @@ def search_task(job: Job, options: SparkOptions, attempt: str, tasks: int) -> An
         gc_was_enabled = gc.isenabled()
         gc.disable()  # states are acyclic tuples: the collector only costs time here
         try:
-            yield Searcher(job, options, BarrierTaskContext.get().partitionId(), attempt, tasks).run()
+            yield Searcher(job, options, BarrierTaskContext.get().partitionId(), run_id, stage, tasks).run()
         except StopSearchError as exc:
             yield {"error": str(exc)}
         finally:
@@ -88,12 +91,11 @@ class Searcher:
     and task 0 records the level in ``meta.json``: a new stage (after a lost executor, on more
     slots, or with ``--resume``) starts from there."""
 
-    def __init__(self, job: Job, options: SparkOptions, task: int, attempt: str, tasks: int) -> None:
+    def __init__(self, job: Job, options: SparkOptions, task: int, run_id: str, stage: int, tasks: int) -> None:
         self.job, self.options, self.task, self.tasks = job, options, task, tasks
+        self.stage_id = stage_id(run_id, stage)
         self.mine = [p for p in range(job.partitions) if p % tasks == self.task]
-        # A directory of this attempt's own, so files of an abandoned attempt never mix in. Spark
-        # does not retry the stage itself (see spark_context); the driver does, naming each one.
-        self.exchange = Path(job.workdir) / f"exchange-{attempt}"
+        self.exchange = exchange_dir(job.workdir, run_id, stage)
         self.exchange.mkdir(exist_ok=True)
         self.round = 0
         self.waited = 0.0  # seconds spent waiting for the other tasks
@@ -108,10 +110,11 @@ class Searcher:
         Spark's own ``allGather`` checks for completion once a second, which would cost seconds
         a level."""
         self.round += 1
+        self._check_owner()
         paths = [self.exchange / f"sync-{self.round:06d}-{t:05d}.json" for t in range(self.tasks)]
         write_atomically(paths[self.task], lambda fh: fh.write(json.dumps(message).encode()))
         start = time.perf_counter()
-        await_files(paths)
+        await_files(paths, self._check_owner)
         self.waited += time.perf_counter() - start
         replies = [json.loads(path.read_text()) for path in paths]
         with contextlib.suppress(FileNotFoundError):  # every task has read the previous round
@@ -120,6 +123,14 @@ class Searcher:
         if errors:
             raise StopSearchError(errors[0])
         return replies
+
+    def _check_owner(self) -> None:
+        """Stop before writing to a work directory that another run, or a later stage of this one, claimed."""
+        if not owns_workdir(self.job.workdir, self.stage_id):
+            raise StopSearchError(
+                f"spark: another kmc run took over the work directory {self.job.workdir}; "
+                "this one stops (one search per checkpoint directory)"
+            )
 
     def _step(self, work: Any, *args: Any) -> list[dict[str, Any]]:
         """Do this task's part of a step, then wait for every task's; a user error stops them all."""
@@ -237,9 +248,11 @@ class Searcher:
 
         self._step(save)
         if self.task == 0:
+            self._check_owner()
             save_level_meta(self.job.workdir, self.job, prog)
             write_progress(self.job.workdir, prog)
             if previous != prog.level:
+                self._check_owner()  # the level a new stage may be loading: never delete it
                 for path in saved_files(self.job.workdir, self.job.partitions, previous):
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
