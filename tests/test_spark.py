@@ -420,6 +420,28 @@ def test_frontier_files_share_equal_fields_without_changing_them() -> None:
     assert _interned([odd])[0] is odd
 
 
+class Session(NamedTuple):
+    epoch: int
+
+
+class Handler(NamedTuple):
+    nextEpoch: int
+
+
+class Sides(NamedTuple):
+    broker: tuple[Session, ...]
+    client: tuple[Handler, ...]
+
+
+def test_frontier_files_never_share_equal_tuples_of_different_named_tuples() -> None:
+    """(Session(1),) == (Handler(1),): a field is shared only with the same field of another state."""
+    from kmc.checker.storage.checkpoint import interned as _interned
+
+    out = _interned([Sides((Session(1),), (Handler(1),)), Sides((Session(1),), (Handler(1),))])
+    assert [type(s.broker[0]) for s in out] == [Session] * 2 and [type(s.client[0]) for s in out] == [Handler] * 2
+    assert out[0].broker is out[1].broker and out[0].client is out[1].client
+
+
 @pytest.mark.spark
 def test_an_error_after_spark_started_is_one_line_in_a_fresh_process(tmp_path: Path) -> None:
     """A checkpoint of another check is refused once Spark runs: the error comes alone, without the

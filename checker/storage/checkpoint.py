@@ -148,7 +148,8 @@ def interned(states: list[Any]) -> list[Any]:
 
     Successors of different parents often hold equal but distinct parts (a log, an ISR); pickle
     shares only identical objects. Only tuple states (NamedTuples included) are rebuilt, and a
-    part is only replaced by one of its own type."""
+    part is only replaced by one of its own type from the same field of the same class: equal
+    tuples may hold different NamedTuples (a broker's session and the client's handler of it)."""
     pool: dict[Any, Any] = {}
     intern = pool.setdefault
     out = []
@@ -156,7 +157,7 @@ def interned(states: list[Any]) -> list[Any]:
         cls = type(state)
         if _rebuildable(cls):
             try:
-                parts = [intern(part, part) for part in state]
+                parts = [intern((cls, field, part), part) for field, part in enumerate(state)]
             except TypeError:  # an unhashable part: the state is kept as it is
                 out.append(state)
                 continue
