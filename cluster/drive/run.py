@@ -275,8 +275,9 @@ def _drive_loop(driver: Driver, done: DrivenTrace, result: DriveResult, progress
     same requests alike, repeats the loop; one that moves elsewhere diverges."""
     states, actions, loop = done.trace.states, done.trace.actions, done.trace.loop
     assert loop is not None
-    steps = [(actions[i], states[i - 1], states[i]) for i in range(loop + 1, len(states))]
-    steps.append((_closing_actions(done)[0], states[-1], states[loop]))
+    # from the last state, where the stem left the broker: back to the loop's first state, then on
+    steps = [(_closing_actions(done)[0], states[-1], states[loop])]
+    steps += [(actions[i], states[i - 1], states[i]) for i in range(loop + 1, len(states))]
     index = result.total_steps
     result.total_steps += len(steps) * LASSO_ROUNDS
     progress(f"  the lasso loops back to state {loop}: driving its loop round {LASSO_ROUNDS} times")
