@@ -25,6 +25,7 @@ from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
 from kmc.cluster.drive.run import drive_trace, load
 from kmc.cluster.drive.share_group import ShareGroupDriver
+from kmc.cluster.drive.share_session import ShareSessionDriver
 from kmc.cluster.drive.streams_group import StreamsGroupDriver
 from kmc.cluster.drive.suite import load_drive
 from kmc.cluster.drive.transactions import TransactionsDriver
@@ -45,6 +46,7 @@ def cluster(runs: Path) -> Iterator[Cluster]:
         **DeliveryDriver.settings,
         **StreamsGroupDriver.settings,
         **ShareGroupDriver.settings,
+        **ShareSessionDriver.settings,
     }
     with started(runs / "shared", ClusterSpec(nodes=3, settings=settings, node_users=False)) as running:
         yield running
@@ -96,7 +98,7 @@ def test_a_bug_fixed_before_the_release_diverges_where_the_fix_decides(cluster: 
     result = drive_trace(PRODUCER_CACHE_1, cluster=cluster)
     assert result.verdict == (
         "diverged at step 7 (HandleProduce(connection=1, broker=0, record=0, outcome='OUT_OF_ORDER_SEQUENCE_NUMBER'))"
-    )
+    ), [(step.action, step.requests, step.answered, step.differences) for step in result.steps]
     shown = {d.field: (d.model, d.broker) for d in result.steps[-1].differences}
     assert shown == {"response.error": ("OUT_OF_ORDER_SEQUENCE_NUMBER", "NONE"), "response.baseOffset": (-1, 0)}
 
@@ -241,6 +243,39 @@ def test_a_released_share_record_is_redelivered_and_archived_at_the_limit_on_the
     ]
 
 
+SESSIONS = COUNTEREXAMPLES / "share-session"
+
+
+def test_kafka_19485_acknowledgements_on_a_new_share_session_are_refused_by_the_real_broker(cluster: Cluster) -> None:
+    """Kafka 4.1.0's consumer, after its broker restarted: the ShareFetch that opens the new session carries
+    the acknowledgements of records fetched before, and the broker refuses the whole request."""
+    result = drive_trace(SESSIONS / "kafka-4.1.0-NoRequestRefused.itf.json", cluster=cluster)
+    assert result.verdict == "agreed at every step: NoRequestRefused violated on the real broker"
+    refused = result.steps[-1]
+    assert refused.requests[0].endswith("(shareSessionEpoch=0, adds the partition, acknowledges [0] (ACCEPT))")
+    assert refused.answered == {"error": "INVALID_REQUEST", "partition": "(none)"}
+    assert all(node.running() for node in cluster.nodes)
+
+
+def test_kafka_20736_the_old_leader_keeps_the_partition_in_its_share_session_on_the_real_broker(
+    cluster: Cluster,
+) -> None:
+    """Kafka 4.3's consumer after a leader change fetches from the new leader only; the old leader, probed
+    after every step, still lists the partition in the consumer's session (NOT_LEADER_OR_FOLLOWER)."""
+    result = drive_trace(SESSIONS / "kafka-4.3-SessionsFollowTheLeader.itf.json", cluster=cluster)
+    assert result.agreed and result.violated_on_broker is True, result.verdict
+    assert result.loop_rounds == 2
+    assert [s.observed["staleSessions"] for s in result.steps[-3:]] == [{"0": True}] * 3
+    assert result.steps[2].requests == ["AlterPartitionReassignments(replicas=[2, 1]), ElectLeaders(PREFERRED)"]
+
+
+def test_kafka_4_4s_consumer_makes_the_old_leader_forget_the_partition_on_the_real_broker(cluster: Cluster) -> None:
+    result = drive_trace(SESSIONS / "kafka-4.4-NoSessionForgetsThePartition.itf.json", cluster=cluster)
+    assert result.verdict == "agreed at every step: NoSessionForgetsThePartition violated on the real broker"
+    assert result.steps[2].answered == {"error": "NONE", "partition": "NOT_LEADER_OR_FOLLOWER", "currentLeader": 1}
+    assert result.steps[-1].observed["staleSessions"] == {"0": False}
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = ConsumerGroup.partitions
@@ -326,6 +361,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
     from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
     from kmc.models.share_group.config import ACTION_ARGS as SHARE_ACTIONS
+    from kmc.models.share_session.config import ACTION_ARGS as SESSION_ACTIONS
     from kmc.models.streams_group.config import ACTION_ARGS as STREAMS_ACTIONS
     from kmc.models.transactions.config import ACTION_ARGS as TRANSACTIONS_ACTIONS
 
@@ -336,6 +372,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     assert set(DeliveryDriver.not_driven) <= set(DELIVERY_ACTIONS)
     assert set(StreamsGroupDriver.not_driven) <= set(STREAMS_ACTIONS)
     assert set(ShareGroupDriver.not_driven) <= set(SHARE_ACTIONS)
+    assert set(ShareSessionDriver.not_driven) <= set(SESSION_ACTIONS)
     done, driver = load(KIP848)
     assert driver is Kip848Driver and done.model.name == "group-kip848"
 
