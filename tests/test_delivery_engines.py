@@ -1,5 +1,5 @@
-"""The producer, transactions, consumer-delivery, share-group and streams-group models in every engine: BFS,
-simulate, Hypothesis, Spark (local mode) and the liveness check, each on a small preset."""
+"""The producer, transactions, consumer-delivery, share-group, share-session and streams-group models in every
+engine: BFS, simulate, Hypothesis, Spark (local mode) and the liveness check, each on a small preset."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ CHECKED_IN = [
     ("consumer-delivery", "auto-commit", "AtMostOnce", 15, 4),
     ("share-group", "pre-kafka-19476-cancelled-lock", "NoRecordUnderTwoLocks", 8, 1),
     ("streams-group", "kafka-4.3", "EmptyGroupAtAssignmentEpoch", 6, 1),
+    ("share-session", "kafka-4.1.0", "NoAcknowledgementsOnTheInitialEpoch", 8, 1),
 ]
 
 SMALL = [
@@ -27,6 +28,7 @@ SMALL = [
     ("consumer-delivery", "commit-after-processing-kip-848", {}),
     ("share-group", "kafka-4.2-log-start", {}),
     ("streams-group", "heartbeat-after-reconciliation", {}),
+    ("share-session", "kafka-4.4", {}),
 ]
 
 
@@ -94,6 +96,8 @@ LIVENESS = [
     ),  # KAFKA-19476's 2nd race
     ("streams-group", "heartbeat-after-reconciliation", "EveryRebalanceCompletes", Status.HOLDS_COMPLETE, None),
     ("streams-group", "pre-kafka-19233", "EveryMemberJoins", Status.VIOLATED, 26),  # KAFKA-19233
+    ("share-session", "kafka-4.4", "SessionsFollowTheLeader", Status.HOLDS_COMPLETE, None),
+    ("share-session", "kafka-4.3", "SessionsFollowTheLeader", Status.VIOLATED, 13),  # KAFKA-20736
 ]
 
 

@@ -28,7 +28,8 @@ def drive(
     trace's order with Kafka's own message classes), compare the broker's answers and reports with
     the model's next state, and say whether the trace's property is violated on the real broker.
     Exit 0 when the broker does what the trace shows, 1 when it diverges, 2 on bad input.
-    Drivers: group, group-kip848, producer, transactions, consumer-delivery, streams-group, share-group."""
+    Drivers: group, group-kip848, producer, transactions, consumer-delivery, streams-group, share-group,
+    share-session."""
     from kmc.checker.outputs import check_output_file
     from kmc.cluster.drive.run import drive_trace, result_path, write_result
 
