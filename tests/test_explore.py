@@ -209,10 +209,17 @@ def test_api_open_trace(server: ExploreServer) -> None:
             "DeliveriesWithinTheLimit",
             "consumer 0",
         ),
+        (
+            "share-session",
+            "kafka-4.1.0",
+            "kafka-4.1.0-NoAcknowledgementsOnTheInitialEpoch",
+            "NoAcknowledgementsOnTheInitialEpoch",
+            "broker 1",
+        ),
     ],
 )
 def test_the_group_models_open_walk_and_draw(model: str, preset: str, trace: str, prop: str, lanes: str) -> None:
-    """The explorer draws the streams-group and share-group models: a checked-in trace opens, its last
+    """The explorer draws the streams-group, share-group and share-session models: a checked-in trace opens, its last
     state shows the violated property with the model's tables, and the chart has the model's lanes."""
     doc = json.loads((ROOT / "counterexamples" / model / f"{trace}.itf.json").read_text())
     for served in _serve(make_server(model, preset, port=0)):
