@@ -72,6 +72,22 @@ def test_cli_mismatch_writes_a_trace_that_replays(tmp_path: Path, capsys: pytest
     assert 'failures="1"' in junit.read_text()
 
 
+def test_cli_trace_compares_only_the_traces_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mismatch's own trace, held to the oracle again step by step: its first two steps agree, the
+    third is where the reference takes another step."""
+    assert main(["conform", SKIPPING, "--oracle", INCREMENT, "--out", str(tmp_path), "--no-progress"]) == 1
+    trace = next(tmp_path.glob("*.itf.json"))
+    capsys.readouterr()
+    code = main(["conform", "--trace", str(trace), "--oracle", INCREMENT, "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert (doc["verdict"], doc["steps"], doc["first_mismatch_step"]) == ("mismatch", 3, {"increment": 3})
+    assert (doc["oracles"][0]["agreements"], doc["oracles"][0]["mismatches"]) == (2, 1)
+    code = main(["conform", "--trace", str(trace), "--oracle", INCREMENT])
+    out = capsys.readouterr().out
+    assert code == 1 and "verdict: mismatch: Kafka's code takes another step (increment at step 3)" in out
+
+
 def test_cli_json(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["conform", GRID, "--oracle", INCREMENT, "--json", "--no-progress"])
     doc = json.loads(capsys.readouterr().out)

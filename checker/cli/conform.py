@@ -16,6 +16,7 @@ from kmc.checker.conformance.run import (
     ConformJob,
     ConformResult,
     conform_table,
+    conform_trace,
     tally_for,
     write_mismatch_traces,
     write_table_mismatches,
@@ -26,6 +27,7 @@ from kmc.checker.model import parse_sets
 from kmc.checker.registry import registered_oracles
 from kmc.checker.search.progress import make_progress
 from kmc.checker.traces.itf import read_trace
+from kmc.checker.traces.replay import replay
 from kmc.checker.traces.text import trace_text
 
 
@@ -228,11 +230,22 @@ def conform(
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
     quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the mismatch trace.")] = False,
     list_oracles: Annotated[bool, typer.Option("--list", help="List the oracles and what they call.")] = False,
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="Compare only this trace's steps (its model and config), not every reachable step."),
+    ] = None,
 ) -> None:
     """Compare a model, at every reachable step, with Kafka's own classes: exit 0 when they agree
     on every step compared, 1 on a mismatch (its shortest trace is written as ITF)."""
     if list_oracles:
         print_oracles(as_json)
+        return
+    if trace is not None:
+        if target is not None or preset is not None or sets:
+            raise UserError("--trace takes the model and its config from the trace: give no model, --preset or --set")
+        job = ConformJob(target="", oracle_names=tuple(oracles), release=kafka_version)
+        if run_trace_conform(job, trace, as_json=as_json):
+            raise typer.Exit(EXIT_VIOLATED)
         return
     if target is None:
         raise UserError("kmc conform needs a model (or an input oracle); `kmc conform --list` shows them")
@@ -249,6 +262,45 @@ def conform(
     )
     if mismatched:
         raise typer.Exit(EXIT_VIOLATED)
+
+
+def run_trace_conform(job: ConformJob, path: Path, *, as_json: bool) -> bool:
+    """Hold one trace's steps to the oracles; print where each agreed or first disagreed."""
+    if not path.is_file():
+        raise UserError(f"no trace at {path}")
+    done = replay(read_trace(path))
+    result = conform_trace(
+        done.model, job.oracles_for(done.model), done.trace.states, done.trace.actions, done.meta.get("preset")
+    )
+    if as_json:
+        doc = {
+            "verdict": "mismatch" if result.mismatched else "conforms",
+            "trace": str(path),
+            "model": result.model.name,
+            "preset": result.preset,
+            "steps": result.steps,
+            "release": result.release,
+            "first_mismatch_step": result.first_mismatch_step,
+            "oracles": [t.to_json() for t in result.tallies],
+        }
+        print(json.dumps(doc, indent=2))
+    else:
+        head = f"kmc conform --trace {path}" + (f" (Kafka {result.release})" if result.release else "")
+        lines = [
+            head,
+            f"  {result.steps} steps of {result.model.name}" + (f" --preset {result.preset}" if result.preset else ""),
+        ]
+        for t in result.tallies:
+            lines.append(_tally_line(t, table=False))
+            lines.extend(_mismatch_lines(t))
+        if result.mismatched:
+            where = ", ".join(f"{name} at step {step}" for name, step in result.first_mismatch_step.items())
+            lines.append(f"  verdict: mismatch: Kafka's code takes another step ({where})")
+        else:
+            lines.append("  verdict: conforms: Kafka's code takes every step of the trace")
+        print("\n".join(lines))
+    _require_comparisons(result.tallies, f"trace {path}")
+    return result.mismatched
 
 
 def _bfs_options(

@@ -198,6 +198,47 @@ def conform(
     return ConformResult(check=result, tallies=tallies, release=release)
 
 
+@dataclass
+class TraceConformResult:
+    """The oracles' answers along one trace: where each first disagreed (a step number), if anywhere."""
+
+    model: Model
+    preset: str | None
+    steps: int
+    tallies: list[Tally]
+    first_mismatch_step: dict[str, int]
+    release: str | None = None
+
+    @property
+    def mismatched(self) -> bool:
+        return bool(self.first_mismatch_step)
+
+
+def conform_trace(
+    model: Model, oracles: Iterable[Oracle], states: list[State], actions: list[Action | None], preset: str | None
+) -> TraceConformResult:
+    """Ask the oracles about every step of a trace, in its order (a counterexample held to the
+    reference: does Kafka's code take these very steps?)."""
+    oracles = list(oracles)
+    tallies = [Tally(oracle=o.name, reference=tuple(o.reference)) for o in oracles]
+    for oracle in oracles:
+        reason = oracle.unsupported()
+        if reason is not None:
+            raise UserError(f"oracle {oracle.name} cannot compare this trace's config of {model.name}: {reason}")
+    first: dict[str, int] = {}
+    for index in range(1, len(states)):
+        action = actions[index]
+        assert action is not None
+        for oracle, tally in zip(oracles, tallies, strict=True):
+            started = time.perf_counter()
+            answers = list(oracle.compare_step(states[index - 1], action, states[index]))
+            tally.seconds += time.perf_counter() - started
+            if not _count(tally, answers, action.name, step=True) and oracle.name not in first:
+                first[oracle.name] = index
+    release = next((o.release for o in oracles if o.release), None)
+    return TraceConformResult(model, preset, len(states) - 1, tallies, first, release)
+
+
 def conform_table(oracle: InputOracle, progress: Progress | None = None, limit: int | None = None) -> Tally:
     """Ask both sides every case of an input oracle; count every mismatch (the table has no
     depth, so unlike a search it is not cut at the first)."""
@@ -255,10 +296,16 @@ class ConformJob:
         return cls(release=self.release, settings={k: str(v) for k, v in self.overrides.items()})
 
     def model_oracles(self) -> tuple[Model, list[Oracle]]:
-        from kmc.checker.registry import load_model_class, registered_oracles
+        from kmc.checker.registry import load_model_class
 
         cls = load_model_class(self.target)
         model = cls.build(self.preset, self.overrides)
+        return model, self.oracles_for(model)
+
+    def oracles_for(self, model: Model) -> list[Oracle]:
+        """The oracles asked about ``model``: those named, else every registered one of the model."""
+        from kmc.checker.registry import registered_oracles
+
         available = {
             name: o for name, o in registered_oracles().items() if issubclass(o, Oracle) and o.model_name == model.name
         }
@@ -279,7 +326,7 @@ class ConformJob:
                 f"no oracle compares model {model.name}: models with oracles: {every or '(none)'} "
                 "(or give --oracle module:Class)"
             )
-        return model, [o(model, release=self.release) for o in chosen]
+        return [o(model, release=self.release) for o in chosen]
 
     def run(self, progress: Progress | None = None) -> ConformResult:
         from kmc.checker.registry import model_reference

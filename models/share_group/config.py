@@ -107,7 +107,7 @@ PRESETS = {
     "kafka-4.2-stale-available": Preset.of(
         "kafka-4.2-log-start with two records and one consumer: an acceptance whose write fails after its lock ran "
         "out and the log start passed it leaves the record AVAILABLE below the SPSO, where every later fetch "
-        "starts (found in the model and in SharePartition's code; not yet confirmed on a broker)",
+        "starts (found in the model; Kafka's SharePartition takes every step, oracle share-partition)",
         {"EveryRecordFinished": "violated"},
         records=2,
         consumers=1,
@@ -116,7 +116,7 @@ PRESETS = {
     "kafka-4.2-start-offset-back": Preset.of(
         "Kafka 4.2 and later, two records, one consumer, no failed write, the log start moving twice: the write "
         "of an acceptance completes after the log start passed the whole cache, and the SPSO moves back to just "
-        "after the cache (found in the model and in SharePartition's code; not yet confirmed on a broker)",
+        "after the cache (found in the model; Kafka's SharePartition takes every step, oracle share-partition)",
         {"StartOffsetNeverMovesBack": "violated"},
         records=2,
         consumers=1,
