@@ -1,6 +1,7 @@
 """The `share-group` model against Kafka's ``SharePartition`` itself (the broker's class, in the core
 jar): every step of the model taken on a real share partition, whose three threads' moves kmc holds
-and lets go as the step says.
+and lets go as the step says. A leader change is a new share partition that reads what the model's
+share coordinator holds.
 
 The model's actors race inside one broker, where requests cannot order them; here they are ordered
 by hand. A ``SharePartition`` is built with stand-ins: a persister whose ``writeState`` answers only
@@ -53,6 +54,7 @@ class SharePartitionOracle(Oracle):
         "as the step says"
     )
 
+    follows_paths = True
     model: ShareGroupModel
 
     def unsupported(self) -> str | None:
@@ -62,8 +64,6 @@ class SharePartitionOracle(Oracle):
             return f"{', '.join(off)} off: the rules before those fixes are the model's alone (Kafka has every fix)"
         if c.max_fetch_records != 1:
             return "max_fetch_records above 1: Kafka locks each batch it acquires, the model one range of records"
-        if c.max_leader_changes:
-            return "a leader change: a new SharePartition loading what the share coordinator holds is not bridged yet"
         return None
 
     def __init__(self, model: ShareGroupModel, release: str | None = None) -> None:
@@ -101,16 +101,18 @@ class SharePartitionOracle(Oracle):
         self.parents.setdefault(state, None)
         self.parents.setdefault(next_state, (state, action))
         partition = _Replay(self.kafka, self.model)
-        for before, done, after in self._path(state):
+        path = self._path(state)
+        for before, done, after in path:
             partition.take(before, done, after)
         answered = partition.take(state, action, next_state)
-        inputs = {"action": repr(action), "path": len(self._path(state))}
+        inputs = {"action": repr(action), "path": len(path)}
         if answered is not None:
             question, ours, theirs = answered
             yield Comparison(question, ours, theirs, inputs)
         yield Comparison("records", _records(next_state), partition.records(len(next_state.records)), inputs)
         yield Comparison("startOffset", next_state.startOffset, partition.start_offset(), inputs)
         yield Comparison("lock tasks", _locks(next_state.timers), partition.locks(next_state), inputs)
+        partition.discard()
 
 
 def _records(s: ShareGroupState) -> list[tuple[str, int, str, bool]]:
@@ -226,7 +228,8 @@ class _Replay:
         self.handled: set[int] = set()
         self.writes: list[Any] = []
         """the persister's writes not answered yet, oldest first"""
-        self.start = 0
+        self.loaded: tuple[int, list[tuple[int, str, int]]] = (0, [])
+        """what the share coordinator holds when a leader reads it: start offset, (offset, state, count)"""
         self.persister = _held_persister(kafka, self)
         self.partition = kafka.new(model.config.delivery_count_limit, self.tasks, self.persister)
         self.partition.maybeInitialize().get()
@@ -270,6 +273,15 @@ class _Replay:
             return "acknowledge's error", a["error"], theirs
         if name == "ShareSessionRelease":
             self.partition.releaseAcquiredRecords(member_id(a["consumer"]))
+            return None
+        if name == "LeaderChange":
+            # the new leader's SharePartition reads what the model's share coordinator holds once the
+            # old leader's writes landed or were fenced; the old one, its locks and writes, are gone
+            self.writes.clear()
+            written = [(o, state, n) for o, (state, n) in enumerate(t.persisted) if state != AVAILABLE or n]
+            self.loaded = (t.persistedStartOffset, [w for w in written if w[0] >= t.persistedStartOffset])
+            self.partition = k.new(self.model.config.delivery_count_limit, self.tasks, self.persister)
+            self.partition.maybeInitialize().get()
             return None
         if name == "WriteShareGroupStateResponse":
             if not self.writes:
@@ -357,6 +369,12 @@ class _Replay:
     def start_offset(self) -> int:
         return int(self.kafka.start_offset.invoke(self.partition))
 
+    def discard(self) -> None:
+        """Take this replay's lock tasks out of the shared timer, which would keep them (and through
+        their handlers, the share partition) for the rest of the run."""
+        for task in self.tasks:
+            task.cancel()
+
 
 def _fetched(records: int, fetch_offset: int, log_start: int) -> Any:
     """A fetch's answer from ``fetch_offset``: one batch of one record for each offset the log holds."""
@@ -400,20 +418,27 @@ def _write_result(kafka: _Kafka, parameters: Any, error: int) -> Any:
 
 
 def _held_persister(kafka: _Kafka, replay: _Replay) -> Any:
-    """A persister that reads an empty share partition (start offset 0) and holds every write until
-    the model's step answers it."""
+    """A persister that reads what the replay says the share coordinator holds (nothing, start offset
+    0, for the first leader) and holds every write until the model's step answers it."""
     jpype = kafka.jpype
     future_class = jvm.jclass("java.util.concurrent.CompletableFuture")
     factory = jvm.jclass(PERSISTER + "PartitionFactory")
     topic_data = jvm.jclass(PERSISTER + "TopicData")
+    batch_class = jvm.jclass(PERSISTER + "PersisterStateBatch")
+    record_state = jvm.jclass(FETCH + "RecordState")
 
     @jpype.JImplements(PERSISTER + "Persister")
     class HeldPersister:
         @jpype.JOverride
         def readState(self, request: Any) -> Any:
             asked = request.groupTopicPartitionData().topicsData().get(0)
+            start, written = replay.loaded
+            batches = jvm.jclass("java.util.ArrayList")()
+            for offset, state, count in written:
+                state_id = jpype.JByte(int(record_state.valueOf(state).id()))
+                batches.add(batch_class(jpype.JLong(offset), jpype.JLong(offset), state_id, jpype.JShort(count)))
             partition = factory.newPartitionAllData(
-                asked.partitions().get(0).partition(), 0, 0, jpype.JShort(0), None, kafka.List.of()
+                asked.partitions().get(0).partition(), 0, jpype.JLong(start), jpype.JShort(0), None, batches
             )
             result = jvm.jclass(PERSISTER + "ReadShareGroupStateResult$Builder")()
             done = result.setTopicsData(kafka.List.of(topic_data(asked.topicId(), kafka.List.of(partition)))).build()

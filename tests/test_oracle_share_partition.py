@@ -1,5 +1,5 @@
 """The share-group model against Kafka's SharePartition itself (the broker's class, with its persister
-and lock timer held by kmc): exact counts and 0 mismatches on Kafka 4.3.1 and 4.4.0, both findings'
+and lock timer held by kmc): exact counts and 0 mismatches on Kafka 4.3.1 and 4.4.0, the findings'
 traces taken step by step by Kafka's code, and a broken model that must mismatch.
 
 Each run is a process of its own: the oracle needs the server jars in its JVM."""
@@ -32,6 +32,7 @@ def _conform(*args: str) -> tuple[int, dict, str]:
         ("kafka-4.2", "4.3.1", 1562, 5372),
         ("kafka-4.2-log-start", "4.3.1", 3992, 13574),
         ("kafka-4.2-session-release", "4.4.0", 338, 1107),
+        ("kafka-4.2-leader-change", "4.3.1", 1983, 6497),
     ],
 )
 def test_every_step_is_the_one_kafkas_share_partition_takes(
@@ -49,10 +50,11 @@ def test_every_step_is_the_one_kafkas_share_partition_takes(
     [
         ("kafka-4.2-stale-available-EveryRecordFinished", 9),
         ("kafka-4.2-start-offset-back-StartOffsetNeverMovesBack", 5),
+        ("kafka-4.2-leader-change-DeliveriesWithinTheLimit", 6),
     ],
 )
-def test_kafka_takes_every_step_of_both_findings(trace: str, steps: int) -> None:
-    """The model's two findings in the fixed code: Kafka 4.3.1's SharePartition takes each step."""
+def test_kafka_takes_every_step_of_the_findings(trace: str, steps: int) -> None:
+    """The model's findings in the fixed code: Kafka 4.3.1's SharePartition takes each step."""
     code, doc, err = _conform("--trace", str(SHARE / f"{trace}.itf.json"))
     assert code == 0, err
     assert (doc["verdict"], doc["steps"], doc["first_mismatch_step"]) == ("conforms", steps, {})
@@ -76,3 +78,11 @@ def test_a_trace_and_a_model_together_are_refused() -> None:
     code, _doc, err = _conform("share-group", "--trace", str(SHARE / "kafka-4.2-NoRecordAccepted.itf.json"))
     assert code == 2
     assert err.strip().splitlines()[-1].startswith("kmc: error: --trace takes the model and its config from the trace")
+
+
+def test_a_checkpointed_run_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The oracle rebuilds each state by replaying the path the search took to it, which a checkpoint
+    does not keep: a resumed run would replay from nothing."""
+    code, _doc, err = _conform("share-group", "--checkpoint", str(tmp_path / "ckpt"))
+    assert code == 2
+    assert "replays the path to each state, which a checkpoint does not keep" in err.strip().splitlines()[-1]

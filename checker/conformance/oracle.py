@@ -43,6 +43,9 @@ class Oracle:
     model_name: ClassVar[str] = ""
     reference: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
+    follows_paths: ClassVar[bool] = False
+    """True for an oracle that rebuilds a step's state by replaying the path the search took to it
+    (from the steps it was asked about before): such a run cannot be checkpointed and resumed."""
 
     def __init__(self, model: Model, release: str | None = None) -> None:
         self.model = model

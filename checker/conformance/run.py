@@ -182,6 +182,12 @@ def conform(
             props.append(_state_property(oracle, tally))
     if options.symmetry:
         raise UserError("conformance compares every state as the model reaches it: run it without --symmetry")
+    following = [o.name for o in oracles if o.follows_paths]
+    if following and options.checkpoint is not None:
+        raise UserError(
+            f"oracle {', '.join(following)} replays the path to each state, which a checkpoint does not keep: "
+            "run it without --checkpoint and --resume"
+        )
     opts = dataclasses.replace(options, keep_going=True)
     release = next((o.release for o in oracles if o.release), None)
     checked = PropertySet.of(props)

@@ -94,7 +94,8 @@ class ShareSessionDriver:
         self.member = str(uuid.uuid4())
         self.next_epochs: dict[int, int] = {}
         """model broker -> the real epoch of the consumer's next request to it (Kafka's ShareSessionHandler)"""
-        self.queued: dict[int, ShareFetchRequest] = {}
+        self.queued: dict[int, tuple[ShareFetchRequest, list[int]]] = {}
+        """model broker -> the request the consumer built for it, with the offsets it acknowledges"""
         self.fetched: dict[int, list[int]] = {}
         """model broker -> offsets acquired from it, in the fetch buffer"""
         self.processing: dict[int, list[int]] = {}
@@ -174,7 +175,9 @@ class ShareSessionDriver:
                     self.acknowledging.pop(broker, None)
             sent = []
             for broker in args["nodes"]:
-                self.queued[broker] = after.requests[broker]
+                request = after.requests[broker]
+                acked = self.acknowledging.pop(broker, []) if request.acknowledgements else []
+                self.queued[broker] = (request, acked)
                 sent.append(f"(queued for node {self.nodes[broker]}: {_text(after.requests[broker])})")
             return Performed(requests=sent)
         if action.name == "ShareFetchResponse":
@@ -196,26 +199,25 @@ class ShareSessionDriver:
         raise UserError(f"the share-session driver has no mapping for {action.name}")
 
     def _share_fetch(self, broker: int, error: str, partition_error: str, after: Any) -> Performed:
-        request = self.queued.pop(broker)
+        request, acked = self.queued.pop(broker)
         expected = {"error": error, "partition": partition_error or "(none)"}
         if partition_error == "NOT_LEADER_OR_FOLLOWER":
             expected["currentLeader"] = after.leader
         for _attempt in range(FETCH_ATTEMPTS):
-            sent, answered = self._send(broker, request)
+            sent, answered = self._send(broker, request, acked)
             if not (expected["partition"] == NONE and answered == {"error": NONE, "partition": "(none)"}):
                 break
             # the session is open now: the next request continues it
-            request = ShareFetchRequest(1, False, False, False)
+            request, acked = ShareFetchRequest(1, False, False, False), []
         return Performed(requests=[sent], answered=answered, expected=expected)
 
-    def _send(self, broker: int, request: ShareFetchRequest) -> tuple[str, dict[str, Any]]:
+    def _send(self, broker: int, request: ShareFetchRequest, acked: list[int]) -> tuple[str, dict[str, Any]]:
         epoch = {INITIAL_EPOCH: 0, FINAL_EPOCH: FINAL_EPOCH}.get(request.shareSessionEpoch)
         if epoch is None:
             epoch = self.next_epochs.get(broker, 0)
         data = message("ShareFetchRequestData").setGroupId(self.group).setMemberId(self.member)
         data.setShareSessionEpoch(epoch).setMinBytes(1).setMaxBytes(1 << 20).setMaxRecords(1).setBatchSize(1)
         data.setMaxWaitMs(2_000 if broker == self._leader_broker() and epoch != FINAL_EPOCH else 0)
-        acked = self.acknowledging.pop(broker, []) if request.acknowledgements else []
         if request.added or acked:
             partition = message("ShareFetchRequestData$FetchPartition").setPartitionIndex(PARTITION)
             for offset in acked:
@@ -275,7 +277,7 @@ class ShareSessionDriver:
             if f"{conn.host}:{conn.port}" == address:
                 conn.close()
                 del self.session.connections[name]
-        if broker in self.queued:  # lost with the connection: the next request opens a new session
+        if broker in self.queued:  # lost with the connection, acknowledgements and all: the next opens a session
             del self.queued[broker]
             self.next_epochs[broker] = 0
         self.session.start_nodes([node])
@@ -313,7 +315,7 @@ class ShareSessionDriver:
         leader = self._leader_broker()
         sessions: dict[str, bool | str] = {}
         for broker in self.probed:
-            _sent, answered = self._send(broker, ShareFetchRequest(1, False, False, False))
+            _sent, answered = self._send(broker, ShareFetchRequest(1, False, False, False), [])
             if answered["error"] != NONE:
                 sessions[str(broker)] = answered["error"]
             else:

@@ -50,7 +50,7 @@ PROPERTIES = ("NoAcknowledgementsOnTheInitialEpoch", "SessionsFollowTheLeader")
 PRESETS = {
     "kafka-4.3": Preset.of(
         "Kafka 4.2 and 4.3 (4.3.1 is the pinned release): a broker restart and a leader change; the old leader "
-        "keeps the partition in the consumer's share session for good (KAFKA-20736)",
+        "keeps the partition in the consumer's share session while their connection lasts (KAFKA-20736)",
         {"NoAcknowledgementsOnTheInitialEpoch": "holds", "SessionsFollowTheLeader": "violated"},
     ),
     "kafka-4.4": Preset.of(

@@ -28,8 +28,8 @@ from kmc.models.share_session.state import (
     INITIAL_EPOCH,
     INVALID_REQUEST,
     INVALID_SHARE_SESSION_EPOCH,
+    NO_PARTITION_DATA,
     NONE,
-    NOT_IN_SESSION,
     NOT_LEADER_OR_FOLLOWER,
     SHARE_SESSION_NOT_FOUND,
     ShareFetchRequest,
@@ -155,15 +155,21 @@ class ShareSessionModel(Model):
         for node, handler in enumerate(handlers):
             if handler is None or node in chosen or s.requests[node] is not None:
                 continue
-            if node in acks:  # the leader is known to have moved: they fail with NOT_LEADER_OR_FOLLOWER
-                acks.discard(node)
+            if node in acks:  # the partition is routed elsewhere: they fail in the consumer (4.3:
+                acks.discard(node)  # NOT_LEADER_OR_FOLLOWER; 4.4: that or NETWORK_EXCEPTION)
                 if self.config.kafka_20736:
                     chosen[node] = (False, False)
                 continue
             if not self.config.kafka_20736:
                 continue
-            if not handler.holdsPartition and handler.nextEpoch != INITIAL_EPOCH and node not in s.fetched:
-                handlers[node] = handler._replace(nextEpoch=FINAL_EPOCH)  # isSessionCloseCandidate: close it
+            # isSessionCloseCandidate: empty, established, and none of its records buffered or held by
+            # the application (their acknowledgements are still to come)
+            if (
+                not handler.holdsPartition
+                and handler.nextEpoch != INITIAL_EPOCH
+                and node not in s.fetched | s.processing
+            ):
+                handlers[node] = handler._replace(nextEpoch=FINAL_EPOCH)
             chosen[node] = (False, False)  # prepareRemainingSessionHandlerForRequest
         if not chosen:
             return None
@@ -205,7 +211,7 @@ class ShareSessionModel(Model):
         t = s._replace(sessions=_with(s.sessions, node, session), requests=_with(s.requests, node, None))
         handler = s.handlers[node]
         assert handler is not None
-        partition_error = NOT_IN_SESSION
+        partition_error = NO_PARTITION_DATA
         if error in (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH):
             handler = handler._replace(nextEpoch=INITIAL_EPOCH)  # nextCloseExistingAttemptNew
         else:

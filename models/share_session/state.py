@@ -17,9 +17,8 @@ SHARE_SESSION_NOT_FOUND = "SHARE_SESSION_NOT_FOUND"
 INVALID_SHARE_SESSION_EPOCH = "INVALID_SHARE_SESSION_EPOCH"
 INVALID_REQUEST = "INVALID_REQUEST"
 NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
-NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
-NOT_IN_SESSION = ""
-"""No partition data in the answer: the session does not list the partition."""
+NO_PARTITION_DATA = ""
+"""No partition data in the answer: the session does not list the partition, or the request failed."""
 
 
 def next_epoch(epoch: int) -> int:

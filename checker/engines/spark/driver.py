@@ -26,8 +26,10 @@ from kmc.checker.engines.spark.shards import (
     load_level_meta,
     parent_lookup,
     read_progress,
+    run_owns,
     save_level_meta,
     stage_id,
+    taken_over,
     write_states,
     write_visited,
 )
@@ -180,7 +182,7 @@ def collect_watched(sc: Any, rdd: Any, tasks: int, group: str, tick: Any) -> lis
     return outcome["value"]
 
 
-def run_search(sc: Any, job: Job, options: SparkOptions, progress: Progress) -> tuple[dict[str, Any], int]:
+def run_search(sc: Any, job: Job, options: SparkOptions, progress: Progress, run_id: str) -> tuple[dict[str, Any], int]:
     """The search's outcome (from task 0) and how many times it was restarted after a failure.
 
     The stage runs on the slots there are when it starts; if more appear (a standalone cluster's
@@ -202,12 +204,13 @@ def run_search(sc: Any, job: Job, options: SparkOptions, progress: Progress) -> 
 
     for stale in Path(job.workdir).glob("exchange-*"):  # left by a run that was killed
         shutil.rmtree(stale, ignore_errors=True)
-    run_id = uuid.uuid4().hex[:12]
     failures = stages = 0
     while True:
         stages += 1
         tasks = min(job.partitions, wait_for_slots(sc, job.partitions))
         name = stage_id(run_id, stages)
+        if not run_owns(job.workdir, run_id):  # a second kmc claimed the checkpoint: it is that run's now
+            raise UserError(taken_over(job.workdir))
         claim_workdir(job.workdir, name)
         exchange = exchange_dir(job.workdir, run_id, stages)
         rdd = (
@@ -240,6 +243,8 @@ def search(
     sc: Any, model: Model, props: PropertySet, job: Job, options: SparkOptions, progress: Progress, resume: bool
 ) -> CheckResult:
     _model, _inv, _steps, keyfn = built(job)
+    run_id = uuid.uuid4().hex[:12]
+    claim_workdir(job.workdir, stage_id(run_id, 0))  # before anything is written there
     if resume:
         # Refuse a checkpoint of another check before starting Spark's job. The resumed run reports
         # its own bounds: how the earlier run ended (a bound it hit, its probe of the level beyond) goes.
@@ -249,7 +254,7 @@ def search(
     else:
         save_level_meta(job.workdir, job, initial_level(model, job, keyfn))
     try:
-        outcome, restarts = run_search(sc, job, options, progress)
+        outcome, restarts = run_search(sc, job, options, progress, run_id)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the result of the levels saved, the counts reached
         progress.close()
         result = result_of(model, props, job, options, load_level_meta(job.workdir, job), keyfn)

@@ -108,6 +108,21 @@ def owns_workdir(workdir: str, stage: str) -> bool:
         return False
 
 
+def run_owns(workdir: str, run_id: str) -> bool:
+    """Whether a stage of this run (any) still owns the work directory."""
+    try:
+        return (Path(workdir) / OWNER_FILE).read_text().startswith(f"{run_id}-")
+    except FileNotFoundError:
+        return False
+
+
+def taken_over(workdir: str) -> str:
+    return (
+        f"spark: another kmc run took over the work directory {workdir}; this one stops "
+        "(one search per checkpoint directory)"
+    )
+
+
 def exchange_dir(workdir: str, run_id: str, stage: int) -> Path:
     """Where a stage's tasks exchange their files: a directory of its own, so files of an
     abandoned stage never mix in."""

@@ -26,6 +26,7 @@ from kmc.checker.engines.spark.shards import (
     save_level_meta,
     saved_files,
     stage_id,
+    taken_over,
     write_progress,
     write_states,
     write_visited,
@@ -127,10 +128,7 @@ class Searcher:
     def _check_owner(self) -> None:
         """Stop before writing to a work directory that another run, or a later stage of this one, claimed."""
         if not owns_workdir(self.job.workdir, self.stage_id):
-            raise StopSearchError(
-                f"spark: another kmc run took over the work directory {self.job.workdir}; "
-                "this one stops (one search per checkpoint directory)"
-            )
+            raise StopSearchError(taken_over(self.job.workdir))
 
     def _step(self, work: Any, *args: Any) -> list[dict[str, Any]]:
         """Do this task's part of a step, then wait for every task's; a user error stops them all."""
@@ -242,6 +240,7 @@ class Searcher:
         """Save every partition's frontier and shard; then task 0 points meta.json at them."""
 
         def save() -> None:
+            self._check_owner()  # before writing a level another run's stage may be loading
             self._save_shards(prog.level)
             for p in self.mine:
                 write_states(frontier_path(self.job.workdir, p, prog.level), *self.frontier[p], self.job.key)
