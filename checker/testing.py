@@ -125,3 +125,22 @@ def assert_violates(
             f"states, expected {trace_length}: {violation.trace_file}"
         )
     return result
+
+
+def retake(trace: str | Path, **overrides: Any) -> list[Any]:
+    """The trace's actions taken again by its model with ``overrides`` to the trace's config (a fix
+    switched on, say): the states they reach, from the trace's first. An action no longer enabled
+    fails the test, naming it: that is where the change decides."""
+    from kmc.checker.traces.itf import read_trace
+    from kmc.checker.traces.replay import replay
+
+    done = replay(read_trace(Path(trace)))
+    model = type(done.model)(
+        type(done.model).make_config(done.meta.get("preset"), {**done.model.config_dict(), **overrides})
+    )
+    states = [done.trace.states[0]]
+    for action in done.trace.actions[1:]:
+        following = [t for a, t in model.successors(states[-1]) if a == action]
+        assert following, f"{action} is not enabled with {overrides}"
+        states.append(following[0])
+    return states

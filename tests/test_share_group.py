@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check
-from kmc.checker.model import Action
 from kmc.checker.result import Status
+from kmc.checker.testing import retake
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.share_group.model import ShareGroupModel
@@ -38,15 +38,7 @@ def test_the_fixed_protocol_holds(preset: str, overrides: dict, states: int) -> 
 def _replayed_with(trace: str, **flags: bool) -> list[ShareGroupState]:
     """The trace's actions taken again by the model with ``flags`` changed: the fixed model follows
     the same steps as far as they stay enabled."""
-    done = replay(read_trace(TRACES / trace))
-    model = ShareGroupModel(ShareGroupModel.make_config(done.meta["preset"], flags))
-    states = list(model.init_states())[:1]
-    for action in done.trace.actions[1:]:
-        assert isinstance(action, Action)
-        following = [t for a, t in model.successors(states[-1]) if a == action]
-        assert following, f"{action} is not enabled with {flags}"
-        states.append(following[0])
-    return states
+    return retake(TRACES / trace, **flags)
 
 
 def test_the_log_start_race_gives_back_an_archived_record_and_its_fix_keeps_it_archived() -> None:

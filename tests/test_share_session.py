@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from kmc.checker import Check
-from kmc.checker.model import Action
 from kmc.checker.result import Status
+from kmc.checker.testing import retake
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.share_session.model import ShareSessionModel, relative_epochs
@@ -47,16 +47,9 @@ def test_presets_verdicts_and_state_counts(preset: str, states: int, violated: s
 
 
 def _replayed_with(trace: str, **flags: bool) -> list[ShareSessionState]:
-    """The trace's actions taken again with ``flags`` changed, as far as the same actions are enabled."""
-    done = replay(read_trace(TRACES / trace))
-    model = ShareSessionModel(ShareSessionModel.make_config(done.meta["preset"], flags))
-    states = list(model.init_states())[:1]
-    for action in done.trace.actions[1:]:
-        assert isinstance(action, Action)
-        following = [t for a, t in model.successors(states[-1]) if a == action]
-        assert following, f"{action} is not enabled with {flags}"
-        states.append(following[0])
-    return states
+    """The trace's actions taken again by the model with ``flags`` changed: the fixed model follows
+    the same steps as far as they stay enabled."""
+    return retake(TRACES / trace, **flags)
 
 
 def test_kafka_19485_acknowledgements_ride_on_the_initial_epoch_and_the_broker_refuses_the_request() -> None:
