@@ -148,6 +148,9 @@ class _Kafka:
         self.topic = self.TopicIdPartition(self.Uuid.randomUuid(), 0, "kmc-share")
         self.unsafe = _unsafe()
         self.wheel = jvm.jclass("org.apache.kafka.server.util.timer.SystemTimer")("kmc-share-partition-locks")
+        self.ManualTimer = _manual_timer_class()
+        self.HeldPersister = _held_persister_class(self)
+        self.notifier, self.dead_letter_queue_off = _ignored(), _no_dead_letter_queue()
         self.replica_manager = self._replica_manager()
         self.group_configs = self._group_config_manager()
         self.constructor = self._constructor()
@@ -183,7 +186,7 @@ class _Kafka:
         manager_class = jvm.jclass("kafka.server.ReplicaManager").class_
         manager = self.unsafe.allocateInstance(manager_class)
         purgatory_class = jvm.jclass("org.apache.kafka.server.purgatory.DelayedOperationPurgatory")
-        self.purgatory = purgatory_class("ShareFetch", _manual_timer([], self.wheel), 0, self.jpype.JBoolean(False))
+        self.purgatory = purgatory_class("ShareFetch", self.ManualTimer([], self.wheel), 0, self.jpype.JBoolean(False))
         _field(manager_class, "delayedShareFetchPurgatory").set(manager, self.purgatory)
         return manager
 
@@ -203,7 +206,7 @@ class _Kafka:
             jpype.JInt(MAX_IN_FLIGHT_RECORDS),
             jpype.JInt(limit),
             jpype.JInt(LOCK_DURATION_MS),
-            _manual_timer(tasks, self.wheel),
+            self.ManualTimer(tasks, self.wheel),
             self.Time.SYSTEM,
             persister,
         ]
@@ -211,7 +214,7 @@ class _Kafka:
             return self.constructor.newInstance(*common, self.replica_manager, self.group_configs, None)
         provider = jvm.jclass("org.apache.kafka.coordinator.group.modern.share.ShareGroupConfigProvider")
         return self.constructor.newInstance(
-            *common, None, _ignored(), provider(self.group_configs), None, _no_dead_letter_queue(), None
+            *common, None, self.notifier, provider(self.group_configs), None, self.dead_letter_queue_off, None
         )
 
 
@@ -230,7 +233,7 @@ class _Replay:
         """the persister's writes not answered yet, oldest first"""
         self.loaded: tuple[int, list[tuple[int, str, int]]] = (0, [])
         """what the share coordinator holds when a leader reads it: start offset, (offset, state, count)"""
-        self.persister = _held_persister(kafka, self)
+        self.persister = kafka.HeldPersister(self)
         self.partition = kafka.new(model.config.delivery_count_limit, self.tasks, self.persister)
         self.partition.maybeInitialize().get()
 
@@ -371,9 +374,15 @@ class _Replay:
 
     def discard(self) -> None:
         """Take this replay's lock tasks out of the shared timer, which would keep them (and through
-        their handlers, the share partition) for the rest of the run."""
+        their handlers, the share partition) for the rest of the run, and cut the references between
+        the Python stand-ins and the Java objects: a cycle through both heaps is never collected."""
         for task in self.tasks:
             task.cancel()
+        self.tasks.clear()
+        self.aligned.clear()
+        self.writes.clear()
+        self.persister.replay = None
+        self.partition = None
 
 
 def _fetched(records: int, fetch_offset: int, log_start: int) -> Any:
@@ -417,37 +426,43 @@ def _write_result(kafka: _Kafka, parameters: Any, error: int) -> Any:
     return result.setTopicsData(kafka.List.of(topic_data(asked.topicId(), kafka.List.of(partition)))).build()
 
 
-def _held_persister(kafka: _Kafka, replay: _Replay) -> Any:
-    """A persister that reads what the replay says the share coordinator holds (nothing, start offset
-    0, for the first leader) and holds every write until the model's step answers it."""
+def _held_persister_class(kafka: _Kafka) -> Any:
+    """A persister that reads what its replay says the share coordinator holds (nothing, start
+    offset 0, for the first leader) and holds every write until the model's step answers it. One
+    class for the run (each JImplements class is a new proxy class in the JVM), one instance per
+    replay."""
     jpype = kafka.jpype
     future_class = jvm.jclass("java.util.concurrent.CompletableFuture")
     factory = jvm.jclass(PERSISTER + "PartitionFactory")
     topic_data = jvm.jclass(PERSISTER + "TopicData")
     batch_class = jvm.jclass(PERSISTER + "PersisterStateBatch")
     record_state = jvm.jclass(FETCH + "RecordState")
+    array_list = jvm.jclass("java.util.ArrayList")
+    read_result = jvm.jclass(PERSISTER + "ReadShareGroupStateResult$Builder")
 
     @jpype.JImplements(PERSISTER + "Persister")
     class HeldPersister:
+        def __init__(self, replay: _Replay) -> None:
+            self.replay = replay
+
         @jpype.JOverride
         def readState(self, request: Any) -> Any:
             asked = request.groupTopicPartitionData().topicsData().get(0)
-            start, written = replay.loaded
-            batches = jvm.jclass("java.util.ArrayList")()
+            start, written = self.replay.loaded
+            batches = array_list()
             for offset, state, count in written:
                 state_id = jpype.JByte(int(record_state.valueOf(state).id()))
                 batches.add(batch_class(jpype.JLong(offset), jpype.JLong(offset), state_id, jpype.JShort(count)))
             partition = factory.newPartitionAllData(
                 asked.partitions().get(0).partition(), 0, jpype.JLong(start), jpype.JShort(0), None, batches
             )
-            result = jvm.jclass(PERSISTER + "ReadShareGroupStateResult$Builder")()
-            done = result.setTopicsData(kafka.List.of(topic_data(asked.topicId(), kafka.List.of(partition)))).build()
-            return future_class.completedFuture(done)
+            done = read_result().setTopicsData(kafka.List.of(topic_data(asked.topicId(), kafka.List.of(partition))))
+            return future_class.completedFuture(done.build())
 
         @jpype.JOverride
         def writeState(self, request: Any) -> Any:
             future = future_class()
-            replay.writes.append((future, request))
+            self.replay.writes.append((future, request))
             return future
 
         @jpype.JOverride
@@ -466,10 +481,10 @@ def _held_persister(kafka: _Kafka, replay: _Replay) -> Any:
         def stop(self) -> None:
             return None
 
-    return HeldPersister()
+    return HeldPersister
 
 
-def _manual_timer(tasks: list[Any], wheel: Any) -> Any:
+def _manual_timer_class() -> Any:
     """A timer that collects its tasks: each is put in ``wheel`` (a real timer, whose entry tells
     whether the task was cancelled) whose clock never reaches it, so none runs unless the model's
     step runs it."""
@@ -477,10 +492,13 @@ def _manual_timer(tasks: list[Any], wheel: Any) -> Any:
 
     @jpype.JImplements("org.apache.kafka.server.util.timer.Timer")
     class ManualTimer:
+        def __init__(self, tasks: list[Any], wheel: Any) -> None:
+            self.tasks, self.wheel = tasks, wheel
+
         @jpype.JOverride
         def add(self, task: Any) -> None:
-            tasks.append(task)
-            wheel.add(task)
+            self.tasks.append(task)
+            self.wheel.add(task)
 
         @jpype.JOverride
         def advanceClock(self, timeout: Any) -> bool:
@@ -488,13 +506,13 @@ def _manual_timer(tasks: list[Any], wheel: Any) -> Any:
 
         @jpype.JOverride
         def size(self) -> int:
-            return len(tasks)
+            return len(self.tasks)
 
         @jpype.JOverride
         def close(self) -> None:
             return None
 
-    return ManualTimer()
+    return ManualTimer
 
 
 def _unsafe() -> Any:
