@@ -169,12 +169,10 @@ def conform(
     options = options or BfsOptions()
     if not oracles:
         raise UserError(f"no oracle compares model {model.name}")
+    _refuse_unsupported(oracles, model)
     tallies: list[Tally] = []
     props: list[Property] = []
     for oracle in oracles:
-        reason = oracle.unsupported()
-        if reason is not None:
-            raise UserError(f"oracle {oracle.name} cannot compare this config of {model.name}: {reason}")
         tally = Tally(oracle=oracle.name, reference=tuple(oracle.reference))
         tallies.append(tally)
         props.append(_step_property(oracle, tally))
@@ -204,6 +202,13 @@ def conform(
     return ConformResult(check=result, tallies=tallies, release=release)
 
 
+def _refuse_unsupported(oracles: list[Oracle], model: Model) -> None:
+    for oracle in oracles:
+        reason = oracle.unsupported()
+        if reason is not None:
+            raise UserError(f"oracle {oracle.name} cannot compare this config of {model.name}: {reason}")
+
+
 @dataclass
 class TraceConformResult:
     """The oracles' answers along one trace: where each first disagreed (a step number), if anywhere."""
@@ -226,11 +231,8 @@ def conform_trace(
     """Ask the oracles about every step of a trace, in its order (a counterexample held to the
     reference: does Kafka's code take these very steps?)."""
     oracles = list(oracles)
+    _refuse_unsupported(oracles, model)
     tallies = [Tally(oracle=o.name, reference=tuple(o.reference)) for o in oracles]
-    for oracle in oracles:
-        reason = oracle.unsupported()
-        if reason is not None:
-            raise UserError(f"oracle {oracle.name} cannot compare this trace's config of {model.name}: {reason}")
     first: dict[str, int] = {}
     for index in range(1, len(states)):
         action = actions[index]

@@ -101,19 +101,21 @@ def claim_workdir(workdir: str, stage: str) -> None:
     write_atomically(Path(workdir) / OWNER_FILE, lambda fh: fh.write(stage.encode()))
 
 
-def owns_workdir(workdir: str, stage: str) -> bool:
+def workdir_owner(workdir: str) -> str:
+    """The stage that owns the work directory ("" when none has claimed it)."""
     try:
-        return (Path(workdir) / OWNER_FILE).read_text() == stage
+        return (Path(workdir) / OWNER_FILE).read_text()
     except FileNotFoundError:
-        return False
+        return ""
+
+
+def owns_workdir(workdir: str, stage: str) -> bool:
+    return workdir_owner(workdir) == stage
 
 
 def run_owns(workdir: str, run_id: str) -> bool:
     """Whether a stage of this run (any) still owns the work directory."""
-    try:
-        return (Path(workdir) / OWNER_FILE).read_text().startswith(f"{run_id}-")
-    except FileNotFoundError:
-        return False
+    return workdir_owner(workdir).startswith(f"{run_id}-")
 
 
 def taken_over(workdir: str) -> str:
