@@ -19,17 +19,18 @@ step for step so that the ``assignors`` oracle finds no difference from Kafka's 
   member to another in the same round, so the old owner revokes it first (KIP-429).
 
 Where Kafka's result depends on the order it walks a ``HashMap`` or ``HashSet`` (member ids, the
-partitions moved between two members), :class:`JavaHashSet` reproduces that order from Java's
-``String.hashCode``/``TopicPartition.hashCode`` and its table sizes. Racks are not modelled (no
-member reports one, so Kafka's rack-aware paths do not run).
+partitions moved between two members), ``JavaHashSet`` (``kmc.models.common.java_order``) reproduces
+that order from Java's ``String.hashCode``/``TopicPartition.hashCode`` and its table sizes. Racks are
+not modelled (no member reports one, so Kafka's rack-aware paths do not run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
+
+from kmc.models.common.java_order import JavaHashSet, hash_order
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]
@@ -159,101 +160,6 @@ def _roundrobin(group: Sequence[Member], partitions_per_topic: Mapping[str, int]
             result[group[position % len(group)].memberId].append(tp)
             position += 1
     return result
-
-
-# -- Java hash order -------------------------------------------------------------------------------
-# Kafka's sticky assignors walk java.util.HashMap/HashSet in places where the walk decides the result
-# (which member keeps its owned partitions first, which of two claimants of a partition wins, which
-# earlier move is undone first). A HashMap walks its buckets in index order, a bucket in insertion
-# order; the bucket is the key's hashCode, spread (h ^ h >>> 16), masked by the table size, and the
-# table (16 buckets to start) doubles when it holds more than 3/4 of its size. These helpers
-# reproduce that order for the keys the assignors use: member ids (String.hashCode) and
-# (topic, partition) pairs (TopicPartition.hashCode = 31 * (31 + partition) + topic.hashCode).
-@lru_cache(maxsize=65536)
-def java_string_hash(text: str) -> int:
-    """``String.hashCode`` as an unsigned 32-bit value (UTF-16 code units)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
-@lru_cache(maxsize=65536)
-def _topic_partition_hash(tp: TopicPartition) -> int:
-    return (31 * (31 + tp[1]) + java_string_hash(tp[0])) & 0xFFFFFFFF
-
-
-def _hash_of(key: Any) -> int:
-    h = java_string_hash(key) if isinstance(key, str) else _topic_partition_hash(key)
-    return h ^ (h >> 16)
-
-
-class JavaHashSet:
-    """The key order of a ``java.util.HashSet``/``HashMap`` created with the default capacity, as keys
-    are added and removed. (A bucket of 9 keys, which Java turns into a tree once the table has 64
-    buckets, does not occur at the sizes checked; it raises rather than guess.)"""
-
-    __slots__ = ("_buckets", "_size")
-
-    def __init__(self, keys: Iterable[Any] = ()) -> None:
-        self._buckets: list[list[tuple[int, Any]]] = [[] for _ in range(16)]
-        self._size = 0
-        for key in keys:
-            self.add(key)
-
-    def __contains__(self, key: Any) -> bool:
-        h = _hash_of(key)
-        return any(k == key for _, k in self._buckets[h & (len(self._buckets) - 1)])
-
-    def __len__(self) -> int:
-        return self._size
-
-    def add(self, key: Any) -> None:
-        h = _hash_of(key)
-        bucket = self._buckets[h & (len(self._buckets) - 1)]
-        if any(k == key for _, k in bucket):
-            return
-        bucket.append((h, key))
-        self._size += 1
-        if len(bucket) > 8:  # Java makes a tree of the bucket, or first doubles a table under 64
-            if len(self._buckets) >= 64:
-                raise NotImplementedError("a HashMap bucket of 9 keys (a tree bin) is not reproduced")
-            self._resize()
-        if self._size > len(self._buckets) * 3 // 4:
-            self._resize()
-
-    def remove(self, key: Any) -> None:
-        h = _hash_of(key)
-        bucket = self._buckets[h & (len(self._buckets) - 1)]
-        for i, (_, k) in enumerate(bucket):
-            if k == key:
-                del bucket[i]
-                self._size -= 1
-                return
-
-    def _resize(self) -> None:
-        size = len(self._buckets) * 2
-        buckets: list[list[tuple[int, Any]]] = [[] for _ in range(size)]
-        for bucket in self._buckets:
-            for h, k in bucket:
-                buckets[h & (size - 1)].append((h, k))
-        self._buckets = buckets
-
-    def __iter__(self) -> Iterator[Any]:
-        for bucket in self._buckets:
-            for _, k in bucket:
-                yield k
-
-
-def hash_order(keys: Iterable[Any]) -> tuple[Any, ...]:
-    """The order a default ``HashMap`` walks these keys, put in this order."""
-    return _hash_order(tuple(keys))
-
-
-@lru_cache(maxsize=65536)
-def _hash_order(keys: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(JavaHashSet(keys))
 
 
 # -- AbstractStickyAssignor -----------------------------------------------------------------------
