@@ -13,9 +13,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
+import kmc.cluster.cluster
+import kmc.cluster.drive.run
 import pytest
+from kmc.checker.cli.suite import Entry, run_suite
 from kmc.checker.errors import UserError
 from kmc.cluster.cluster import Cluster, ClusterSpec, started
 from kmc.cluster.drive.consumer_delivery import DeliveryDriver
@@ -23,18 +28,22 @@ from kmc.cluster.drive.consumer_group import ConsumerGroup
 from kmc.cluster.drive.group import GroupDriver
 from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
-from kmc.cluster.drive.run import drive_trace, load
+from kmc.cluster.drive.run import DriveResult, SharedCluster, cluster_spec, drive_trace, load
 from kmc.cluster.drive.share_group import ShareGroupDriver
 from kmc.cluster.drive.share_session import ShareSessionDriver
 from kmc.cluster.drive.streams_group import StreamsGroupDriver
-from kmc.cluster.drive.suite import load_drive
+from kmc.cluster.drive.suite import DriveJob, load_drive
 from kmc.cluster.drive.transactions import TransactionsDriver
+from kmc.cluster.release import requested
 
 COUNTEREXAMPLES = Path(__file__).resolve().parent.parent / "counterexamples"
 KIP848 = COUNTEREXAMPLES / "group-kip848" / "kip-848-NoDoubleClientAssignment.itf.json"
 STATIC = COUNTEREXAMPLES / "group" / "static-1aa00f68-NoLiveConsumerFenced.itf.json"
 PRODUCER_NER = COUNTEREXAMPLES / "producer" / "not-enough-replicas-PerProducerOrder.itf.json"
 PRODUCER_CACHE_1 = COUNTEREXAMPLES / "producer" / "cache-1-NoDuplicates.itf.json"
+KIP1251 = (
+    COUNTEREXAMPLES / "consumer-delivery" / "commit-after-processing-kip-848-pre-kip-1251-NoFalseCommitFencing.itf.json"
+)
 
 
 @pytest.fixture(scope="module")
@@ -438,3 +447,56 @@ def test_sigterm_ends_a_drive_with_the_steps_so_far_kept_and_its_cluster_stopped
     kept = json.loads(out.read_text())
     assert kept["interrupted"] == "SIGTERM" and kept["verdict"].startswith("interrupted (SIGTERM) after step")
     assert subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True).stdout == b""
+
+
+def test_suite_drives_that_need_the_same_cluster_share_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`kmc ci`'s drives of one release, settings and features run on one cluster, started by the first
+    and stopped after the last even when one fails or raises; each is judged and reported alone, in
+    the suite's order. Starts and drives are faked: no node runs."""
+    events: list[str] = []
+    failures: dict[Path, Exception] = {PRODUCER_CACHE_1: UserError("the broker stopped answering")}
+
+    @contextmanager
+    def fake_started(run_dir: Path, spec: ClusterSpec) -> Iterator[object]:
+        events.append(f"start {run_dir.name}")
+        try:
+            yield SimpleNamespace(nodes=[SimpleNamespace(resume=lambda: None, running=lambda: True)])
+        finally:
+            events.append(f"stop {run_dir.name}")
+
+    def fake_drive(trace: Path, release: str | None, run_dir: Path, shared: SharedCluster) -> DriveResult:
+        done, driver = load(trace)
+        shared.cluster(cluster_spec(driver, requested(release)))
+        if trace in failures:
+            raise failures[trace]
+        events.append(f"drive {done.model.name}")
+        return DriveResult(str(trace), done.model.name, None, None, "4.3.1", violated_on_broker=True)
+
+    def entries(traces: list[Path]) -> list[Entry]:
+        return [Entry(t.name, None, "", job=DriveJob(t.name, t, "reproduces", None)) for t in traces]
+
+    monkeypatch.setattr(kmc.cluster.cluster, "started", fake_started)
+    monkeypatch.setattr(kmc.cluster.drive.run, "drive_trace", fake_drive)
+    traces = [KIP848, PRODUCER_NER, PRODUCER_CACHE_1, KIP1251]
+    reported: list[str] = []
+    outcomes = run_suite(entries(traces), tmp_path, lambda o: reported.append(o.entry.name))
+    assert reported == [o.entry.name for o in outcomes] == [t.name for t in traces]
+    assert [o.ok for o in outcomes] == [True, True, False, True]
+    assert outcomes[2].message == "error: the broker stopped answering"
+    assert events == [
+        "start kafka-4.3.1-consumer-delivery+group-kip848",
+        "drive group-kip848",
+        "drive consumer-delivery",
+        "stop kafka-4.3.1-consumer-delivery+group-kip848",
+        "start kafka-4.3.1-producer",
+        "drive producer",
+        "stop kafka-4.3.1-producer",
+    ]
+    events.clear()
+    failures[KIP848] = RuntimeError("a driver's bug")
+    with pytest.raises(RuntimeError):
+        run_suite(entries([KIP848, KIP1251]), tmp_path)
+    assert events == [
+        "start kafka-4.3.1-consumer-delivery+group-kip848",
+        "stop kafka-4.3.1-consumer-delivery+group-kip848",
+    ]

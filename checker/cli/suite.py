@@ -24,6 +24,8 @@ A conformance run (``kmc conform``) is an entry with ``conform = true``; it expe
 Other kinds of job join a suite as arrays of tables named after them, each kind registered under the
 ``kmc.suite_jobs`` entry point group by the package that runs it (``[[campaign]]``: a real cluster
 under faults, from ``kmc.cluster``). Such a job passes when its own verdict is the one it expects.
+Jobs that can share what they need (``[[drive]]``s of one cluster: see `SharingJob`) run one after
+another in one process, where the first of them stands, each still judged and reported alone.
 
 Every path in a suite is relative to the suite's own folder: ``model = "file.py:Class"``, ``spec``,
 ``replay`` and the engines' directories; ``model = "module:Class"`` is imported from sys.path.
@@ -43,11 +45,12 @@ import sys
 import threading
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kmc.checker.cli.junit import Case
 from kmc.checker.conformance.run import ConformJob, conform_table, write_mismatch_traces
@@ -84,6 +87,21 @@ class SuiteJob(Protocol):
 
     def run(self, out_dir: Path | None) -> tuple[bool, str]:
         """Whether its verdict is the expected one, and a one-line summary."""
+        ...
+
+
+@runtime_checkable
+class SharingJob(SuiteJob, Protocol):
+    """A job that can share what it needs with others (a drive its real cluster, whose start takes
+    longer than many a drive): the jobs of its kind with an equal key run one after another in one
+    process, inside the first one's ``shared`` context."""
+
+    def share_key(self) -> Hashable | None:
+        """What it needs, as a key equal to another job's when one thing serves both; None: it runs alone."""
+        ...
+
+    def shared(self, jobs: list[Any], out_dir: Path | None) -> AbstractContextManager[object]:
+        """What ``jobs`` (this one first) share while they run; left after the last, however it ended."""
         ...
 
 
@@ -455,30 +473,33 @@ def run_suite(
     on_outcome: Callable[[Outcome], None] | None = None,
     jobs: int = 1,
 ) -> list[Outcome]:
-    """Every entry's outcome, in the suite's order. With ``jobs`` > 1 the entries run in that many forked
-    processes: ``on_outcome`` sees them in the order they finish, and an outcome carries no result.
-    A process that already runs other threads (a JVM's, a Spark context's) runs them one at a time."""
-    if jobs <= 1 or len(entries) <= 1 or threading.active_count() > 1:  # forking a threaded process can deadlock
-        outcomes = []
-        for entry in entries:
-            outcomes.append(_run_entry(entry, out_dir))
-            if on_outcome:
-                on_outcome(outcomes[-1])
-        return outcomes
+    """Every entry's outcome, in the suite's order. Entries run in batches (`_batches`): jobs that share
+    what they need together, every other entry alone. With ``jobs`` > 1 the batches run in that many
+    forked processes, one each: ``on_outcome`` sees them in the order they finish, and an outcome carries
+    no result; one at a time, ``on_outcome`` sees them in the suite's order. A process that already runs
+    other threads (a JVM's, a Spark context's) runs them one at a time."""
+    batches = _batches(entries)
+    if jobs <= 1 or len(batches) <= 1 or threading.active_count() > 1:  # forking a threaded process can deadlock
+        outcomes: dict[int, Outcome] = {}
+        done = _in_order(outcomes, on_outcome)
+        for batch in batches:
+            _run_batch(entries, batch, out_dir, done)
+        return [outcomes[i] for i in range(len(entries))]
     global _FORKED
-    _FORKED = (entries, out_dir)
+    _FORKED = (entries, batches, out_dir)
     by_index: dict[int, Outcome] = {}
     # Workers die on SIGTERM at once (as multiprocessing expects of terminate()), and a finished suite
     # closes its pool rather than terminating it: a worker forked to replace one that ended its task
     # could miss terminate()'s signal and wait on the task queue for ever.
     pool = multiprocessing.get_context("fork").Pool(
-        min(jobs, len(entries)), initializer=_worker_signals, maxtasksperchild=1
+        min(jobs, len(batches)), initializer=_worker_signals, maxtasksperchild=1
     )
     try:
-        for index, ok, message, seconds in pool.imap_unordered(_run_forked, range(len(entries))):
-            by_index[index] = Outcome(entries[index], ok, message, seconds)
-            if on_outcome:
-                on_outcome(by_index[index])
+        for finished in pool.imap_unordered(_run_forked, range(len(batches))):
+            for index, ok, message, seconds in finished:
+                by_index[index] = Outcome(entries[index], ok, message, seconds)
+                if on_outcome:
+                    on_outcome(by_index[index])
         pool.close()
         pool.join()
     except BaseException:
@@ -489,8 +510,58 @@ def run_suite(
     return [by_index[i] for i in range(len(entries))]
 
 
-_FORKED: tuple[list[Entry], str | Path | None] | None = None
-"""The suite a forked worker runs entries of: inherited through fork, so models of one's own need not pickle."""
+def _batches(entries: list[Entry]) -> list[list[int]]:
+    """The entries' indices in the order they run: the jobs of one kind with an equal ``share_key()``
+    in one batch, where the first of them stands; every other entry in a batch of its own."""
+    batches: list[list[int]] = []
+    sharing: dict[tuple[str, Hashable], list[int]] = {}
+    for index, entry in enumerate(entries):
+        job = entry.job
+        key = (job.kind, job.share_key()) if isinstance(job, SharingJob) else None
+        if key is None or key[1] is None:
+            batches.append([index])
+            continue
+        if key not in sharing:
+            sharing[key] = []
+            batches.append(sharing[key])
+        sharing[key].append(index)
+    return batches
+
+
+def _run_batch(
+    entries: list[Entry], batch: list[int], out_dir: str | Path | None, done: Callable[[int, Outcome], None]
+) -> None:
+    """One batch's entries one after another, each judged alone; jobs that share, inside the first
+    one's ``shared`` context (left when the last is done, or when one is interrupted)."""
+    first = entries[batch[0]].job
+    context: AbstractContextManager[object] = nullcontext()
+    if isinstance(first, SharingJob) and len(batch) > 1:
+        context = first.shared([entries[i].job for i in batch], Path(out_dir) if out_dir is not None else None)
+    with context:
+        for index in batch:
+            done(index, _run_entry(entries[index], out_dir))
+
+
+def _in_order(
+    outcomes: dict[int, Outcome], on_outcome: Callable[[Outcome], None] | None
+) -> Callable[[int, Outcome], None]:
+    """Keeps each outcome in ``outcomes``; reports them in the suite's order, each as soon as those
+    before it are in (a batch runs later entries of the suite early)."""
+    reported = 0
+
+    def done(index: int, outcome: Outcome) -> None:
+        nonlocal reported
+        outcomes[index] = outcome
+        while reported in outcomes:
+            if on_outcome:
+                on_outcome(outcomes[reported])
+            reported += 1
+
+    return done
+
+
+_FORKED: tuple[list[Entry], list[list[int]], str | Path | None] | None = None
+"""The suite a forked worker runs batches of: inherited through fork, so models of one's own need not pickle."""
 
 
 def _worker_signals() -> None:
@@ -499,11 +570,12 @@ def _worker_signals() -> None:
     sys.unraisablehook = sys.__unraisablehook__
 
 
-def _run_forked(index: int) -> tuple[int, bool, str, float]:
+def _run_forked(batch: int) -> list[tuple[int, bool, str, float]]:
     assert _FORKED is not None
-    entries, out_dir = _FORKED
-    outcome = _run_entry(entries[index], out_dir)
-    return index, outcome.ok, outcome.message, outcome.seconds
+    entries, batches, out_dir = _FORKED
+    finished: list[tuple[int, bool, str, float]] = []
+    _run_batch(entries, batches[batch], out_dir, lambda i, o: finished.append((i, o.ok, o.message, o.seconds)))
+    return finished
 
 
 def _run_entry(entry: Entry, out_dir: str | Path | None) -> Outcome:

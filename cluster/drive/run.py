@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.errors import UserError
 from kmc.checker.properties import holds, select_properties
@@ -25,8 +26,11 @@ from kmc.checker.traces.replay import Replayed, confirm_violation, replay
 from kmc.cluster.drive import drivers
 from kmc.cluster.drive.base import Difference, Driver, differences
 from kmc.cluster.drive.reorder import regroup
-from kmc.cluster.drive.session import Session
+from kmc.cluster.drive.session import NODE_START_TIMEOUT_S, Session
 from kmc.cluster.drive.wire import BrokerGoneError
+
+if TYPE_CHECKING:
+    from kmc.cluster.cluster import Cluster, ClusterSpec
 
 Progress = Callable[[str], None]
 SETTLE_PAUSE_S = 0.05
@@ -193,6 +197,7 @@ def drive(
         wanted = set(session.brokers) - session.down
         session.until("list every node as live", lambda: wanted <= session.live_brokers() or None)
         driver.setup()
+        session.applied_everywhere()  # what the setup made, known to the coordinators before step 1
         start = _compare_state(driver, states[0])
         if start:
             result.steps.append(StepResult(0, "Init", [], False, start, {}, driver.observed()))
@@ -378,9 +383,11 @@ def drive_trace(
     run_dir: Path | None = None,
     progress: Progress = lambda _line: None,
     cluster_dir: Path | None = None,
+    shared: SharedCluster | None = None,
 ) -> DriveResult:
-    """Drive a trace on ``cluster``, or on a cluster of ``release`` started for it (and stopped after)."""
-    from kmc.cluster.cluster import ClusterSpec, started
+    """Drive a trace on ``cluster``, on the ``shared`` one (started by its first drive), or on a cluster
+    of ``release`` started for it (and stopped after)."""
+    from kmc.cluster.cluster import started
     from kmc.cluster.release import requested, server_jars
     from kmc.oracles import jvm
 
@@ -397,18 +404,93 @@ def drive_trace(
     wanted = requested(release)
     check_release(driver_class, wanted, done.model)
     jvm.start(str(wanted), server_jars(wanted))
+    spec = cluster_spec(driver_class, wanted)
+    if shared is not None:
+        return drive(trace_path, driver_class, done, session_of(shared.cluster(spec, progress)), progress)
     folder = run_dir or Path("kmc-out") / f"drive-{trace_path.name.removesuffix('.itf.json')}"
     progress(f"starting Kafka {wanted} (3 nodes) in {folder}")
-    # no node users: a drive cuts no network path, so the nodes run as this user, anywhere
-    spec = ClusterSpec(
-        nodes=3,
-        release=wanted,
-        settings=settings_of(driver_class, wanted),
-        features=features_of(driver_class, wanted),
-        node_users=False,
-    )
     with started(folder, spec) as running:
         return drive(trace_path, driver_class, done, session_of(running), progress)
+
+
+def cluster_spec(driver_class: type[Driver], release: Any) -> ClusterSpec:
+    """The cluster a drive of this driver needs on this release."""
+    from kmc.cluster.cluster import ClusterSpec
+
+    # no node users: a drive cuts no network path, so the nodes run as this user, anywhere
+    return ClusterSpec(
+        nodes=3,
+        release=release,
+        settings=settings_of(driver_class, release),
+        features=features_of(driver_class, release),
+        node_users=False,
+    )
+
+
+def spec_key(spec: ClusterSpec) -> Hashable:
+    """What makes two clusters the same for a drive: release, nodes, settings and features."""
+    return (str(spec.release), spec.nodes, tuple(sorted(spec.settings.items())), tuple(sorted(spec.features.items())))
+
+
+def cluster_key(trace_path: Path, release: str | None) -> Hashable:
+    """The key of the cluster a drive of this trace needs, read without replaying it: drives of equal
+    keys can share one cluster. UserError for a trace without a driver or a malformed release."""
+    from kmc.cluster.release import requested
+
+    model = read_trace(trace_path)["#meta"]["model"]
+    driver_class = drivers().get(model)
+    if driver_class is None:
+        raise UserError(f"model {model} has no driver")
+    return spec_key(cluster_spec(driver_class, requested(release)))
+
+
+class SharedCluster:
+    """One cluster for several drives that need the same one (`kmc ci`'s, see `cluster_key`): its start
+    takes about as long as a drive. Started by the first drive in ``run_dir``, its nodes made whole
+    again for each next one, stopped by `close` (or the ``with`` block's end) however the drives ended."""
+
+    def __init__(
+        self, run_dir: Path, start: Callable[[Path, ClusterSpec], AbstractContextManager[Cluster]] | None = None
+    ) -> None:
+        from kmc.cluster.cluster import started
+
+        self.run_dir = run_dir
+        self.running: Cluster | None = None
+        self._start = start or started
+        self._key: Hashable = None
+        self._stack = ExitStack()
+
+    def cluster(self, spec: ClusterSpec, progress: Progress = lambda _line: None) -> Cluster:
+        """The running cluster, started on first use; UserError if a drive needs another one."""
+        if self.running is None:
+            progress(f"starting Kafka {spec.release} (3 nodes, shared by the next drives) in {self.run_dir}")
+            self.running = self._stack.enter_context(self._start(self.run_dir, spec))
+            self._key = spec_key(spec)
+        elif spec_key(spec) != self._key:
+            raise UserError(f"the shared cluster in {self.run_dir} is not the one this drive needs ({spec_key(spec)})")
+        else:
+            _restore(self.running)
+        return self.running
+
+    def close(self) -> None:
+        self._stack.close()
+        self.running = None
+
+    def __enter__(self) -> SharedCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _restore(cluster: Cluster) -> None:
+    """Every node running and not paused, as a new cluster's: a drive that failed may have left one
+    stopped or paused (one that ended well has already brought it back)."""
+    for node in cluster.nodes:
+        node.resume()
+        if not node.running():
+            cluster.start_node(node)
+            node.wait_ready(time.monotonic() + NODE_START_TIMEOUT_S)
 
 
 def running_cluster(run_dir: Path) -> Any:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,6 +121,13 @@ class Session:
             self.until(
                 f"show topic {topic}'s leaders on node {node}", lambda node=node: self.leaders(topic, partitions, node)
             )
+
+    def applied_everywhere(self) -> None:
+        """Until every live broker has applied the metadata written so far, its coordinators too. A
+        broker shows a new topic in its Metadata answers before its group coordinator has it (on a
+        cluster that ran drives before, a heartbeat can reach the coordinator in between), and it
+        applies metadata in order: a topic made now shows only once what came before is applied."""
+        self.create_topic(f"kmc-drive-barrier-{uuid.uuid4().hex[:12]}", 1, 1)
 
     def set_topic_config(self, topic: str, key: str, value: str) -> None:
         """IncrementalAlterConfigs SET on a topic (a config a step changes for a moment)."""

@@ -8,18 +8,29 @@
 
 ``reproduces``: the broker agrees with every step and the trace's property is violated on it;
 ``fixed``: the broker does not show the violation (it diverges from the trace, or the property
-holds). The cluster's run directory is ``<out>/drives/<name>`` (``kmc ci --out``), else
-``kmc-out/drives/<name>``.
+holds). Drives that need the same cluster (release, settings and features: `cluster_key`) share
+one, since a start takes about as long as a drive: `kmc ci` runs them one after another in one
+process, the cluster started by the first and stopped after the last, in
+``<out>/drives/kafka-<release>-<models>`` (``kmc ci --out``, else ``kmc-out``). Every driver names
+what it creates afresh for each drive (topics, group and transactional ids; producer ids are the
+broker's), so the drives do not meet. A drive that shares with none runs on a cluster of its own in
+``<out>/drives/<name>``. Each is still judged and reported alone.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kmc.checker.errors import UserError
+from kmc.checker.traces.itf import read_trace
+
+if TYPE_CHECKING:
+    from kmc.cluster.drive.run import SharedCluster
 
 EXPECTATIONS = ("reproduces", "fixed")
 
@@ -31,17 +42,48 @@ class DriveJob:
     expect: str
     kafka_version: str | None
     kind: str = "drive"
+    cluster: SharedCluster | None = None
+    """The cluster it shares while `shared` lasts; None: it starts one of its own."""
 
     def run(self, out_dir: Path | None) -> tuple[bool, str]:
         from kmc.cluster.drive.run import drive_trace
 
         base = out_dir if out_dir is not None else Path("kmc-out")
-        result = drive_trace(self.trace, self.kafka_version, run_dir=base / "drives" / _slug(self.name))
+        run_dir = base / "drives" / _slug(self.name)
+        result = drive_trace(self.trace, self.kafka_version, run_dir=run_dir, shared=self.cluster)
+        if result.interrupted:  # Ctrl-C or SIGTERM: the suite ends, not just this entry
+            raise KeyboardInterrupt
         outcome = "reproduces" if result.agreed and result.violated_on_broker else "fixed"
         summary = f"Kafka {result.release}: {result.verdict} ({len(result.steps)} of {result.total_steps} steps)"
         if outcome != self.expect:
             return False, f"expected the trace to be {self.expect} on the broker, but it {outcome}: {summary}"
         return True, summary
+
+    def share_key(self) -> Hashable | None:
+        """The cluster it needs; None when that cannot be told (its run says why)."""
+        from kmc.cluster.drive.run import cluster_key
+
+        try:
+            return cluster_key(self.trace, self.kafka_version)
+        except UserError:
+            return None
+
+    @contextmanager
+    def shared(self, jobs: list[DriveJob], out_dir: Path | None) -> Iterator[None]:
+        """One cluster for ``jobs`` (of one `share_key`), stopped when the block ends however it ends."""
+        from kmc.cluster.drive.run import SharedCluster
+        from kmc.cluster.release import requested
+
+        models = "+".join(sorted({read_trace(job.trace)["#meta"]["model"] for job in jobs}))
+        base = out_dir if out_dir is not None else Path("kmc-out")
+        with SharedCluster(base / "drives" / f"kafka-{requested(self.kafka_version)}-{models}") as cluster:
+            for job in jobs:
+                job.cluster = cluster
+            try:
+                yield
+            finally:
+                for job in jobs:
+                    job.cluster = None
 
 
 def load_drive(raw: dict[str, Any], base: Path, where: str) -> DriveJob:
