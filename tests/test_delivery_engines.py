@@ -1,4 +1,5 @@
-"""The producer, transactions, consumer-delivery, share-group, share-session and streams-group models in every
+"""The producer, transactions, consumer-delivery, share-group, share-session, share-group-membership and
+streams-group models in every
 engine: BFS, simulate, Hypothesis, Spark (local mode) and the liveness check, each on a small preset."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ CHECKED_IN = [
     ("share-group", "pre-kafka-19476-cancelled-lock", "NoRecordUnderTwoLocks", 8, 1),
     ("streams-group", "kafka-4.3", "EmptyGroupAtAssignmentEpoch", 6, 1),
     ("share-session", "kafka-4.1.0", "NoAcknowledgementsOnTheInitialEpoch", 8, 1),
+    ("share-group-membership", "pre-kafka-19468", "NoRebalanceWithoutCause", 12, 1),
 ]
 
 SMALL = [
@@ -29,6 +31,7 @@ SMALL = [
     ("share-group", "kafka-4.2-log-start", {}),
     ("streams-group", "heartbeat-after-reconciliation", {}),
     ("share-session", "kafka-4.4", {}),
+    ("share-group-membership", "lost-responses", {}),
 ]
 
 
@@ -98,6 +101,7 @@ LIVENESS = [
     ("streams-group", "pre-kafka-19233", "EveryMemberJoins", Status.VIOLATED, 26),  # KAFKA-19233
     ("share-session", "kafka-4.4", "SessionsFollowTheLeader", Status.HOLDS_COMPLETE, None),
     ("share-session", "kafka-4.3", "SessionsFollowTheLeader", Status.VIOLATED, 13),  # KAFKA-20736
+    ("share-group-membership", "pre-kafka-19233", "EveryMemberJoins", Status.VIOLATED, 18),  # KAFKA-19233
 ]
 
 
