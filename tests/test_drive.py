@@ -30,6 +30,7 @@ from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
 from kmc.cluster.drive.run import DriveResult, SharedCluster, cluster_spec, drive_trace, load
 from kmc.cluster.drive.share_group import ShareGroupDriver
+from kmc.cluster.drive.share_group_membership import ShareGroupMembershipDriver
 from kmc.cluster.drive.share_session import ShareSessionDriver
 from kmc.cluster.drive.streams_group import StreamsGroupDriver
 from kmc.cluster.drive.suite import DriveJob, load_drive
@@ -56,6 +57,7 @@ def cluster(runs: Path) -> Iterator[Cluster]:
         **StreamsGroupDriver.settings,
         **ShareGroupDriver.settings,
         **ShareSessionDriver.settings,
+        **ShareGroupMembershipDriver.settings_for(requested(None)),
     }
     with started(runs / "shared", ClusterSpec(nodes=3, settings=settings, node_users=False)) as running:
         yield running
@@ -285,6 +287,38 @@ def test_kafka_4_4s_consumer_makes_the_old_leader_forget_the_partition_on_the_re
     assert result.steps[-1].observed["staleSessions"] == {"0": False}
 
 
+MEMBERSHIP = COUNTEREXAMPLES / "share-group-membership"
+
+
+def test_kafka_19468_is_fixed_on_the_pinned_release_the_heartbeat_that_changes_nothing_rebalances_nothing(
+    cluster: Cluster,
+) -> None:
+    """Kafka 4.1's rebalance for an unsubscribed topic's initialized partition (reproduced on 4.1.2, whose
+    result is beside the trace): on the pinned release the same heartbeat leaves the group epoch alone."""
+    result = drive_trace(MEMBERSHIP / "pre-kafka-19468-NoRebalanceWithoutCause.itf.json", cluster=cluster)
+    assert not result.agreed and len(result.steps) == 11
+    assert result.reordered == ("step 7 taken right after step 3",)  # the initialization follows its heartbeat
+    last = result.steps[-1]
+    assert last.requests == ["ShareGroupHeartbeat(memberEpoch=2, subscribedTopicNames=null)"]
+    assert "groupEpoch" in {d.field for d in last.differences}
+    # the broker answers at the epoch it gave the subscription change: no rebalance (4.1.2 bumps it)
+    changed = result.steps[7]
+    assert changed.requests == ["ShareGroupHeartbeat(memberEpoch=1, subscribedTopicNames=t0)"]
+    assert last.answered["memberEpoch"] == changed.answered["memberEpoch"]
+    assert changed.observed["members"]["m0"]["assignment"] == "t0-0"
+
+
+def test_kafka_19233_is_fixed_on_the_pinned_release_a_rejoin_at_epoch_0_is_accepted(cluster: Cluster) -> None:
+    result = drive_trace(MEMBERSHIP / "pre-kafka-19233-EveryMemberJoins.itf.json", cluster=cluster)
+    assert not result.agreed and len(result.steps) == 14
+    rejoin = result.steps[-1]
+    assert rejoin.requests == ["ShareGroupHeartbeat(memberEpoch=0, subscribedTopicNames=t0)"]
+    assert rejoin.answered["error"] == "NONE"
+    assert ("response.error", "FENCED_MEMBER_EPOCH", "NONE") in {
+        (d.field, d.model, d.broker) for d in rejoin.differences
+    }
+
+
 def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions read back swapped: the broker's first two-member assignment no longer matches."""
     right = ConsumerGroup.partitions
@@ -370,6 +404,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
     from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
     from kmc.models.share_group.config import ACTION_ARGS as SHARE_ACTIONS
+    from kmc.models.share_group_membership.config import ACTION_ARGS as MEMBERSHIP_ACTIONS
     from kmc.models.share_session.config import ACTION_ARGS as SESSION_ACTIONS
     from kmc.models.streams_group.config import ACTION_ARGS as STREAMS_ACTIONS
     from kmc.models.transactions.config import ACTION_ARGS as TRANSACTIONS_ACTIONS
@@ -382,6 +417,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     assert set(StreamsGroupDriver.not_driven) <= set(STREAMS_ACTIONS)
     assert set(ShareGroupDriver.not_driven) <= set(SHARE_ACTIONS)
     assert set(ShareSessionDriver.not_driven) <= set(SESSION_ACTIONS)
+    assert set(ShareGroupMembershipDriver.not_driven) <= set(MEMBERSHIP_ACTIONS)
     done, driver = load(KIP848)
     assert driver is Kip848Driver and done.model.name == "group-kip848"
 

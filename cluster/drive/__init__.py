@@ -12,6 +12,7 @@ def drivers() -> dict[str, Any]:
     from kmc.cluster.drive.group_kip848 import Kip848Driver
     from kmc.cluster.drive.producer import ProducerDriver
     from kmc.cluster.drive.share_group import ShareGroupDriver
+    from kmc.cluster.drive.share_group_membership import ShareGroupMembershipDriver
     from kmc.cluster.drive.share_session import ShareSessionDriver
     from kmc.cluster.drive.streams_group import StreamsGroupDriver
     from kmc.cluster.drive.transactions import TransactionsDriver
@@ -25,5 +26,6 @@ def drivers() -> dict[str, Any]:
         StreamsGroupDriver,
         ShareGroupDriver,
         ShareSessionDriver,
+        ShareGroupMembershipDriver,
     )
     return {driver.model_name: driver for driver in drivers}
