@@ -1,14 +1,10 @@
 """The share-group-membership coordinator against Kafka's classes (the pinned release, 4.3.1): exact
 counts and 0 mismatches, a broken variant that must mismatch, and the rules of Kafka 4.1 (before
-KAFKA-19468 and KAFKA-19233) told apart from 4.3.1's and held to 4.1.2's own classes."""
+KAFKA-19468 and KAFKA-19233) told apart from 4.3.1's."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from kmc.checker.conformance.run import conform
@@ -79,15 +75,3 @@ def test_kafka_4_3_1_fences_no_rejoin_the_4_1_rule_fenced() -> None:
     assert tally.first_mismatch.question == "memberEpochAccepted"
     assert (tally.first_mismatch.ours, tally.first_mismatch.theirs) == (False, True)
     assert tally.first_mismatch.inputs["memberEpoch"] == 0
-
-
-@pytest.mark.parametrize(("preset", "mismatches"), [("pre-kafka-19233", 0), ("lost-responses", 1)])
-def test_kafka_4_1_2_s_own_classes_have_the_4_1_rules(preset: str, mismatches: int) -> None:
-    """Kafka 4.1.2's GroupMetadataManager agrees with the 4.1 flags and not with 4.2's (one JVM per
-    process: run apart)."""
-    command = [str(Path(sys.executable).parent / "kmc"), "conform", "share-group-membership", "--preset", preset]
-    command += ["--kafka-version", "4.1.2", "--json", "--no-progress", "--no-trace"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-    [tally] = json.loads(done.stdout)["oracles"]
-    assert tally["mismatches"] == mismatches
-    assert "targetAssignment" not in tally["by_question"]  # 4.1's assignor is another algorithm, not ported

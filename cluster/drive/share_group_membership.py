@@ -10,7 +10,8 @@ unchanged) -- with the model's. A lost response is an answer the driver does not
 A heartbeat that finds subscribed partitions not initialized has the group coordinator ask the
 share coordinator to initialize them at once, inside the broker (``persisterInitialize``). So the
 model's ``InitializeShareGroupState`` step is taken right after the heartbeat that sent it
-(``glued``): the driver waits until DescribeShareGroupOffsets lists the partitions. Kafka's assignor walks
+(``glued``): the heartbeat's answer is compared at once and the broker's state after the
+initialization, once DescribeShareGroupOffsets lists the partitions. Kafka's assignor walks
 partitions in the hash order of their topics' ids, which the broker draws at random: the driver
 creates its topics again (new names) until their ids give every target of the trace the model's
 answer, computed with the model's ids. A failed or
@@ -211,7 +212,10 @@ class ShareGroupMembershipDriver:
                 expected["partitions"] = partitions_text(response.assignment)
         topics = "null" if heartbeat.subscribedTopicNames is None else ",".join(sorted(heartbeat.subscribedTopicNames))
         sent = f"ShareGroupHeartbeat(memberEpoch={heartbeat.memberEpoch}, subscribedTopicNames={topics})"
-        return Performed(requests=[sent], answered=shown if expected else {}, expected=expected)
+        # a heartbeat that asks for an initialization: the broker goes on to initialize at once, so its state is
+        # compared after the initialization the trace takes next (glued)
+        initializes = len(after.initializeRequests) > len(before.initializeRequests)
+        return Performed(requests=[sent], answered=shown if expected else {}, expected=expected, deferred=initializes)
 
     def _request(self, heartbeat: Heartbeat) -> Any:
         request = message("ShareGroupHeartbeatRequestData").setGroupId(self.group)
