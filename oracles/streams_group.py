@@ -161,6 +161,11 @@ class StreamsGroupOracle(Oracle):
                 f"KAFKA-19779); Kafka {self._version} has another API"
             )
         config = self.model.config
+        if config.static_members:
+            return (
+                "static members (Kafka 4.4): the static paths of GroupMetadataManager (the -2 leave, a member "
+                "replaced by its instance id) are not asked here; they are held to a real 4.4.0 broker instead"
+            )
         if not config.wait_for_release or not config.wait_for_revocation:
             return (
                 "wait_for_release=false and wait_for_revocation=false are what-ifs no Kafka release implements: "

@@ -10,14 +10,17 @@ from kmc.models.streams_group.model import member_id
 from kmc.models.streams_group.state import (
     ASSIGNING,
     EMPTY,
+    JOIN_EPOCH,
     JOINING,
     MEMBER,
     RECONCILING,
     STABLE,
+    UNRELEASED_INSTANCE_ID,
     StreamsGroup,
     StreamsGroupState,
     group_state,
     member_of,
+    static_member,
 )
 
 # The coordinator's invariants read only the group, and a search meets a few thousand groups in
@@ -134,6 +137,25 @@ def NoRevocationSkipped(s: StreamsGroupState, action: Action, t: StreamsGroupSta
     return (dropped - kept).isdisjoint(client.owned.all())
 
 
+def _join_handled(s: StreamsGroupState, action: Action, t: StreamsGroupState) -> bool:
+    if action.name != "HandleHeartbeat":
+        return False
+    hb = s.clients[action.args["consumer"]].request
+    return hb is not None and hb.memberEpoch == JOIN_EPOCH
+
+
+@step(trigger=_join_handled)
+def NoMemberFencedByItsOwnInstanceId(s: StreamsGroupState, action: Action, t: StreamsGroupState) -> bool:
+    """A join is refused UNRELEASED_INSTANCE_ID (fatal for the thread) only when another member holds its
+    instance id, never when the holder is the joining member itself."""
+    if not _join_handled(s, action, t) or action.args["error"] != UNRELEASED_INSTANCE_ID:
+        return True
+    hb = s.clients[action.args["consumer"]].request
+    assert hb is not None and hb.instanceId is not None
+    holder = static_member(s.group, hb.instanceId)
+    return holder is None or holder.memberId != hb.memberId
+
+
 @leads_to(lambda s: group_state(s.group) in (ASSIGNING, RECONCILING))
 def EveryRebalanceCompletes(s: StreamsGroupState) -> bool:
     """Every rebalance ends with every member reconciled to the target (or no members)."""
@@ -150,7 +172,7 @@ def _reached(s: StreamsGroupState) -> bool:
     for c, client in enumerate(s.clients):
         if client.phase != MEMBER:
             continue
-        member = member_of(s.group, member_id(c))
+        member = member_of(s.group, member_id(c, client.incarnation))
         if member is not None and client.owned != member.assignedTasks:
             return False
     return True

@@ -19,6 +19,7 @@ from kmc.models.streams_group.state import (
     NO_TASKS,
     NONE,
     STABLE,
+    UNRELEASED_INSTANCE_ID,
     UNREVOKED_TASKS,
     Heartbeat,
     StreamsGroup,
@@ -49,6 +50,7 @@ def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
         ("heartbeat-after-reconciliation", {"max_faults": 2}, 2601),
         ("standby-replicas", {}, 31875),
         ("standby-replicas", {"kafka_20665": False}, 53861),
+        ("static-rejoin-in-place", {}, 31253),
     ],
 )
 def test_the_closed_protocol_holds_and_takes_every_action(preset: str, overrides: dict, states: int) -> None:
@@ -98,6 +100,38 @@ def test_kafka_19233_a_rejoin_with_epoch_zero_is_fenced_and_accepted_once_fixed(
     rejoin = before[first - 1][1].clients[0].request
     assert rejoin is not None and rejoin.memberEpoch == 0
     assert fixed[first][0].args["error"] == NONE  # the same rejoin, accepted
+
+
+def test_a_static_member_whose_join_answer_was_lost_is_refused_by_its_own_instance_id() -> None:
+    """Kafka 4.4 (confirmed on 4.4.0): the retried join of a static member the coordinator already holds
+    is UNRELEASED_INSTANCE_ID, fatal for the thread; apache/kafka#23542 accepts the same join in place."""
+    trace = "kafka-4.4-static-NoMemberFencedByItsOwnInstanceId.itf.json"
+    before = _replayed_with(trace)
+    fixed = _replayed_with(trace, static_rejoin_in_place=True)
+    assert len(before) == 6 and [a.name for a, _t in before][3] == "HeartbeatResponseLost"
+    retried = before[4][1].clients[0].request
+    assert retried is not None and (retried.memberId, retried.memberEpoch, retried.instanceId) == ("m0", 0, "i0")
+    assert before[-1][0].args["error"] == UNRELEASED_INSTANCE_ID
+    assert fixed[-1][0].args["error"] == NONE
+    [member] = fixed[-1][1].group.members
+    assert (member.memberId, member.instanceId, member.memberEpoch) == ("m0", "i0", 2)
+
+
+def test_a_static_member_that_leaves_with_minus_2_keeps_its_tasks_and_a_restart_takes_its_place() -> None:
+    model = StreamsGroupModel(StreamsGroupModel.make_config("static-rejoin-in-place", {"max_lost_responses": 0}))
+    state = next(iter(model.init_states()))
+    joined = "Subscribe SendHeartbeat HandleHeartbeat ReceiveHeartbeat StartReconciliation AssignTasks"
+    left = "SendHeartbeat HandleHeartbeat ReceiveHeartbeat Unsubscribe SendHeartbeat HandleHeartbeat"
+    for name in f"{joined} {left}".split():
+        state = next(t for a, t in model.successors(state) if a.name == name and a.args.get("consumer") == 0)
+    [left] = state.group.members
+    epoch = state.group.groupEpoch
+    assert (left.memberId, left.memberEpoch, left.assignedTasks) == ("m0", -2, _tasks("0_0 0_1"))
+    for name in ("ReceiveHeartbeat", "RestartConsumer", "SendHeartbeat", "HandleHeartbeat"):
+        state = next(t for a, t in model.successors(state) if a.name == name and a.args.get("consumer") == 0)
+    [back] = state.group.members
+    assert (back.memberId, back.instanceId, back.assignedTasks) == ("m0-1", "i0", _tasks("0_0 0_1"))
+    assert state.group.groupEpoch == epoch and dict(state.group.targetAssignment) == {"m0-1": _tasks("0_0 0_1")}
 
 
 def test_the_lost_response_answers_without_tasks_unless_the_whole_assignment_is_sent() -> None:

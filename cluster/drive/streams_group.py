@@ -28,11 +28,13 @@ from kmc.cluster.release import Release
 from kmc.models.streams_group.assignor import by_subtopology, task_name
 from kmc.models.streams_group.drawing import tasks_text
 from kmc.models.streams_group.model import member_id
-from kmc.models.streams_group.state import JOIN_EPOCH, LEAVE_EPOCH, Heartbeat, TasksTuple
+from kmc.models.streams_group.state import JOIN_EPOCH, LEAVE_EPOCH, LEAVE_STATIC_EPOCH, Heartbeat, TasksTuple
 
 SESSION_TIMEOUT_MS = 60_000
 REBALANCE_TIMEOUT_MS = 300_000
 FIRST_STREAMS_GROUPS = Release(4, 1, 0)
+STATIC_STREAMS_MEMBERS = Release(4, 4, 0)
+"""Static members (``group.instance.id``, KAFKA-20169) are refused before 4.4."""
 PRODUCTION_STREAMS_GROUPS = Release(4, 2, 0)
 """Streams groups are early access in 4.1 (unstable APIs, and ``streams.version=1`` formatted with
 unstable feature versions allowed) and production-ready, on by default, from 4.2."""
@@ -69,6 +71,8 @@ class StreamsGroupDriver:
     @classmethod
     def check_release(cls, release: Release, model: Any) -> None:
         release.require(FIRST_STREAMS_GROUPS, "streams groups (StreamsGroupHeartbeat, early access in 4.1) need")
+        if model.config.static_members:
+            release.require(STATIC_STREAMS_MEMBERS, "static streams members (group.instance.id, KAFKA-20169) need")
         if model.config.num_standby_replicas:
             raise UserError(
                 "standby tasks are not driven: they need a stateful topology, whose changelog topics the "
@@ -92,8 +96,12 @@ class StreamsGroupDriver:
         self.group = f"kmc-drive-streams-{uuid.uuid4().hex[:12]}"
         self.topics = [f"{self.group}-source-{s}" for s in range(model.config.subtopologies)]
         self.coordinator = -1
-        self.real_ids = {member_id(c): str(uuid.uuid4()) for c in range(model.config.consumers)}
-        """The member id each thread generates and keeps (KIP-1071)."""
+        self.real_ids = {
+            member_id(c, k): str(uuid.uuid4())
+            for c in range(model.config.consumers)
+            for k in range(model.config.max_restarts + 1)
+        }
+        """The member id each thread's consumer generates and keeps (KIP-1071); a restarted one, another."""
         self.model_ids = {real: model_id for model_id, real in self.real_ids.items()}
         self.epochs = EpochNames()
 
@@ -105,8 +113,8 @@ class StreamsGroupDriver:
         loaded = ("NONE", "GROUP_ID_NOT_FOUND")
         self.session.until("load the group's coordinator", lambda: True if self._describe()[0] in loaded else None)
 
-    def _connection(self, consumer: int) -> Connection:
-        return self.session.connection(f"thread-{consumer}", self.coordinator)
+    def _connection(self, consumer: int, incarnation: int = 0) -> Connection:
+        return self.session.connection(f"thread-{consumer}-{incarnation}", self.coordinator)
 
     # -- steps -------------------------------------------------------------------------------------
     def perform(self, action: Action, before: Any, after: Any) -> Performed:
@@ -116,7 +124,8 @@ class StreamsGroupDriver:
         if action.name == "HeartbeatResponseLost":
             return Performed(requests=["(the answer is dropped: the thread never reads it)"])
         if action.name == "ConsumerCrash":
-            conn = self.session.connections.pop(f"thread-{args['consumer']}", None)
+            incarnation = before.clients[args["consumer"]].incarnation
+            conn = self.session.connections.pop(f"thread-{args['consumer']}-{incarnation}", None)
             if conn is not None:
                 conn.close()
             return Performed(requests=["(the thread's connection closed; it sends nothing more)"])
@@ -124,7 +133,8 @@ class StreamsGroupDriver:
 
     def _heartbeat(self, consumer: int, before: Any, after: Any) -> Performed:
         heartbeat: Heartbeat = before.clients[consumer].request
-        answer = self._connection(consumer).call("STREAMS_GROUP_HEARTBEAT", self._request(heartbeat))
+        connection = self._connection(consumer, before.clients[consumer].incarnation)
+        answer = connection.call("STREAMS_GROUP_HEARTBEAT", self._request(heartbeat))
         error = error_name(answer.errorCode())
         shown: dict[str, Any] = {"error": error}
         if error == "NONE":
@@ -144,7 +154,9 @@ class StreamsGroupDriver:
     def _request(self, heartbeat: Heartbeat) -> Any:
         request = message("StreamsGroupHeartbeatRequestData").setGroupId(self.group)
         request.setMemberId(self.real_ids[heartbeat.memberId]).setMemberEpoch(self.epochs.broker(heartbeat.memberEpoch))
-        if heartbeat.memberEpoch == LEAVE_EPOCH:
+        if heartbeat.instanceId is not None:
+            request.setInstanceId(f"{self.group}-{heartbeat.instanceId}")
+        if heartbeat.memberEpoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
             return request
         if heartbeat.memberEpoch == JOIN_EPOCH:
             topology = message("StreamsGroupHeartbeatRequestData$Topology").setEpoch(0)

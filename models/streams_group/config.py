@@ -19,6 +19,7 @@ ACTION_ARGS = {
     "AssignTasks": ("consumer",),
     "ConsumerCrash": ("consumer",),
     "Unsubscribe": ("consumer",),
+    "RestartConsumer": ("consumer",),
     "SessionTimeout": ("memberId",),
     "RebalanceTimeout": ("memberId",),
 }
@@ -65,6 +66,20 @@ class StreamsGroupConfig:
         "coordinator answers a full ConsumerGroupHeartbeat; Kafka's streams coordinator sends the tasks only "
         "on a join or when they changed",
     )
+    static_members: bool = param(
+        False,
+        "each thread's consumer has a group.instance.id (static membership, KAFKA-20169, Kafka 4.4): a close leaves "
+        "with epoch -2 keeping the member and its tasks, and a restarted consumer (a new member id) takes its place",
+    )
+    static_rejoin_in_place: bool = param(
+        False,
+        "apache/kafka#23542 (open, in no release): a static member that joins with its own member id is handled in "
+        "place; before (Kafka 4.4), any join of an instance id still held by a member at another epoch than -2 is "
+        "UNRELEASED_INSTANCE_ID, fatal for the thread, even the holder's own rejoin after a lost answer",
+    )
+    max_restarts: int = param(
+        1, "times each thread's consumer is made anew after it stopped (static members)", min=0, max=2
+    )
     max_faults: int = param(1, "stream threads that crash or close (leave the group) in all", min=0, max=3)
     crashes: bool = param(
         True, "a fault may be a crash (its member left to a timeout); False: faults are closes, which leave"
@@ -89,6 +104,7 @@ PROPERTIES = (
     "EveryRebalanceCompletes",
     "EveryMemberJoins",
     "ClientsReachTheirAssignment",
+    "NoMemberFencedByItsOwnInstanceId",
 )
 
 
@@ -181,6 +197,27 @@ PRESETS = {
         **_KAFKA_4_4,
         heartbeat_while_reconciling=False,
         wait_for_revocation=False,
+    ),
+    "kafka-4.4-static": Preset.of(
+        "Kafka 4.4 with static members (KAFKA-20169), the two findings' races closed, one lost heartbeat response and "
+        "a close and restart: a thread whose join answer was lost rejoins and is refused UNRELEASED_INSTANCE_ID by "
+        "its own instance id, a fatal error (apache/kafka#23542, unfixed in 4.4.0)",
+        _expect(NoMemberFencedByItsOwnInstanceId="violated"),
+        **_KAFKA_4_4,
+        **_BOTH_RACES_CLOSED,
+        static_members=True,
+        max_lost_responses=1,
+        max_group_epoch=8,
+    ),
+    "static-rejoin-in-place": Preset.of(
+        "kafka-4.4-static's bounds with apache/kafka#23542: the static member's own rejoin is handled in place",
+        _expect(),
+        **_KAFKA_4_4,
+        **_BOTH_RACES_CLOSED,
+        static_members=True,
+        static_rejoin_in_place=True,
+        max_lost_responses=1,
+        max_group_epoch=8,
     ),
     "slow-member": Preset.of(
         "heartbeats after reconciliations, timeouts at any moment: a thread removed for being slow runs its tasks "

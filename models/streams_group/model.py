@@ -26,10 +26,14 @@ from kmc.models.streams_group.assignor import assign, task_name
 from kmc.models.streams_group.config import ACTION_ARGS, PRESETS, StreamsGroupConfig
 from kmc.models.streams_group.drawing import StreamsGroupDrawing
 from kmc.models.streams_group.state import (
+    FAILED,
+    FATAL_ERRORS,
+    FENCED_INSTANCE_ID,
     FENCED_MEMBER_EPOCH,
     JOIN_EPOCH,
     JOINING,
     LEAVE_EPOCH,
+    LEAVE_STATIC_EPOCH,
     LEAVING,
     MEMBER,
     NO_TASKS,
@@ -37,6 +41,7 @@ from kmc.models.streams_group.state import (
     STABLE,
     STOPPED,
     UNKNOWN_MEMBER_ID,
+    UNRELEASED_INSTANCE_ID,
     UNRELEASED_TASKS,
     UNREVOKED_TASKS,
     UNSUBSCRIBED,
@@ -51,21 +56,30 @@ from kmc.models.streams_group.state import (
     active_task_owner,
     member_of,
     standby_task_owners,
+    static_member,
 )
 
 
-def fresh_client(processId: str, phase: str) -> StreamsClient:
+def fresh_client(processId: str, phase: str, incarnation: int = 0) -> StreamsClient:
     """A thread's consumer with no tasks and epoch 0: before it subscribes, rejoining, or stopped."""
-    return StreamsClient(processId, phase, JOIN_EPOCH, NO_TASKS, NO_TASKS, None, True, NO_TASKS, None, None, None)
+    return StreamsClient(
+        processId, phase, JOIN_EPOCH, NO_TASKS, NO_TASKS, None, True, NO_TASKS, None, None, None, incarnation
+    )
 
 
-def member_id(consumer: int) -> str:
-    """The member id a thread's consumer generates and keeps for its whole life."""
-    return f"m{consumer}"
+def member_id(consumer: int, incarnation: int = 0) -> str:
+    """The member id a thread's consumer generates and keeps for its whole life (a restarted consumer, a
+    new one: ``m0-1``)."""
+    return f"m{consumer}" if incarnation == 0 else f"m{consumer}-{incarnation}"
 
 
 def consumer_of(memberId: str) -> int:
-    return int(memberId[1:])
+    return int(memberId[1:].split("-")[0])
+
+
+def instance_id(consumer: int) -> str:
+    """The thread's ``group.instance.id`` when members are static."""
+    return f"i{consumer}"
 
 
 class StreamsGroupModel(Model):
@@ -112,8 +126,10 @@ class StreamsGroupModel(Model):
             off.append("ConsumerCrash")
         if c.max_faults == 0:
             off.append("Unsubscribe")
-        if no_crash and c.timeouts == "crashed":  # only a crashed thread's member times out
+        if no_crash and c.timeouts == "crashed" and not c.static_members:  # only a crashed thread's member times out
             off += ["SessionTimeout", "RebalanceTimeout"]
+        if not c.static_members or c.max_restarts == 0 or c.max_faults == 0:
+            off.append("RestartConsumer")
         return tuple(off)
 
     def process_of(self, consumer: int) -> str:
@@ -139,8 +155,13 @@ class StreamsGroupModel(Model):
             if me.phase == UNSUBSCRIBED:
                 out.append((self._act("Subscribe", c), with_client(c, fresh_client(me.processId, JOINING))))
                 continue
-            if me.request is None and me.response is None and me.phase != STOPPED and self._may_heartbeat(me):
-                out.append((self._act("SendHeartbeat", c), with_client(c, _with_heartbeat(c, me))))
+            if (
+                me.request is None
+                and me.response is None
+                and me.phase not in (STOPPED, FAILED)
+                and self._may_heartbeat(me)
+            ):
+                out.append((self._act("SendHeartbeat", c), with_client(c, _with_heartbeat(c, me, self._instance(c)))))
             if me.request is not None:
                 action, group_after, after = self._heartbeat_outcome(group, c, me)
                 out.append((action, s._replace(group=group_after, clients=(*clients[:c], after, *clients[c + 1 :]))))
@@ -154,19 +175,25 @@ class StreamsGroupModel(Model):
                     out.append((self._act(name, c), with_client(c, after)))
             if faults < c_.max_faults and me.phase in (JOINING, MEMBER):
                 if c_.crashes:
-                    crashed = fresh_client(me.processId, STOPPED)._replace(request=me.request)
+                    crashed = fresh_client(me.processId, STOPPED, me.incarnation)._replace(request=me.request)
                     out.append((self._act("ConsumerCrash", c), with_client(c, crashed, faults=faults + 1)))
                 if me.phase == MEMBER and me.request is None and me.response is None:
-                    leaving = fresh_client(me.processId, LEAVING)._replace(memberEpoch=me.memberEpoch)
+                    leaving = fresh_client(me.processId, LEAVING, me.incarnation)._replace(memberEpoch=me.memberEpoch)
                     out.append((self._act("Unsubscribe", c), with_client(c, leaving, faults=faults + 1)))
+            if c_.static_members and me.phase == STOPPED and me.request is None and me.incarnation < c_.max_restarts:
+                restarted = fresh_client(me.processId, JOINING, me.incarnation + 1)
+                out.append((self._act("RestartConsumer", c), with_client(c, restarted)))
         any_moment = c_.timeouts == "any"
         for m in group.members:
-            if any_moment or clients[consumer_of(m.memberId)].phase == STOPPED:
+            if any_moment or _left_behind(clients, m):
                 removed = s._replace(group=self._fence(group, m))
                 out.append((self._act("SessionTimeout", m.memberId), removed))
                 if m.state == UNREVOKED_TASKS:
                     out.append((self._act("RebalanceTimeout", m.memberId), removed))
         return out
+
+    def _instance(self, consumer: int) -> str | None:
+        return instance_id(consumer) if self.config.static_members else None
 
     def _may_heartbeat(self, me: StreamsClient) -> bool:
         return self.config.heartbeat_while_reconciling or (me.synced and me.reconciling is None)
@@ -192,22 +219,23 @@ class StreamsGroupModel(Model):
 
     def _handle_heartbeat(self, group: StreamsGroup, hb: Heartbeat) -> tuple[str, StreamsGroup, HeartbeatResponse]:
         """``GroupMetadataManager.streamsGroupHeartbeat``."""
-        if hb.memberEpoch == LEAVE_EPOCH:
-            member = member_of(group, hb.memberId)
-            if member is not None:
-                group = self._fence(group, member)
-            return NONE, group, HeartbeatResponse(NONE, LEAVE_EPOCH, None)
-        member = member_of(group, hb.memberId)
+        if hb.memberEpoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
+            return self._leave(group, hb)
         joining = hb.memberEpoch == JOIN_EPOCH
-        if member is None and not joining:
-            return UNKNOWN_MEMBER_ID, group, HeartbeatResponse(UNKNOWN_MEMBER_ID, hb.memberEpoch, None)
-        if member is not None and not self._epoch_valid(member, hb):
-            return FENCED_MEMBER_EPOCH, group, HeartbeatResponse(FENCED_MEMBER_EPOCH, hb.memberEpoch, None)
+        if hb.instanceId is None:
+            member = member_of(group, hb.memberId)
+            error = UNKNOWN_MEMBER_ID if member is None and not joining else NONE
+        else:
+            error, group, member = self._static_member(group, hb)
+        if error == NONE and member is not None and not self._epoch_valid(member, hb):
+            error = FENCED_MEMBER_EPOCH
+        if error != NONE:
+            return error, group, HeartbeatResponse(error, hb.memberEpoch, None)
         if group.groupEpoch == 0:  # getOrCreateStreamsGroup: a new group starts at epoch 1 (KAFKA-20268)
             group = group._replace(groupEpoch=1, assignmentEpoch=1)
         if member is None:  # a new member's metadata bumps the group epoch
             assert hb.processId is not None
-            member = StreamsGroupMember(hb.memberId, 0, 0, STABLE, hb.processId, NO_TASKS, NO_TASKS)
+            member = StreamsGroupMember(hb.memberId, 0, 0, STABLE, hb.processId, NO_TASKS, NO_TASKS, hb.instanceId)
             group = group._replace(groupEpoch=group.groupEpoch + 1, members=_sorted((*group.members, member)))
         if group.groupEpoch > group.assignmentEpoch:
             group = self._compute_target_assignment(group)
@@ -217,6 +245,50 @@ class StreamsGroupModel(Model):
         full = self.config.full_assignment_on_full_request and hb.ownedTasks is not None
         tasks = updated.assignedTasks if joining or changed or full else None
         return NONE, group, HeartbeatResponse(NONE, updated.memberEpoch, tasks)
+
+    def _leave(self, group: StreamsGroup, hb: Heartbeat) -> tuple[str, StreamsGroup, HeartbeatResponse]:
+        """``streamsGroupLeave``: a dynamic member, or a static one leaving for good (-1), is fenced; a static
+        member leaving with -2 stays, at epoch -2 with its tasks, for its session timeout
+        (``streamsGroupStaticMemberGroupLeave``)."""
+        if hb.instanceId is None:
+            member = member_of(group, hb.memberId)
+            if member is not None:
+                group = self._fence(group, member)
+            return NONE, group, HeartbeatResponse(NONE, LEAVE_EPOCH, None)
+        member = static_member(group, hb.instanceId)
+        if member is None or member.memberId != hb.memberId:
+            error = UNKNOWN_MEMBER_ID if member is None else FENCED_INSTANCE_ID
+            return error, group, HeartbeatResponse(error, hb.memberEpoch, None)
+        if hb.memberEpoch == LEAVE_EPOCH:
+            return NONE, self._fence(group, member), HeartbeatResponse(NONE, LEAVE_EPOCH, None)
+        left = member._replace(memberEpoch=LEAVE_STATIC_EPOCH, tasksPendingRevocation=NO_TASKS)
+        members = _sorted((*(m for m in group.members if m.memberId != member.memberId), left))
+        return NONE, group._replace(members=members), HeartbeatResponse(NONE, LEAVE_STATIC_EPOCH, None)
+
+    def _static_member(self, group: StreamsGroup, hb: Heartbeat) -> tuple[str, StreamsGroup, StreamsGroupMember | None]:
+        """``getOrMaybeCreateStaticStreamsGroupMember``: a join of a new instance id is a new member; a join of
+        one held by a member that left with -2 replaces it (a copy with the new member id at epoch 0, its
+        target relabelled, no rebalance); any other join of a held instance id is UNRELEASED_INSTANCE_ID -- in
+        Kafka 4.4 even the holder's own rejoin, which apache/kafka#23542 handles in place. A heartbeat must come
+        from the instance's member."""
+        assert hb.instanceId is not None
+        existing = static_member(group, hb.instanceId)
+        if hb.memberEpoch != JOIN_EPOCH:
+            if existing is None or existing.memberId != hb.memberId:
+                return (UNKNOWN_MEMBER_ID if existing is None else FENCED_INSTANCE_ID), group, None
+            return NONE, group, existing
+        if existing is None:
+            return NONE, group, None
+        if existing.memberId == hb.memberId and self.config.static_rejoin_in_place:
+            if existing.memberEpoch == LEAVE_STATIC_EPOCH:
+                existing = existing._replace(memberEpoch=0, previousMemberEpoch=0)
+            return NONE, group, existing
+        if existing.memberEpoch != LEAVE_STATIC_EPOCH:
+            return UNRELEASED_INSTANCE_ID, group, None
+        replacement = existing._replace(memberId=hb.memberId, memberEpoch=0, previousMemberEpoch=0)
+        members = _sorted((*(m for m in group.members if m.memberId != existing.memberId), replacement))
+        target = tuple(sorted((hb.memberId if m == existing.memberId else m, t) for m, t in group.targetAssignment))
+        return NONE, group._replace(members=members, targetAssignment=target), replacement
 
     def _epoch_valid(self, member: StreamsGroupMember, hb: Heartbeat) -> bool:
         """``throwIfStreamsGroupMemberEpochIsInvalid``: the member's epoch, or its previous one with owned
@@ -346,17 +418,21 @@ def _sorted(members: tuple[StreamsGroupMember, ...]) -> tuple[StreamsGroupMember
 
 
 # -- the client (StreamsMembershipManager, StreamsGroupHeartbeatRequestManager) ------------------
-def _with_heartbeat(c: int, me: StreamsClient) -> StreamsClient:
-    """The thread's next StreamsGroupHeartbeat: a leave, a join with the topology and no tasks, or its
-    member epoch with the last reconciled assignment when that changed since it was last reported."""
+def _with_heartbeat(c: int, me: StreamsClient, instance: str | None) -> StreamsClient:
+    """The thread's next StreamsGroupHeartbeat, with its instance id when static: a leave (-2 for a static
+    member, ``leaveGroupEpoch``), a join with the topology and no tasks, or its member epoch with the last
+    reconciled assignment when that changed since it was last reported."""
+    memberId = member_id(c, me.incarnation)
     if me.phase == LEAVING:
-        return me._replace(request=Heartbeat(member_id(c), LEAVE_EPOCH, None))
+        epoch = LEAVE_EPOCH if instance is None else LEAVE_STATIC_EPOCH
+        return me._replace(request=Heartbeat(memberId, epoch, None, None, instance))
     if me.phase == JOINING:
-        return me._replace(request=Heartbeat(member_id(c), JOIN_EPOCH, NO_TASKS, me.processId))
+        return me._replace(request=Heartbeat(memberId, JOIN_EPOCH, NO_TASKS, me.processId, instance))
     if me.reconciledAssignment != me.lastSentAssignment:
         report = me.reconciledAssignment
-        return me._replace(request=Heartbeat(member_id(c), me.memberEpoch, report), lastSentAssignment=report)
-    return me._replace(request=Heartbeat(member_id(c), me.memberEpoch, None))
+        heartbeat = Heartbeat(memberId, me.memberEpoch, report, None, instance)
+        return me._replace(request=heartbeat, lastSentAssignment=report)
+    return me._replace(request=Heartbeat(memberId, me.memberEpoch, None, None, instance))
 
 
 def _received(me: StreamsClient) -> StreamsClient:
@@ -365,14 +441,24 @@ def _received(me: StreamsClient) -> StreamsClient:
     assert response is not None
     me = me._replace(response=None)
     if me.phase == LEAVING:
-        return fresh_client(me.processId, STOPPED)
+        return fresh_client(me.processId, STOPPED, me.incarnation)
+    if response.error in FATAL_ERRORS:  # handleFatalFailure: the thread dies
+        return fresh_client(me.processId, FAILED, me.incarnation)
     if response.error != NONE:  # onFenced: every task is lost, rejoin with the same member id
-        return fresh_client(me.processId, JOINING)
+        return fresh_client(me.processId, JOINING, me.incarnation)
     joined = me.phase == JOINING
     me = me._replace(phase=MEMBER, memberEpoch=response.memberEpoch)
     if response.assignment is not None and (joined or response.assignment != me.assignment):
         me = me._replace(assignment=response.assignment, synced=False)
     return me
+
+
+def _left_behind(clients: tuple[StreamsClient, ...], m: StreamsGroupMember) -> bool:
+    """A member whose thread no longer heartbeats for it (stopped, failed, or restarted as a new member):
+    its session times out."""
+    c = consumer_of(m.memberId)
+    client = clients[c]
+    return client.phase in (STOPPED, FAILED) or member_id(c, client.incarnation) != m.memberId
 
 
 def _reconciliation_steps(me: StreamsClient) -> list[tuple[str, StreamsClient]]:

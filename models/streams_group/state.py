@@ -21,9 +21,15 @@ RECONCILING = "RECONCILING"
 NONE = "NONE"
 FENCED_MEMBER_EPOCH = "FENCED_MEMBER_EPOCH"
 UNKNOWN_MEMBER_ID = "UNKNOWN_MEMBER_ID"
+UNRELEASED_INSTANCE_ID = "UNRELEASED_INSTANCE_ID"
+FENCED_INSTANCE_ID = "FENCED_INSTANCE_ID"
+FATAL_ERRORS = (UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID)
+"""Errors a stream thread's consumer does not recover from (``handleFatalFailure``): the thread dies."""
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
+LEAVE_STATIC_EPOCH = -2
+"""A static member's leave: it keeps its instance id and tasks for its session timeout (KAFKA-20169)."""
 
 # client phases (the consumer's MemberState, folded: RECONCILING, ACKNOWLEDGING and STABLE are "member")
 UNSUBSCRIBED = "unsubscribed"
@@ -31,6 +37,8 @@ JOINING = "joining"
 MEMBER = "member"
 LEAVING = "leaving"
 STOPPED = "stopped"
+FAILED = "failed"
+"""A fatal error ended the thread."""
 
 
 class TasksTuple(NamedTuple):
@@ -66,6 +74,8 @@ class StreamsGroupMember(NamedTuple):
     processId: str
     assignedTasks: TasksTuple
     tasksPendingRevocation: TasksTuple
+    instanceId: str | None = None
+    """``group.instance.id`` of a static member (Kafka 4.4); None for a dynamic one."""
 
 
 class StreamsGroup(NamedTuple):
@@ -84,6 +94,8 @@ class Heartbeat(NamedTuple):
     """The tasks the client reports (all three lists); None when unchanged since the last report."""
     processId: str | None = None
     """Sent on a join (with the topology); None otherwise."""
+    instanceId: str | None = None
+    """A static member's ``group.instance.id``, sent with every heartbeat."""
 
 
 class HeartbeatResponse(NamedTuple):
@@ -114,6 +126,8 @@ class StreamsClient(NamedTuple):
     """The reconciled assignment last reported (None: reset, report it again)."""
     request: Heartbeat | None
     response: HeartbeatResponse | None
+    incarnation: int = 0
+    """How many times the thread's consumer was made anew (a restart): each has a member id of its own."""
 
 
 class StreamsGroupState(NamedTuple):
@@ -124,6 +138,14 @@ class StreamsGroupState(NamedTuple):
 
 
 Step = tuple[Action, StreamsGroupState]
+
+
+def static_member(group: StreamsGroup, instance_id: str) -> StreamsGroupMember | None:
+    """``StreamsGroup.staticMember``: the member holding this instance id."""
+    for m in group.members:
+        if m.instanceId == instance_id:
+            return m
+    return None
 
 
 def member_of(group: StreamsGroup, member_id: str) -> StreamsGroupMember | None:
