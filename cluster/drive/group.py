@@ -404,9 +404,7 @@ class GroupDriver:
 
     def _forget(self, consumer: int) -> None:
         self.in_flight.pop(consumer, None)
-        conn = self.session.connections.pop(f"consumer-{consumer}", None)
-        if conn is not None:
-            conn.close()
+        self.session.close_connection(f"consumer-{consumer}")
 
 
 def _renumbering(actor: int | None, before: Any, after: Any) -> int:

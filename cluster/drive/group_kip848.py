@@ -64,9 +64,7 @@ class Kip848Driver(Kip848Protocol):
         if action.name == "OffsetCommit":
             return self._offset_commit(args["consumer"], before, args)
         if action.name == "ConsumerCrash":
-            conn = self.session.connections.pop(f"consumer-{args['consumer']}", None)
-            if conn is not None:
-                conn.close()
+            self.session.close_connection(f"consumer-{args['consumer']}")
             return Performed(requests=["(the consumer's connection closed; it sends nothing more)"])
         return Performed()
 

@@ -92,9 +92,7 @@ class ProducerDriver:
         if action.name == "HandleProduce":
             return self._produce(args, before, after)
         if action.name == "Disconnect":
-            conn = self.session.connections.pop(f"producer-{args['connection']}", None)
-            if conn is not None:
-                conn.close()
+            self.session.close_connection(f"producer-{args['connection']}")
             return Performed(requests=[f"(connection {args['connection']} closed)"])
         if action.name == "BumpEpoch" and args["producerId"] not in self.real_pids:
             self._init_producer_id(args["producerId"])  # before KAFKA-8805: a new producer id

@@ -76,6 +76,12 @@ class Session:
             conn.close()
         self.connections.clear()
 
+    def close_connection(self, name: str) -> None:
+        """Close one named connection, if open: a client that crashed or went away sends nothing more."""
+        conn = self.connections.pop(name, None)
+        if conn is not None:
+            conn.close()
+
     def until(self, what: str, attempt: Callable[[], Any | None], timeout_s: float = SETTLE_TIMEOUT_S) -> Any:
         """Call ``attempt`` until it returns something (bounded in time): the cluster settling."""
         deadline = time.monotonic() + timeout_s

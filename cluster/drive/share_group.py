@@ -288,9 +288,7 @@ class ShareGroupDriver:
         self.stopped_nodes.append(old)
         self.session.down = set(self.stopped_nodes)
         for c in list(self.session_epochs):
-            conn = self.session.connections.pop(f"consumer-{c}", None)
-            if conn is not None:
-                conn.close()
+            self.session.close_connection(f"consumer-{c}")
         self.session_epochs.clear()  # the new leader has no share session: each consumer opens one
 
         def moved() -> int | None:

@@ -188,9 +188,7 @@ class ShareGroupMembershipDriver:
         if action.name == "HeartbeatResponseLost":
             return Performed(requests=["(the answer is dropped: the consumer never reads it)"])
         if action.name == "ConsumerCrash":
-            conn = self.session.connections.pop(f"consumer-{args['consumer']}", None)
-            if conn is not None:
-                conn.close()
+            self.session.close_connection(f"consumer-{args['consumer']}")
             return Performed(requests=["(the consumer's connection closed; it sends nothing more)"])
         return Performed()
 

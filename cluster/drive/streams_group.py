@@ -125,9 +125,7 @@ class StreamsGroupDriver:
             return Performed(requests=["(the answer is dropped: the thread never reads it)"])
         if action.name == "ConsumerCrash":
             incarnation = before.clients[args["consumer"]].incarnation
-            conn = self.session.connections.pop(f"thread-{args['consumer']}-{incarnation}", None)
-            if conn is not None:
-                conn.close()
+            self.session.close_connection(f"thread-{args['consumer']}-{incarnation}")
             return Performed(requests=["(the thread's connection closed; it sends nothing more)"])
         return Performed()
 
