@@ -6,7 +6,8 @@ Kafka:
 - **the epoch check**: whether the heartbeat's member epoch is accepted, asked of
   ``GroupMetadataManager.throwIfShareGroupMemberEpochIsInvalid`` (private: called by reflection on a
   manager allocated without its constructor; the method reads none of its fields);
-- **the initialized partitions waiting**: when the target is as new as the group, whether initialized
+- **the initialized partitions waiting**: whenever the heartbeat asks (before KAFKA-20291 at every
+  heartbeat, since only while the target is as new as the group), whether initialized
   partitions wait for an assignment, asked of ``GroupMetadataManager.initializedAssignmentPending`` with a
   real ``ShareGroup`` holding the members and targets before the step, and the manager's
   ``shareGroupStatePartitionMetadata`` holding the initialized partitions;
@@ -292,7 +293,7 @@ class ShareGroupMembershipOracle(Oracle):
             return out
         group, after = state.group, next_state.group
         initialized = state.shareGroupStatePartitionMetadata.initializedTopics
-        if group.assignmentEpoch >= group.groupEpoch:
+        if self.model.asks_initialized_assignment_pending(group):
             pending = PendingCall(
                 tuple((m.memberId, m.subscribedTopicNames) for m in group.members), group.targetAssignment, initialized
             )

@@ -26,7 +26,7 @@ TRACES = Path(__file__).resolve().parent.parent / "counterexamples" / "share-gro
 @pytest.mark.parametrize(
     ("preset", "states", "violated"),
     [
-        ("kafka-4.3", 101399, set()),
+        ("kafka-4.3", 219941, set()),
         ("kafka-4.2", 36661, set()),
         ("pre-kafka-19233", 13105, {"EveryMemberJoins", "EveryRebalanceCompletes"}),
         ("lost-responses", 12915, set()),
@@ -107,3 +107,20 @@ def test_the_explorer_opens_kafka_19468s_trace_and_draws_both_coordinators() -> 
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def test_kafka_20291_asks_for_waiting_partitions_only_while_the_target_is_as_new_as_the_group() -> None:
+    """Before KAFKA-20291 (4.1, 4.2) every heartbeat asks ``initializedAssignmentPending``; since (4.3), a
+    group whose target is behind its epoch (a member left, or the target is delayed) is not asked."""
+    from kmc.models.share_group_membership.state import ShareGroup, ShareGroupMember
+
+    member = ShareGroupMember("m0", 2, 1, frozenset({"t0"}), frozenset())
+    behind = ShareGroup(3, 2, (("m0", frozenset()),), (member,), (("t0", 1),), True)
+    initialized = frozenset({("t0", 0)})
+    for preset, asked in (("kafka-4.2", True), ("kafka-4.3", False)):
+        model = ShareGroupMembershipModel(ShareGroupMembershipModel.make_config(preset))
+        assert model.asks_initialized_assignment_pending(behind) is asked
+        assert model.initialized_assignment_pending(behind, initialized)  # t0-0 waits either way
+    assert ShareGroupMembershipModel(
+        ShareGroupMembershipModel.make_config("kafka-4.3")
+    ).asks_initialized_assignment_pending(behind._replace(assignmentEpoch=3))

@@ -120,9 +120,9 @@ def test_a_static_member_whose_join_answer_was_lost_is_refused_by_its_own_instan
 def test_a_static_member_that_leaves_with_minus_2_keeps_its_tasks_and_a_restart_takes_its_place() -> None:
     model = StreamsGroupModel(StreamsGroupModel.make_config("static-rejoin-in-place", {"max_lost_responses": 0}))
     state = next(iter(model.init_states()))
-    joined = "Subscribe SendHeartbeat HandleHeartbeat ReceiveHeartbeat StartReconciliation AssignTasks"
-    left = "SendHeartbeat HandleHeartbeat ReceiveHeartbeat Unsubscribe SendHeartbeat HandleHeartbeat"
-    for name in f"{joined} {left}".split():
+    join = "Subscribe SendHeartbeat HandleHeartbeat ReceiveHeartbeat StartReconciliation AssignTasks"
+    leave = "SendHeartbeat HandleHeartbeat ReceiveHeartbeat Unsubscribe SendHeartbeat HandleHeartbeat"
+    for name in f"{join} {leave}".split():
         state = next(t for a, t in model.successors(state) if a.name == name and a.args.get("consumer") == 0)
     [left] = state.group.members
     epoch = state.group.groupEpoch

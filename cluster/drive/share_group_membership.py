@@ -11,7 +11,9 @@ A heartbeat that finds subscribed partitions not initialized has the group coord
 share coordinator to initialize them at once, inside the broker (``persisterInitialize``). So the
 model's ``InitializeShareGroupState`` step is taken right after the heartbeat that sent it
 (``glued``): the heartbeat's answer is compared at once and the broker's state after the
-initialization, once DescribeShareGroupOffsets lists the partitions. Kafka's assignor walks
+initialization, once DescribeShareGroupOffsets lists the partitions (a trace that takes no initialization
+right after such a heartbeat is compared at its next step, where the broker has initialized: it diverges
+there). Kafka's assignor walks
 partitions in the hash order of their topics' ids, which the broker draws at random: the driver
 creates its topics again (new names) until their ids give every target of the trace the model's
 answer, computed with the model's ids. A failed or
@@ -47,7 +49,7 @@ PRODUCTION_SHARE_GROUPS = Release(4, 2, 0)
 """Share groups are a preview in 4.1 (switched on by ``group.share.enable``) and production-ready,
 on by default, from 4.2."""
 ASSIGNMENT_INTERVAL = Release(4, 3, 0)
-"""``group.share.assignment.interval.ms`` (KAFKA-20269) exists from 4.3."""
+"""``group.share.assignment.interval.ms`` (KAFKA-20291) exists from 4.3."""
 RETRY_INTERVAL = Release(4, 2, 0)
 """``group.share.initialize.retry.interval.ms`` (KAFKA-19457) exists from 4.2."""
 
@@ -80,10 +82,10 @@ class ShareGroupMembershipDriver:
     @classmethod
     def check_release(cls, release: Release, model: Any) -> None:
         release.require(FIRST_SHARE_GROUPS, "share groups (ShareGroupHeartbeat, a preview in 4.1) need")
-        if model.config.assignment_interval:
+        if model.config.kafka_20291:
             raise UserError(
                 "the trace's coordinator computes a target at most once per assignment interval, a timer inside "
-                "the broker: drives run with the interval 0 (a trace with assignment_interval=False)"
+                "the broker: drives run with the interval 0 (a trace with kafka_20291=False)"
             )
 
     @classmethod

@@ -44,10 +44,12 @@ class ShareGroupMembershipConfig:
         "KAFKA-19233 (4.2.0): a member that rejoins with epoch 0 is accepted whatever its epochs; before, it "
         "was fenced unless its previous epoch was 0",
     )
-    assignment_interval: bool = param(
+    kafka_20291: bool = param(
         False,
-        "share.group.assignment.interval.ms (KAFKA-20269, 4.3.0; 1 s by default): a new target is computed at "
-        "most once per interval, a heartbeat within it keeps the last target",
+        "KAFKA-20291 (4.3.0), assignment batching: a new target is computed at most once per "
+        "group.share.assignment.interval.ms (1 s by default), a heartbeat within it keeps the last target, and "
+        "initialized partitions waiting bump the group epoch only while the target is as new as the group; "
+        "before, targets were computed at once and the check ran at every heartbeat",
     )
     max_group_epoch: int = param(8, "bound on the group epoch (within_bounds)", min=2, max=12)
     max_subscription_changes: int = param(1, "times a consumer's application changes its subscription", min=0, max=3)
@@ -63,7 +65,7 @@ class ShareGroupMembershipConfig:
     timeouts: Literal["crashed", "any"] = param(
         "crashed",
         "session timeouts: only of crashed consumers' members, or of any member at any moment (a member "
-        "fenced at every heartbeat also times out in Kafka, after share.session.timeout.ms)",
+        "fenced at every heartbeat also times out in Kafka, after group.share.session.timeout.ms)",
     )
 
 
@@ -89,7 +91,7 @@ PRESETS = {
     "kafka-4.3": Preset.of(
         "Kafka 4.3 (4.3.1 is the pinned release): targets computed at most once per assignment interval",
         _expect(),
-        assignment_interval=True,
+        kafka_20291=True,
     ),
     "kafka-4.2": Preset.of("Kafka 4.2: KAFKA-19468 and KAFKA-19233 fixed, no assignment interval", _expect()),
     "kafka-4.1": Preset.of(
@@ -121,7 +123,7 @@ PRESETS = {
     "faults": Preset.of(
         "Kafka 4.3 on one topic with a crash or a close, a partition added and a failed initialization",
         _expect(),
-        assignment_interval=True,
+        kafka_20291=True,
         topics=1,
         max_faults=1,
         max_partitions_added=1,

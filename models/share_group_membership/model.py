@@ -10,7 +10,7 @@ a member moves to the target at its next heartbeat. Only partitions whose share-
 coordinator has initialized are assignable: a heartbeat that finds a subscribed partition neither
 initialized nor being initialized sends InitializeShareGroupState for it, and the answer marks it
 initialized, or, on an error, not initializing (the next heartbeat sends it again); when the answer
-never comes it is sent again after ``share.group.initialize.retry.interval.ms``.
+never comes it is sent again after ``group.share.initialize.retry.interval.ms``.
 (``GroupMetadataManager.shareGroupHeartbeat``, ``initializedAssignmentPending``,
 ``subscribedTopicsChangeMap``, ``initializeShareGroupState``, ``uninitializeShareGroupState``,
 ``ShareGroupAssignmentBuilder``, ``SimpleAssignor``, ``GroupCoordinatorService.persisterInitialize``.)
@@ -28,7 +28,7 @@ from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
 from kmc.models.share_group_membership.assignor import assign
 from kmc.models.share_group_membership.config import ACTION_ARGS, PRESETS, ShareGroupMembershipConfig
-from kmc.models.share_group_membership.drawing import ShareGroupMembershipDrawing
+from kmc.models.share_group_membership.drawing import ShareGroupMembershipDrawing, partitions_text
 from kmc.models.share_group_membership.state import (
     ANSWER_LOST,
     FENCED_MEMBER_EPOCH,
@@ -114,7 +114,8 @@ class ShareGroupMembershipModel(Model):
     def assignor_calls(self) -> dict[tuple[object, ...], tuple[tuple[str, Partitions], ...]]:
         """Every target this model has computed, by the assignor's inputs (members with subscriptions and
         previous targets, partition counts, assignable partitions): what a drive checks a real cluster's
-        topic ids do not change."""
+        topic ids do not change. After a replay that is the trace's targets and those of the steps the replay
+        and its reordering tried besides: more than needed, which only asks more of the ids."""
         return dict(self._targets)
 
     def inactive_actions(self) -> tuple[str, ...]:
@@ -132,7 +133,7 @@ class ShareGroupMembershipModel(Model):
             off.append("ChangeSubscription")
         if c.max_initialize_failures == 0:
             off.append("InitializeRetryIntervalElapses")
-        if not c.assignment_interval:
+        if not c.kafka_20291:
             off.append("AssignmentIntervalElapses")
         if c.max_partitions_added == 0:
             off.append("CreatePartitions")
@@ -218,7 +219,7 @@ class ShareGroupMembershipModel(Model):
                 out.append((self._act("SessionTimeout", m.memberId), s._replace(group=self._fence(s, m))))
         for i, partitions in enumerate(s.initializeRequests):
             rest = (*s.initializeRequests[:i], *s.initializeRequests[i + 1 :])
-            label = _partitions_text(partitions)
+            label = partitions_text(partitions)
             done = metadata._replace(
                 initializingTopics=metadata.initializingTopics - partitions,
                 staleInitializingTopics=metadata.staleInitializingTopics - partitions,
@@ -251,7 +252,7 @@ class ShareGroupMembershipModel(Model):
             out.append(
                 (self._act("InitializeRetryIntervalElapses"), s._replace(shareGroupStatePartitionMetadata=stale))
             )
-        if cfg.assignment_interval and not group.assignmentDue and group.groupEpoch > group.assignmentEpoch:
+        if cfg.kafka_20291 and not group.assignmentDue:
             due = group._replace(assignmentDue=True)
             out.append((self._act("AssignmentIntervalElapses"), s._replace(group=due)))
         added = sum(n for _, n in s.partitionCounts) - cfg.partitions * cfg.topics
@@ -298,7 +299,7 @@ class ShareGroupMembershipModel(Model):
         subscription_changed = updated.subscribedTopicNames != member.subscribedTopicNames
         bump = subscription_changed
         metadata = s.shareGroupStatePartitionMetadata
-        if group.assignmentEpoch >= group.groupEpoch:
+        if self.asks_initialized_assignment_pending(group):
             bump |= self.initialized_assignment_pending(group, metadata.initializedTopics)
         others = tuple(m for m in group.members if m.memberId != hb.memberId)
         members = tuple(sorted((*others, updated)))
@@ -323,6 +324,11 @@ class ShareGroupMembershipModel(Model):
         if epoch == JOIN_EPOCH and self.config.kafka_19233:
             return True
         return epoch == member.memberEpoch or (epoch < member.memberEpoch and epoch == member.previousMemberEpoch)
+
+    def asks_initialized_assignment_pending(self, group: ShareGroup) -> bool:
+        """Whether a heartbeat asks ``initializedAssignmentPending``: since KAFKA-20291 only while the target is
+        as new as the group (a delayed target would otherwise bump the epoch at every heartbeat)."""
+        return not self.config.kafka_20291 or group.assignmentEpoch >= group.groupEpoch
 
     def initialized_assignment_pending(self, group: ShareGroup, initialized: Partitions) -> bool:
         """``initializedAssignmentPending``: whether initialized partitions wait for an assignment. Since
@@ -349,7 +355,7 @@ class ShareGroupMembershipModel(Model):
         the assignment interval (``canComputeNextTargetAssignment``)."""
         if group.assignmentEpoch >= group.groupEpoch:
             return group
-        if self.config.assignment_interval and not group.assignmentDue:
+        if self.config.kafka_20291 and not group.assignmentDue:
             return group
         previous = dict(group.targetAssignment)
         inputs = (
@@ -361,7 +367,7 @@ class ShareGroupMembershipModel(Model):
         if target is None:
             result = assign(inputs[0], dict(s.partitionCounts), initialized)
             target = self._targets[inputs] = tuple(sorted(result.items()))
-        due = not self.config.assignment_interval
+        due = not self.config.kafka_20291
         return group._replace(targetAssignment=target, assignmentEpoch=group.groupEpoch, assignmentDue=due)
 
     def _maybe_initialize(self, s: ShareGroupMembershipState, subscribed: frozenset[str]) -> ShareGroupMembershipState:
@@ -412,10 +418,6 @@ class ShareGroupMembershipModel(Model):
 
     def drawing(self) -> ShareGroupMembershipDrawing:
         return ShareGroupMembershipDrawing(self.config.consumers)
-
-
-def _partitions_text(partitions: Partitions) -> str:
-    return " ".join(f"{t}-{p}" for t, p in sorted(partitions))
 
 
 # -- the client (ShareMembershipManager, ShareHeartbeatRequestManager) -----------------------------

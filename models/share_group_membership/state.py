@@ -54,14 +54,14 @@ class ShareGroup(NamedTuple):
     metadataHash: tuple[tuple[str, int], ...]
     """The partition counts of the subscribed topics when the epoch was last bumped (what Kafka hashes)."""
     assignmentDue: bool
-    """``share.group.assignment.interval.ms`` has passed since the target was last computed (or none was)."""
+    """``group.share.assignment.interval.ms`` has passed since the target was last computed (or none was)."""
 
 
 class ShareGroupStatePartitionMetadata(NamedTuple):
     """Which share partitions of the group have their state in the share coordinator."""
 
     initializingTopics: Partitions
-    """Sent to the share coordinator within ``share.group.initialize.retry.interval.ms``: not sent again."""
+    """Sent to the share coordinator within ``group.share.initialize.retry.interval.ms``: not sent again."""
     staleInitializingTopics: Partitions
     """Sent longer ago than the retry interval with no answer: the next heartbeat sends them again."""
     initializedTopics: Partitions
@@ -89,7 +89,7 @@ class ShareConsumer(NamedTuple):
     subscription: frozenset[str]
     """The topics the application subscribed to."""
     sentSubscription: frozenset[str] | None
-    """The subscription last sent and answered (None: send it with the next heartbeat)."""
+    """The subscription last sent (None: send it with the next heartbeat; reset when a request fails)."""
     assignment: Partitions
     request: Heartbeat | None
     response: HeartbeatResponse | None

@@ -28,7 +28,6 @@ from kmc.models.streams_group.drawing import StreamsGroupDrawing
 from kmc.models.streams_group.state import (
     FAILED,
     FATAL_ERRORS,
-    FENCED_INSTANCE_ID,
     FENCED_MEMBER_EPOCH,
     JOIN_EPOCH,
     JOINING,
@@ -247,20 +246,17 @@ class StreamsGroupModel(Model):
         return NONE, group, HeartbeatResponse(NONE, updated.memberEpoch, tasks)
 
     def _leave(self, group: StreamsGroup, hb: Heartbeat) -> tuple[str, StreamsGroup, HeartbeatResponse]:
-        """``streamsGroupLeave``: a dynamic member, or a static one leaving for good (-1), is fenced; a static
-        member leaving with -2 stays, at epoch -2 with its tasks, for its session timeout
-        (``streamsGroupStaticMemberGroupLeave``)."""
+        """``streamsGroupLeave``: a dynamic member is fenced; a static member leaves with -2 (the client's
+        ``leaveGroupEpoch``) and stays, at epoch -2 with its tasks, for its session timeout
+        (``streamsGroupStaticMemberGroupLeave``). A static leave for good (-1) is not modelled."""
         if hb.instanceId is None:
             member = member_of(group, hb.memberId)
             if member is not None:
                 group = self._fence(group, member)
             return NONE, group, HeartbeatResponse(NONE, LEAVE_EPOCH, None)
         member = static_member(group, hb.instanceId)
-        if member is None or member.memberId != hb.memberId:
-            error = UNKNOWN_MEMBER_ID if member is None else FENCED_INSTANCE_ID
-            return error, group, HeartbeatResponse(error, hb.memberEpoch, None)
-        if hb.memberEpoch == LEAVE_EPOCH:
-            return NONE, self._fence(group, member), HeartbeatResponse(NONE, LEAVE_EPOCH, None)
+        if member is None:  # its session timed out: the leave finds no member (throwIfStaticMemberIsUnknown)
+            return UNKNOWN_MEMBER_ID, group, HeartbeatResponse(UNKNOWN_MEMBER_ID, hb.memberEpoch, None)
         left = member._replace(memberEpoch=LEAVE_STATIC_EPOCH, tasksPendingRevocation=NO_TASKS)
         members = _sorted((*(m for m in group.members if m.memberId != member.memberId), left))
         return NONE, group._replace(members=members), HeartbeatResponse(NONE, LEAVE_STATIC_EPOCH, None)
@@ -269,14 +265,13 @@ class StreamsGroupModel(Model):
         """``getOrMaybeCreateStaticStreamsGroupMember``: a join of a new instance id is a new member; a join of
         one held by a member that left with -2 replaces it (a copy with the new member id at epoch 0, its
         target relabelled, no rebalance); any other join of a held instance id is UNRELEASED_INSTANCE_ID -- in
-        Kafka 4.4 even the holder's own rejoin, which apache/kafka#23542 handles in place. A heartbeat must come
-        from the instance's member."""
+        Kafka 4.4 even the holder's own rejoin, which apache/kafka#23542 handles in place."""
         assert hb.instanceId is not None
         existing = static_member(group, hb.instanceId)
         if hb.memberEpoch != JOIN_EPOCH:
-            if existing is None or existing.memberId != hb.memberId:
-                return (UNKNOWN_MEMBER_ID if existing is None else FENCED_INSTANCE_ID), group, None
-            return NONE, group, existing
+            # throwIfStaticMemberIsUnknown; FENCED_INSTANCE_ID (another member id) needs a restart while the old
+            # consumer still talks, which the model's restart waits out
+            return (UNKNOWN_MEMBER_ID, group, None) if existing is None else (NONE, group, existing)
         if existing is None:
             return NONE, group, None
         if existing.memberId == hb.memberId and self.config.static_rejoin_in_place:
