@@ -118,7 +118,7 @@ class CurrentAssignmentOracle(Oracle):
         self._snapshot_registry = j("org.apache.kafka.timeline.SnapshotRegistry")
         self._topic_id = j("org.apache.kafka.common.Uuid")(*TOPIC_ID)
         self._subscription = j("java.util.List").of(TOPIC)
-        self._image = self._metadata_image(model.config.partitions)
+        self._image = jvm.coordinator_metadata_image([(TOPIC, self._topic_id, model.config.partitions)])
         self._members: dict[tuple[str, MemberView], Any] = {}
         self._built: dict[BuildCall, MemberView | str] = {}
         self._epochs_after: dict[BookkeepingCall, tuple[int, ...] | str] = {}
@@ -227,24 +227,6 @@ class CurrentAssignmentOracle(Oracle):
         return Comparison("partitionEpochs", next_state.coordinator.partitionEpochs, theirs, call._asdict())
 
     # -- Kafka ---------------------------------------------------------------------------------
-    def _metadata_image(self, partitions: int) -> Any:
-        """A ``KRaftCoordinatorMetadataImage`` holding topic ``t`` with its partitions (one replica each:
-        the builder reads only the topic's name, id and partition count)."""
-        j = jvm.jclass
-        delta = j("org.apache.kafka.image.MetadataDelta$Builder")().setImage(
-            j("org.apache.kafka.image.MetadataImage").EMPTY
-        )
-        delta = delta.build()
-        delta.replay(j("org.apache.kafka.common.metadata.TopicRecord")().setName(TOPIC).setTopicId(self._topic_id))
-        replicas = self._array_list([self._integer(0)])
-        for p in range(partitions):
-            record = (
-                j("org.apache.kafka.common.metadata.PartitionRecord")().setPartitionId(p).setTopicId(self._topic_id)
-            )
-            delta.replay(record.setReplicas(replicas).setIsr(replicas).setLeader(0))
-        image = delta.apply(j("org.apache.kafka.image.MetadataProvenance").EMPTY)
-        return j("org.apache.kafka.coordinator.common.runtime.KRaftCoordinatorMetadataImage")(image)
-
     def _partition_map(self, partitions: frozenset[int], epoch: int) -> Any:
         """``{topicId: {partition: assignment epoch}}`` (empty when no partition)."""
         out = self._hash_map()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,24 @@ def jclass(name: str) -> Any:
         except Exception:
             continue
     raise UserError(f"class {name} is not in Kafka {_started_version}'s jars")
+
+
+def coordinator_metadata_image(topics: Iterable[tuple[str, Any, int]]) -> Any:
+    """A ``KRaftCoordinatorMetadataImage`` holding these topics (name, Java ``Uuid``, partition count),
+    each partition with one replica: the coordinators' classes read only the names, ids and counts."""
+    delta = jclass("org.apache.kafka.image.MetadataDelta$Builder")().setImage(
+        jclass("org.apache.kafka.image.MetadataImage").EMPTY
+    )
+    delta = delta.build()
+    replicas = jclass("java.util.ArrayList")()
+    replicas.add(jclass("java.lang.Integer")(0))
+    for name, topic_id, partitions in topics:
+        delta.replay(jclass("org.apache.kafka.common.metadata.TopicRecord")().setName(name).setTopicId(topic_id))
+        for p in range(partitions):
+            record = jclass("org.apache.kafka.common.metadata.PartitionRecord")().setPartitionId(p).setTopicId(topic_id)
+            delta.replay(record.setReplicas(replicas).setIsr(replicas).setLeader(0))
+    image = delta.apply(jclass("org.apache.kafka.image.MetadataProvenance").EMPTY)
+    return jclass("org.apache.kafka.coordinator.common.runtime.KRaftCoordinatorMetadataImage")(image)
 
 
 def java_exception_text(exc: BaseException) -> str:

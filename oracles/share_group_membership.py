@@ -125,20 +125,8 @@ class KafkaShareClasses:
 
     @cache  # noqa: B019 (one instance per oracle)
     def image(self, layout: tuple[tuple[str, int], ...]) -> Any:
-        """A ``KRaftCoordinatorMetadataImage`` with these topics (one replica per partition)."""
-        j = self.j
-        delta = j("org.apache.kafka.image.MetadataDelta$Builder")().setImage(
-            j("org.apache.kafka.image.MetadataImage").EMPTY
-        )
-        delta = delta.build()
-        replicas = self.java_list([self.integer(0)])
-        for name, count in layout:
-            delta.replay(j("org.apache.kafka.common.metadata.TopicRecord")().setName(name).setTopicId(self.uuids[name]))
-            for p in range(count):
-                record = j("org.apache.kafka.common.metadata.PartitionRecord")().setPartitionId(p)
-                delta.replay(record.setTopicId(self.uuids[name]).setReplicas(replicas).setIsr(replicas).setLeader(0))
-        image = delta.apply(j("org.apache.kafka.image.MetadataProvenance").EMPTY)
-        return j("org.apache.kafka.coordinator.common.runtime.KRaftCoordinatorMetadataImage")(image)
+        """A ``KRaftCoordinatorMetadataImage`` with these topics, by the model's topic ids."""
+        return jvm.coordinator_metadata_image((name, self.uuids[name], count) for name, count in layout)
 
     def partition_map(self, partitions: Partitions) -> Any:
         """``Map<Uuid, Set<Integer>>``."""
