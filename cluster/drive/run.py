@@ -432,12 +432,17 @@ def spec_key(spec: ClusterSpec) -> Hashable:
     return (str(spec.release), spec.nodes, tuple(sorted(spec.settings.items())), tuple(sorted(spec.features.items())))
 
 
+def trace_model(trace_path: Path) -> str:
+    """The name of the model a trace is of, read from its metadata (the trace is not replayed)."""
+    return str(read_trace(trace_path)["#meta"]["model"])
+
+
 def cluster_key(trace_path: Path, release: str | None) -> Hashable:
     """The key of the cluster a drive of this trace needs, read without replaying it: drives of equal
     keys can share one cluster. UserError for a trace without a driver or a malformed release."""
     from kmc.cluster.release import requested
 
-    model = read_trace(trace_path)["#meta"]["model"]
+    model = trace_model(trace_path)
     driver_class = drivers().get(model)
     if driver_class is None:
         raise UserError(f"model {model} has no driver")

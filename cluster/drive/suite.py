@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kmc.checker.errors import UserError
-from kmc.checker.traces.itf import read_trace
 
 if TYPE_CHECKING:
     from kmc.cluster.drive.run import SharedCluster
@@ -71,10 +70,10 @@ class DriveJob:
     @contextmanager
     def shared(self, jobs: list[DriveJob], out_dir: Path | None) -> Iterator[None]:
         """One cluster for ``jobs`` (of one `share_key`), stopped when the block ends however it ends."""
-        from kmc.cluster.drive.run import SharedCluster
+        from kmc.cluster.drive.run import SharedCluster, trace_model
         from kmc.cluster.release import requested
 
-        models = "+".join(sorted({read_trace(job.trace)["#meta"]["model"] for job in jobs}))
+        models = "+".join(sorted({trace_model(job.trace) for job in jobs}))
         base = out_dir if out_dir is not None else Path("kmc-out")
         with SharedCluster(base / "drives" / f"kafka-{requested(self.kafka_version)}-{models}") as cluster:
             for job in jobs:

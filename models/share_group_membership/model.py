@@ -296,15 +296,14 @@ class ShareGroupMembershipModel(Model):
         updated = member
         if hb.subscribedTopicNames is not None:
             updated = member._replace(subscribedTopicNames=hb.subscribedTopicNames)
-        subscription_changed = updated.subscribedTopicNames != member.subscribedTopicNames
-        bump = subscription_changed
+        bump = updated.subscribedTopicNames != member.subscribedTopicNames
         metadata = s.shareGroupStatePartitionMetadata
         if self.asks_initialized_assignment_pending(group):
             bump |= self.initialized_assignment_pending(group, metadata.initializedTopics)
         others = tuple(m for m in group.members if m.memberId != hb.memberId)
         members = tuple(sorted((*others, updated)))
         subscribed = subscribed_topics(group._replace(members=members))
-        metadata_hash = tuple((t, n) for t, n in s.partitionCounts if t in subscribed)
+        metadata_hash = _metadata_hash(s, subscribed)
         bump |= metadata_hash != group.metadataHash
         group = group._replace(members=members)
         if bump:
@@ -397,8 +396,7 @@ class ShareGroupMembershipModel(Model):
         group = s.group
         members = tuple(m for m in group.members if m.memberId != member.memberId)
         target = tuple((m, t) for m, t in group.targetAssignment if m != member.memberId)
-        subscribed = subscribed_topics(group._replace(members=members))
-        metadata_hash = tuple((t, n) for t, n in s.partitionCounts if t in subscribed)
+        metadata_hash = _metadata_hash(s, subscribed_topics(group._replace(members=members)))
         return group._replace(
             groupEpoch=group.groupEpoch + 1, targetAssignment=target, members=members, metadataHash=metadata_hash
         )
@@ -418,6 +416,11 @@ class ShareGroupMembershipModel(Model):
 
     def drawing(self) -> ShareGroupMembershipDrawing:
         return ShareGroupMembershipDrawing(self.config.consumers)
+
+
+def _metadata_hash(s: ShareGroupMembershipState, subscribed: frozenset[str]) -> tuple[tuple[str, int], ...]:
+    """What ``computeMetadataHash`` hashes: the partition count of each subscribed topic."""
+    return tuple((t, n) for t, n in s.partitionCounts if t in subscribed)
 
 
 # -- the client (ShareMembershipManager, ShareHeartbeatRequestManager) -----------------------------
