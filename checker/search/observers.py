@@ -55,6 +55,19 @@ class SearchObserver:
     def restore_counts(self, counts: dict[str, Any]) -> None:
         """Continue from the counts a checkpoint kept (a resumed run ends with the uninterrupted totals)."""
 
+    def spawn(self) -> SearchObserver | None:
+        """A fresh observer of the same kind, to watch another process of the same search (bfs
+        ``--workers``); its ``shared_counts()`` come back to this one's ``merge_counts``. None: this
+        observer cannot watch another process."""
+        return None
+
+    def shared_counts(self) -> dict[str, Any] | None:
+        """What a spawned observer counted, as plain values, for the one it was spawned from."""
+        return None
+
+    def merge_counts(self, counts: dict[str, Any]) -> None:
+        """Add the counts a spawned observer made in another process."""
+
 
 def action_name(action: Any) -> str:
     """The family name of an action label: Action("Fetch", replica=2) -> "Fetch"."""
@@ -201,6 +214,15 @@ class Coverage(SearchObserver):
         for name, trigger in self.triggers:
             if holds(f"{name} (trigger)", trigger, state, action, nxt):
                 self.trigger_hits[name] += 1
+
+    def spawn(self) -> Coverage:
+        return Coverage(self.model, self.props)
+
+    def shared_counts(self) -> dict[str, Any]:
+        return self.counts()
+
+    def merge_counts(self, counts: dict[str, Any]) -> None:
+        self.carried.merge(counts)
 
     def liveness_counts(self, name: str, evaluated: int, exercised: int) -> None:
         self.liveness[name] = [evaluated, exercised]

@@ -35,6 +35,15 @@ def bfs(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if options.workers > 1:
+            if options.memory is not None or options.checkpoint is not None:
+                raise UserError(
+                    "bfs --workers does not spill or checkpoint yet: "
+                    "drop --memory/--checkpoint/--resume, or run with --workers 1"
+                )
+            from kmc.checker.engines.bfs.parallel import ParallelSearch
+
+            return ParallelSearch(model, props, options, progress, preset, observers).run()
         if options.memory is not None or options.checkpoint is not None:  # runs larger than memory, or resumable
             from kmc.checker.engines.bfs.disk import disk_bfs
 
@@ -62,6 +71,13 @@ class BfsEngine(Engine):
         OptionSpec("memory", str, "spill to disk past this much memory, e.g. 4g (with --store fingerprints)."),
         OptionSpec("checkpoint", str, "Keep each completed level in this directory.", path=True),
         OptionSpec("resume", str, "Continue the run checkpointed in this directory.", path=True),
+        OptionSpec(
+            "workers",
+            int,
+            "Processes that search together, one per core (states deduplicated by 64-bit fingerprint).",
+            default=1,
+            minimum=1,
+        ),
     )
     exhaustive: ClassVar[bool] = True
     shortest: ClassVar[bool] = True
@@ -70,7 +86,12 @@ class BfsEngine(Engine):
     @classmethod
     def keeps_graph(cls, bounds: SearchBounds, options: Mapping[str, Any]) -> bool:
         """In memory, states stored exactly, every one kept: the search numbers them and keeps the edges."""
-        return options.get("store") == "states" and not bounds.symmetry and bounds.max_depth is None
+        return (
+            options.get("store") == "states"
+            and not bounds.symmetry
+            and bounds.max_depth is None
+            and (options.get("workers") or 1) == 1
+        )
 
     def run(self, task: EngineTask) -> CheckResult:
         b, o = task.bounds, task.options
@@ -86,6 +107,7 @@ class BfsEngine(Engine):
             memory=_memory(o["memory"]),
             checkpoint=o["resume"] or o["checkpoint"],
             resume=o["resume"] is not None,
+            workers=o["workers"],
         )
         job = {
             "engine": "bfs",

@@ -24,3 +24,5 @@ class BfsOptions:
     """Save each level here before expanding it, for ``resume`` (fingerprints only)."""
     resume: bool = False
     """Continue the run checkpointed in ``checkpoint``."""
+    workers: int = 1
+    """Processes that search together (one fingerprint set, kept by the coordinating process)."""

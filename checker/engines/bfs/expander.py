@@ -1,0 +1,244 @@
+"""One worker process of a bfs search with ``--workers``: it expands its share of each level.
+
+A worker keeps its slice of the frontier, in the search's order, and every key it has met (an
+exact local cache, or fingerprints with ``--store fingerprints``): a successor it met before is
+known to be visited and never leaves the process. The others are the level's *candidates*; only
+their fingerprints go to the coordinating process (`parallel.ParallelSearch`), which keeps the one
+fingerprint set and says which candidates are new. Those stay here as the next frontier, and the
+worker checks the invariants on them. States cross processes only when the frontiers are evened out.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import traceback
+from array import array
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.errors import NondeterministicModelError, PropertyError, PropertyTypeError, UserError
+from kmc.checker.model import Model, State
+from kmc.checker.properties import PropertySet, all_true, holds
+from kmc.checker.search.kernel import (
+    DEADLOCK,
+    bounds_check,
+    check_determinism,
+    current_rss,
+    expand,
+    make_keyfn,
+    peak_rss,
+)
+from kmc.checker.search.observers import SearchObserver
+from kmc.checker.storage.fingerprint import fingerprint
+
+
+class Expander:
+    """What one worker holds and does; each public method answers one request of the coordinator."""
+
+    def __init__(self, model: Model, props: PropertySet, options: BfsOptions, observers: Sequence[SearchObserver]):
+        self.model = model
+        self.keyfn = make_keyfn(model, options.symmetry, options.store)
+        # With --store fingerprints the key is the fingerprint; otherwise the (canonical) state.
+        self.key_fingerprint = None if options.store == "fingerprints" else fingerprint
+        self.invariants = [(p.name, p.bind(model)) for p in props.invariants]
+        self.steps = [(p.name, p.bind(model)) for p in props.steps]
+        self.within = bounds_check(model)
+        self.deadlock = options.deadlock
+        self.keep_going = options.keep_going
+        self.determinism_checks = options.determinism_checks
+        self.observers = list(observers)
+        self.seen_hooks = [o.state for o in self.observers]
+        self.expand_hooks = [o.expanded for o in self.observers]
+        self.frontier: list[State] = []
+        self.candidates: list[State] = []
+        self.known: dict[Any, None] = {}
+        """Every key this worker has met: visited states, so never candidates again."""
+        self.expanded = 0
+        self.rss_start = current_rss()
+
+    # -- a level ------------------------------------------------------------------------------
+    def take_frontier(self, states: bytes) -> None:
+        self.frontier = pickle.loads(states)
+
+    def expand(self, probe: bool, violated: Sequence[str]) -> dict[str, Any]:
+        """Expand the frontier: the candidates' fingerprints and their parents' positions, the
+        successors generated up to each state, whether the model's bounds cut a state off, and the
+        first deadlock and step violation of each property (``(name, kind, position, successor)``).
+        With ``probe`` (the depth bound) the candidates are found but none will be kept."""
+        model, within, hooks, keyfn = self.model, self.within, self.expand_hooks, self.keyfn
+        known = self.known
+        setdefault = known.setdefault
+        candidates: list[State] = []
+        fps = array("Q")
+        fps_append = fps.append
+        key_fingerprint = self.key_fingerprint
+        parents = array("q")
+        generated_upto = array("q")
+        generated = 0
+        cut = False
+        violations: list[tuple[str, str, int, int, int]] = []
+        done = set(violated)
+        steps = [(order, name, pred) for order, (name, pred) in enumerate(self.steps) if name not in done]
+        deadlock = self.deadlock and DEADLOCK not in done
+        determinism_checks, expanded = self.determinism_checks, self.expanded
+        for position, s in enumerate(self.frontier):
+            if within is not None and not within(s):
+                cut = True
+                generated_upto.append(generated)
+                continue
+            succs = expand(model, s)
+            for hook in hooks:
+                hook(s, succs, True)
+            expanded += 1
+            if expanded <= determinism_checks or expanded % 4096 == 0:
+                check_determinism(model, s, succs)
+            generated += len(succs)
+            generated_upto.append(generated)
+            if deadlock and not succs:
+                violations.append((DEADLOCK, "deadlock", position, 0, 0))
+                deadlock = False
+            if steps:
+                steps = self.check_steps(s, succs, position, steps, violations)
+            for _action, t in succs:
+                k = t if keyfn is None else keyfn(t)
+                size = len(known)
+                setdefault(k, None)
+                if len(known) == size:
+                    continue
+                candidates.append(t)
+                fps_append(k if key_fingerprint is None else key_fingerprint(k))
+                parents.append(position)
+        self.expanded = expanded
+        self.candidates = [] if probe else candidates
+        return {
+            "fps": fps.tobytes(),
+            "parents": parents.tobytes(),
+            "generated_upto": generated_upto.tobytes(),
+            "cut": cut,
+            "violations": violations,
+        }
+
+    def check_steps(
+        self,
+        s: State,
+        succs: list[Any],
+        position: int,
+        steps: list[tuple[int, str, Any]],
+        violations: list[tuple[str, str, int, int, int]],
+    ) -> list[tuple[int, str, Any]]:
+        """Each step property on each successor; a violated one is recorded at its first successor
+        here and not checked again in this level. The properties still to check."""
+        violated: set[str] = set()
+        for index, (a, t) in enumerate(succs):
+            for order, name, pred in steps:
+                if name in violated:
+                    continue
+                try:
+                    ok = pred(s, a, t)
+                except Exception as exc:
+                    raise PropertyError(name, (s, a, t), exc) from exc
+                if ok is True:
+                    continue
+                if ok is not False:
+                    raise PropertyTypeError(name, (s, a, t), ok)
+                violations.append((name, "step", position, index, order))
+                violated.add(name)
+        return [step for step in steps if step[1] not in violated] if violated else steps
+
+    def accept(self, chosen: bytes, violated: Sequence[str]) -> list[tuple[str, int, int]]:
+        """The candidates the coordinator found new (indices, in order) become the next frontier; each
+        is observed and checked. The first invariant violation of each property: (name, index, order)."""
+        indices = array("q")
+        indices.frombytes(chosen)
+        candidates = self.candidates
+        frontier = [candidates[i] for i in indices]
+        self.candidates = []
+        self.frontier = frontier
+        done = set(violated)
+        invariants = [(order, name, pred) for order, (name, pred) in enumerate(self.invariants) if name not in done]
+        all_hold = all_true([pred for _order, _name, pred in invariants]) if invariants else None
+        seen_hooks = self.seen_hooks
+        found: list[tuple[str, int, int]] = []
+        for index, t in enumerate(frontier):
+            for hook in seen_hooks:
+                hook(t)
+            if all_hold is None or all_hold(t):
+                continue
+            failed = [(name, order) for order, name, pred in invariants if not holds(name, pred, t)]
+            if not failed:
+                continue
+            if not self.keep_going:  # the search stops at this state, at its first failing property
+                found.append((failed[0][0], int(indices[index]), failed[0][1]))
+                break
+            found.extend((name, int(indices[index]), order) for name, order in failed)
+            invariants = [item for item in invariants if item[1] not in {name for name, _ in failed}]
+            all_hold = all_true([pred for _order, _name, pred in invariants]) if invariants else None
+        return found
+
+    # -- evening out the frontiers -----------------------------------------------------------------
+    def cut_frontier(self, keep: tuple[int, int], out: Sequence[tuple[int, int, int]]) -> dict[int, bytes]:
+        """Keep ``frontier[keep[0]:keep[1]]``; the slices ``(target, start, end)`` go, pickled."""
+        frontier = self.frontier
+        sent = {
+            target: pickle.dumps(frontier[start:end], protocol=pickle.HIGHEST_PROTOCOL) for target, start, end in out
+        }
+        self.frontier = frontier[keep[0] : keep[1]]
+        return sent
+
+    def paste_frontier(self, before: Sequence[bytes], after: Sequence[bytes]) -> None:
+        """States from the workers before this one in the search's order, and from those after."""
+        head: list[State] = []
+        for chunk in before:
+            head.extend(pickle.loads(chunk))
+        tail: list[State] = []
+        for chunk in after:
+            tail.extend(pickle.loads(chunk))
+        self.frontier = head + self.frontier + tail
+
+    def finish(self) -> dict[str, Any]:
+        """What the observers counted here, and the memory this process used."""
+        return {
+            "observers": [o.shared_counts() for o in self.observers],
+            "rss_growth": max(current_rss() - self.rss_start, 0),
+            "peak_rss": peak_rss(),
+        }
+
+
+def serve(connection: Connection, make: Any, coordinator_ends: Sequence[Connection] = ()) -> None:
+    """A worker's loop: one request at a time, each answered ``("ok", reply)`` or ``("error", ...)``.
+    It ends when asked to ``finish`` or when the coordinator's end of its pipe closes."""
+    for end in coordinator_ends:
+        end.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.disable()  # states are acyclic values: the collector only costs time here
+    expander: Expander = make()
+    while True:
+        try:
+            command, args = connection.recv()
+        except (EOFError, OSError):  # the coordinator is gone
+            os._exit(0)
+        try:
+            reply: Any = ("ok", getattr(expander, command)(*args))
+        except BaseException as exc:
+            reply = ("error", failure(exc))
+        connection.send(reply)
+        if command == "finish":
+            connection.close()
+            return
+
+
+def failure(exc: BaseException) -> tuple[str, str]:
+    """An exception as the coordinator raises it again: its kind and its message."""
+    if isinstance(exc, NondeterministicModelError):
+        return "nondeterministic", str(exc)
+    if isinstance(exc, UserError):
+        return "user", str(exc)
+    if isinstance(exc, TypeError):
+        return "type", str(exc)
+    return "internal", "".join(traceback.format_exception(exc))

@@ -1,0 +1,180 @@
+"""bfs --workers: the search on several processes is the one-process search, state for state.
+
+Every case runs once on one process and again on two or three, and everything the user sees must
+agree: verdict, completeness, bound, distinct and generated states, depth, each violation's kind
+and its trace (states and actions), and, for a search that ran to its end, the coverage counts.
+Where the one-process search stops inside a level (a violation, --max-states), the counts are
+those it had there.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from kmc.checker import BfsOptions, bfs
+from kmc.checker.errors import NondeterministicModelError, UserError
+from kmc.checker.properties import PropertySet, model_properties, select_properties
+from kmc.checker.result import CheckResult
+from kmc.checker.runner import Check
+from toy_models import CounterGrid, TwoPhaseCommit
+
+KMC = [sys.executable, "-m", "kmc.checker.cli"]
+
+
+def summary(result: CheckResult, with_coverage: bool = True) -> dict[str, Any]:
+    stats = result.stats
+    return {
+        "status": result.status,
+        "complete": result.complete,
+        "bound": result.bound_reason,
+        "distinct": stats.distinct_states,
+        "generated": stats.generated_states,
+        "depth": stats.depth,
+        "violations": [(v.property, v.kind, v.trace.states, v.trace.actions) for v in result.violations],
+        "coverage": result.coverage if with_coverage and result.complete else None,
+    }
+
+
+def check(model: str, preset: str | None, overrides: dict[str, Any], settings: dict[str, Any]) -> CheckResult:
+    return Check(model, preset=preset, overrides=overrides, engine_name="bfs", settings=settings).run()
+
+
+@pytest.mark.parametrize(
+    ("model", "preset", "overrides", "settings", "expected"),
+    [
+        ("replication", "kip-320", {"replicas": 2}, {"workers": 3}, (5973, 11733, None)),
+        ("replication", "truncate-to-hw", {}, {"workers": 2}, (1278, 2794, "WeakIsr")),  # stops inside a level
+        ("replication", "kip-101", {}, {"keep_going": True, "workers": 3}, (9045, 21447, "WeakIsr")),
+        ("group", None, {}, {"max_states": 3000, "workers": 2}, (3000, 6657, None)),
+        ("group", None, {}, {"max_depth": 7, "workers": 3}, (161, 463, None)),
+        ("kraft-quorum", None, {}, {"max_states": 5000, "workers": 2}, (5000, 12034, None)),
+        ("transactions", None, {}, {"max_states": 5000, "workers": 2}, (5000, 12057, None)),
+        ("share-group-membership", "pre-kafka-19468", {}, {"workers": 2}, (2802, 6241, "NoRebalanceWithoutCause")),
+        ("zk-controller", None, {}, {"workers": 2}, (45841, 160545, None)),
+    ],
+)
+def test_workers_search_as_one_process_does(
+    model: str,
+    preset: str | None,
+    overrides: dict[str, Any],
+    settings: dict[str, Any],
+    expected: tuple[int, int, str | None],
+) -> None:
+    one = check(model, preset, overrides, {**settings, "workers": 1})
+    many = check(model, preset, overrides, settings)
+    workers = settings["workers"]
+    distinct, generated, first_violated = expected
+    assert (one.stats.distinct_states, one.stats.generated_states) == (distinct, generated)
+    assert (one.violations[0].property if one.violations else None) == first_violated
+    assert summary(many) == summary(one)
+    assert many.stats.storage == "fingerprints" and many.stats.collision_probability is not None
+    assert many.stats.extra["workers"] == workers
+    assert multiprocessing.active_children() == []
+
+
+def grid(n: int, **overrides: int) -> CounterGrid:
+    return CounterGrid.build(None, {"n": n, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("model", "props", "options"),
+    [
+        (grid(6), PropertySet(), BfsOptions(symmetry=True)),
+        (grid(5, limit=3), select_properties(CounterGrid, names=["Bounded"]), BfsOptions()),
+        (grid(4, limit=3), select_properties(CounterGrid, names=["Bounded", "Monotonic"]), BfsOptions(deadlock=True)),
+        (
+            grid(4, limit=3),
+            select_properties(CounterGrid, names=["Bounded", "Monotonic"]),
+            BfsOptions(keep_going=True, deadlock=True),
+        ),
+        (grid(3), PropertySet(), BfsOptions(deadlock=True)),
+        (grid(10), PropertySet(), BfsOptions(max_states=20)),
+        (grid(2), PropertySet(), BfsOptions(max_states=9)),
+        (grid(5), PropertySet(), BfsOptions(max_depth=3)),
+        (TwoPhaseCommit.build("buggy", {"participants": 3}), None, BfsOptions()),
+        (TwoPhaseCommit.build("buggy", {"participants": 3}), None, BfsOptions(symmetry=True)),
+        (TwoPhaseCommit.build("correct", {"participants": 4}), None, BfsOptions(symmetry=True, store="fingerprints")),
+    ],
+)
+def test_workers_on_every_bound_and_option(model: Any, props: PropertySet | None, options: BfsOptions) -> None:
+    props = props if props is not None else PropertySet.of(model_properties(type(model)))
+    one = bfs(model, props, options)
+    for workers in (2, 3):
+        many = bfs(model, props, BfsOptions(**{**options.__dict__, "workers": workers}))
+        assert summary(many, with_coverage=False) == summary(one, with_coverage=False)
+
+
+def test_a_step_violation_stops_where_one_process_stops() -> None:
+    from kmc.checker import Action, step
+
+    @step
+    def NoYAfterTwoX(s, action: Action, t) -> bool:  # type: ignore[no-untyped-def]
+        return not (action.name == "IncY" and s.x == 2)
+
+    props = PropertySet.of([NoYAfterTwoX.__kmc_property__])
+    one = bfs(grid(6), props)
+    many = bfs(grid(6), props, BfsOptions(workers=2))
+    assert summary(many) == summary(one)
+    assert [a.name for a in many.violations[0].trace.actions[1:]] == ["IncX", "IncX", "IncY"]
+
+
+def test_a_property_that_raises_in_a_worker_is_named() -> None:
+    from kmc.checker import invariant
+
+    @invariant
+    def Broken(s) -> bool:  # type: ignore[no-untyped-def]
+        return 1 / (s.x - 1) > -10
+
+    with pytest.raises(UserError) as info:
+        bfs(grid(2), PropertySet.of([Broken.__kmc_property__]), BfsOptions(workers=2))
+    assert "Broken" in str(info.value) and "ZeroDivisionError" in str(info.value)
+    assert "Grid(x=1, y=0)" in str(info.value)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_nondeterministic_model_is_detected_in_a_worker() -> None:
+    from toy_models import Flaky
+
+    with pytest.raises(NondeterministicModelError):
+        bfs(Flaky(), PropertySet(), BfsOptions(workers=2))
+    assert multiprocessing.active_children() == []
+
+
+def kmc_json(*args: str, seed: str, out: Any) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    done = subprocess.run(
+        [*KMC, "check", *args, "--json", "--no-progress", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_same_trace_under_every_hash_seed(tmp_path: Any) -> None:
+    args = ("replication", "--preset", "kip-101", "--set", "replicas=3", "--workers", "2")
+    first = kmc_json(*args, seed="1", out=tmp_path / "first")
+    second = kmc_json(*args, seed="4242", out=tmp_path / "second")
+    [trace] = (tmp_path / "first").glob("*.itf.json")
+    assert trace.read_text() == (tmp_path / "second" / trace.name).read_text()
+    assert [v["property"] for v in first["violations"]] == [v["property"] for v in second["violations"]] == ["WeakIsr"]
+    assert first["distinct_states"] == second["distinct_states"] == 64684 and first["workers"] == 2
+
+
+def test_workers_refuse_a_checkpoint_in_one_line(tmp_path: Any) -> None:
+    done = subprocess.run(
+        [*KMC, "check", "replication", "--workers", "2", "--checkpoint", str(tmp_path / "cp"), "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("kmc: error: bfs --workers does not spill or checkpoint")
