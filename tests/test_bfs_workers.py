@@ -169,12 +169,40 @@ def test_the_same_trace_under_every_hash_seed(tmp_path: Any) -> None:
     assert first["distinct_states"] == second["distinct_states"] == 64684 and first["workers"] == 2
 
 
-def test_workers_refuse_a_checkpoint_in_one_line(tmp_path: Any) -> None:
-    done = subprocess.run(
-        [*KMC, "check", "replication", "--workers", "2", "--checkpoint", str(tmp_path / "cp"), "--no-progress"],
-        capture_output=True,
-        text=True,
-        timeout=60,
+def test_resumed_on_other_workers_it_ends_as_one_uninterrupted_run(tmp_path: Any) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    settings = {"workers": 2, "checkpoint": checkpoint, "max_depth": 12}
+    stopped = check("replication", "kip-320", {"replicas": 2}, settings)
+    assert stopped.bound_reason == "max depth 12" and stopped.stats.distinct_states < 5973
+    resumed = check("replication", "kip-320", {"replicas": 2}, {"workers": 3, "resume": checkpoint})
+    whole = check("replication", "kip-320", {"replicas": 2}, {})
+    assert summary(resumed) == summary(whole)
+    assert (resumed.stats.distinct_states, resumed.stats.generated_states) == (5973, 11733)
+    assert sorted(p.name for p in (tmp_path / "checkpoint").glob("frontier-*")) == [
+        "frontier-18-0.pkl",
+        "frontier-18-1.pkl",
+        "frontier-18-2.pkl",
+    ]
+
+
+def kmc_error(*args: str) -> str:
+    done = subprocess.run([*KMC, "check", *args, "--no-progress"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    return line
+
+
+def test_each_bfs_search_refuses_the_others_checkpoint_in_one_line(tmp_path: Any) -> None:
+    parallel, single = str(tmp_path / "parallel"), str(tmp_path / "single")
+    check("replication", None, {}, {"workers": 2, "checkpoint": parallel, "max_depth": 3})
+    check("replication", None, {}, {"store": "fingerprints", "checkpoint": single, "max_depth": 3})
+    assert kmc_error("replication", "--store", "fingerprints", "--resume", parallel) == (
+        f"kmc: error: --resume {parallel}: the checkpoint was written by bfs --workers: "
+        "resume it with --workers 2 or more"
     )
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].startswith("kmc: error: bfs --workers does not spill or checkpoint")
+    assert kmc_error("replication", "--workers", "2", "--resume", single) == (
+        f"kmc: error: --resume {single}: the checkpoint was written by bfs on one process: resume it without --workers"
+    )
+    assert kmc_error("replication", "--workers", "2", "--memory", "1g") == (
+        "kmc: error: bfs --workers keeps its visited set in memory: drop --memory, or run with --workers 1"
+    )

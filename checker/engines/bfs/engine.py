@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from kmc.checker.engines.api import Engine, EngineTask, OptionSpec, SearchBounds
 from kmc.checker.engines.bfs.memory import MemorySearch
 from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.engines.bfs.parallel_checkpoint import refuse_other_search
 from kmc.checker.errors import UserError
 from kmc.checker.model import Model
 from kmc.checker.properties import PropertySet
@@ -35,19 +36,18 @@ def bfs(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if options.resume:
+            refuse_other_search(options.checkpoint, options.workers)
+        job = job or {"model_ref": model.name, "config": model.config_dict(), "properties": props.names()}
         if options.workers > 1:
-            if options.memory is not None or options.checkpoint is not None:
-                raise UserError(
-                    "bfs --workers does not spill or checkpoint yet: "
-                    "drop --memory/--checkpoint/--resume, or run with --workers 1"
-                )
+            if options.memory is not None:
+                raise UserError("bfs --workers keeps its visited set in memory: drop --memory, or run with --workers 1")
             from kmc.checker.engines.bfs.parallel import ParallelSearch
 
-            return ParallelSearch(model, props, options, progress, preset, observers).run()
+            return ParallelSearch(model, props, options, progress, preset, observers, job).run()
         if options.memory is not None or options.checkpoint is not None:  # runs larger than memory, or resumable
             from kmc.checker.engines.bfs.disk import disk_bfs
 
-            job = job or {"model_ref": model.name, "config": model.config_dict(), "properties": props.names()}
             return disk_bfs(model, props, options, progress, preset, observers, job)
         return MemorySearch(model, props, options, progress, preset, observers).run()
     finally:

@@ -18,9 +18,11 @@ import traceback
 from array import array
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.engines.bfs.parallel_checkpoint import write_frontier
 from kmc.checker.errors import NondeterministicModelError, PropertyError, PropertyTypeError, UserError
 from kmc.checker.model import Model, State
 from kmc.checker.properties import PropertySet, all_true, holds
@@ -199,6 +201,13 @@ class Expander:
         for chunk in after:
             tail.extend(pickle.loads(chunk))
         self.frontier = head + self.frontier + tail
+
+    def save_frontier(self, path: str) -> list[Any]:
+        return write_frontier(Path(path), self.frontier)
+
+    def counts(self) -> list[dict[str, Any] | None]:
+        """What the observers counted here so far (for a checkpoint)."""
+        return [o.shared_counts() for o in self.observers]
 
     def finish(self) -> dict[str, Any]:
         """What the observers counted here, and the memory this process used."""

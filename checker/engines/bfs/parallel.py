@@ -30,6 +30,7 @@ import numpy as np
 from kmc.checker import interrupts
 from kmc.checker.engines.bfs.expander import Expander, serve
 from kmc.checker.engines.bfs.options import BfsOptions
+from kmc.checker.engines.bfs.parallel_checkpoint import LevelCheckpoint
 from kmc.checker.errors import NondeterministicModelError, UserError
 from kmc.checker.model import Model, State
 from kmc.checker.properties import PropertySet
@@ -133,8 +134,10 @@ class ParallelSearch:
         progress: Progress | None,
         preset: str | None,
         observers: Sequence[SearchObserver],
+        job: dict[str, Any] | None = None,
     ) -> None:
         self.model, self.props, self.options, self.preset = model, props, options, preset
+        self.checkpoint = LevelCheckpoint(options.checkpoint, job or {}, options.resume) if options.checkpoint else None
         self.progress = progress or NoProgress()
         spawned = [o.spawn() for o in observers]
         refused = [type(o).__name__ for o, s in zip(observers, spawned, strict=True) if s is None]
@@ -184,7 +187,14 @@ class ParallelSearch:
     def run(self) -> CheckResult:
         start = time.perf_counter()
         rss_start = current_rss()
-        frontier = self.initial_level()
+        if self.options.resume:
+            frontier = self.resume()
+        else:
+            if self.checkpoint is not None:
+                self.checkpoint.start_afresh()
+            frontier = self.initial_level()
+            if self.checkpoint is not None:
+                self.checkpoint.add_visited(1, self.visited, self.visited_parents)
         workers: Workers | None = None
         finished: list[dict[str, Any]] = []
         interrupted = False
@@ -195,6 +205,8 @@ class ParallelSearch:
                 self.deal(workers, frontier)
                 del frontier
                 while any(len(f) for f in self.frontier_fps) and not self.checks.stop:
+                    if self.checkpoint is not None:
+                        self.save(workers)
                     self.level(workers)
                     if any(len(f) for f in self.frontier_fps) and not self.checks.stop:
                         self.depth += 1
@@ -240,6 +252,47 @@ class ParallelSearch:
         self.visited_parents = np.zeros(len(fps), dtype=np.uint64)
         self.depth = 1 if frontier else 0
         self.frontier_fps = [np.array(fps, dtype=np.uint64)]
+        return frontier
+
+    def save(self, workers: Workers) -> None:
+        """The level about to be expanded, and all it needs, in the checkpoint."""
+        assert self.checkpoint is not None
+        level = self.depth
+        frontier = workers.ask(
+            "save_frontier", [(str(self.checkpoint.frontier_path(level, w)),) for w in range(len(workers))]
+        )
+        counted = workers.ask_all("counts")
+        observers = [
+            [observer.shared_counts(), *[counts[i] for counts in counted]] for i, observer in enumerate(self.observers)
+        ]
+        progress = {
+            "depth": self.depth,
+            "generated": self.generated,
+            "initial": sorted(self.initial),
+            "bounded_by": self.bounded_by,
+            "observers": observers,
+        }
+        self.checkpoint.save(level, progress, frontier, self.checks.found())
+
+    def resume(self) -> list[State]:
+        """The level a checkpoint holds, and the search as it stood before it."""
+        assert self.checkpoint is not None
+        progress, self.visited, self.visited_parents, frontier, found = self.checkpoint.load()
+        try:
+            self.initial = {int(fp) for fp in progress["initial"]}
+            self.depth, self.generated = int(progress["depth"]), int(progress["generated"])
+            self.bounded_by = progress["bounded_by"]
+            pieces = progress["observers"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UserError(f"--resume {self.options.checkpoint}: meta.json is malformed ({exc})") from None
+        for observer, counts in zip(self.observers, pieces, strict=False):
+            for piece in counts:
+                if piece is not None:
+                    observer.merge_counts(piece)
+        self.checks.violations = {v.property: v for v in found}
+        if found and not self.options.keep_going:
+            self.checks.stop = True
+        self.frontier_fps = [np.array([self.fingerprint_of(s) for s in frontier], dtype=np.uint64)]
         return frontier
 
     def bounded(self, reason: str) -> None:
@@ -314,6 +367,8 @@ class ParallelSearch:
         self.visited = np.insert(self.visited, at, fps)
         self.visited_parents = np.insert(self.visited_parents, at, parents)
         level.kept = len(new)
+        if self.checkpoint is not None:
+            self.checkpoint.add_visited(self.depth + 1, fps, parents)
 
     def record_events(self, level: Level, cap_event: Event | None) -> Event | None:
         """Record the level's violations as one process would meet them; the event it would stop at
