@@ -1,10 +1,11 @@
-"""The C extensions (everything else is in pyproject.toml): the encoder behind fingerprints, the
-coverage observer's counting, and the successor functions of the `replication`,
-`kraft-replication`, `kraft-quorum` and `group` models.
+"""The C extensions (everything else is in pyproject.toml): state fingerprints, the canonical
+encoding, the in-memory visited set of fingerprints, the coverage observer's counting, and the
+successor functions of the `replication`, `kraft-replication`, `kraft-quorum` and `group` models.
 
 Each is optional: where no C compiler is found the install goes on, and the Python each one
-twins runs instead with the same results: the pure-Python encoder gives the same bytes, the
-coverage observer the same counts, a model's Python the same successors.
+twins runs instead with the same results: the pure-Python fingerprints give the same numbers,
+the encoder the same bytes, the visited set the same answers, the coverage observer the same
+counts, a model's Python the same successors.
 
 A model's C twin is every ``.c`` file of its package's ``_c/`` folder, built as
 ``kmc.models.<model>._successors``; the headers there and the shared ``models/common/_c`` ones are
@@ -33,6 +34,8 @@ def twin(model: str) -> Extension:
 
 EXTENSIONS = [
     Extension("kmc.checker.storage._canonical", ["checker/storage/_c/canonical.c"], optional=True),
+    Extension("kmc.checker.storage._fingerprint", ["checker/storage/_c/fingerprint.c"], optional=True),
+    Extension("kmc.checker.storage._fpset", ["checker/storage/_c/fpset.c"], optional=True),
     Extension("kmc.checker.search._counts", ["checker/search/_c/counts.c"], optional=True),
     *(twin(model) for model in TWINS),
 ]

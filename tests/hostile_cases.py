@@ -252,7 +252,7 @@ CHECK_CASES = [
         "spark",
         "--resume",
         "{tmp}/ck",
-        files={"ck/meta.json": json.dumps({"format": 4, "job": {}, "progress": {}, "mac": "00"})},
+        files={"ck/meta.json": json.dumps({"format": 5, "job": {}, "progress": {}, "mac": "00"})},
         says="not written by your kmc",
     ),
     case(
@@ -263,7 +263,7 @@ CHECK_CASES = [
         "spark",
         "--resume",
         "{tmp}/ck",
-        files={"ck/meta.json": json.dumps({"format": 4, "job": {}, "progress": {}})},
+        files={"ck/meta.json": json.dumps({"format": 5, "job": {}, "progress": {}})},
         says="authentication",
     ),
     case(

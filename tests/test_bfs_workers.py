@@ -206,3 +206,12 @@ def test_each_bfs_search_refuses_the_others_checkpoint_in_one_line(tmp_path: Any
     assert kmc_error("replication", "--workers", "2", "--memory", "1g") == (
         "kmc: error: bfs --workers keeps its visited set in memory: drop --memory, or run with --workers 1"
     )
+
+
+def test_liveness_after_a_search_on_workers_says_it_explored_again() -> None:
+    one = check("kraft-quorum", None, {}, {"max_states": 2000})
+    many = check("kraft-quorum", None, {}, {"max_states": 2000, "workers": 2})
+    said = [w for w in many.warnings if "explored again by one process" in w]
+    assert len(said) == 1 and said[0].startswith("liveness (EventuallyLeaderElected, ")
+    assert not [w for w in one.warnings if "explored again" in w]
+    assert [v.property for v in many.violations] == [v.property for v in one.violations]

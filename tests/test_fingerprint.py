@@ -140,14 +140,38 @@ def test_c_extension_is_built_where_a_compiler_is() -> None:
 
 
 @pytest.mark.skipif(not ACCELERATED, reason="the C extension is not in use (not built, or KMC_PURE_PYTHON is set)")
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(values())
-def test_c_fingerprint_is_xxh3_of_the_encoding(value: Any) -> None:
-    expected = fingerprint_module.xxhash.xxh3_64_intdigest(fingerprint_module._encode_python(value))
-    assert fingerprint(value) == expected
-    assert fingerprint((value, value, "x" * 40)) == fingerprint_module.xxhash.xxh3_64_intdigest(
-        fingerprint_module._encode_python((value, value, "x" * 40))
-    )
+def test_c_fingerprint_is_the_python_one(value: Any) -> None:
+    assert fingerprint(value) == fingerprint_module._hash_python(value)
+    assert fingerprint((value, value, "x" * 40)) == fingerprint_module._hash_python((value, value, "x" * 40))
+
+
+@settings(max_examples=300, deadline=None)
+@given(hashables, hashables)
+def test_fingerprints_differ_where_values_do(a: Any, b: Any) -> None:
+    """Equal values, equal fingerprints; unequal ones (that Python does not count as equal), different
+    ones, with the probability of a 64-bit collision: never in these examples."""
+    if a == b:
+        assert fingerprint(a) == fingerprint(b)
+    elif fingerprint_module._hash_python(a) == fingerprint_module._hash_python(b):
+        assert canonical_bytes(a) == canonical_bytes(b)  # the same value as the encoding sees it
+
+
+def test_fingerprints_pinned() -> None:
+    """The numbers themselves, in C and in Python: a change to them changes every checkpoint's files."""
+    pinned = {
+        0: 0xF490368ABA8BFEAC,
+        -1: 0x940A46006555DDBE,
+        "Stable": 0xAF85490842AA717B,
+        (1, 2): 0x4FCD47A15FEAF39,
+        frozenset({1, 2}): 0x9B78CD51A4BC848B,
+        None: 0xD6E8FEB86659FD93,
+        2**70: 0xBE3BC9652F166B90,
+        1.5: 0x633F3DA17586B8F5,
+    }
+    assert {k: fingerprint(k) for k in pinned} == pinned
+    assert {k: fingerprint_module._hash_python(k) for k in pinned} == pinned
 
 
 @dataclasses.dataclass
@@ -187,3 +211,25 @@ def test_candidates_keep_the_least_parent_and_its_successor(accelerated: bool) -
     assert list(array("Q", fps)) == [fingerprint(b), fingerprint(a1), fingerprint(c)]
     assert list(array("Q", parents)) == [7, 5, 5]
     assert states == [b, a2, c] and states[1] is a2
+
+
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_visited_fingerprints_keep_each_first_occurrence_and_its_parent(accelerated: bool) -> None:
+    from kmc.checker.storage import visited
+
+    if accelerated and visited.VisitedFingerprints is visited.PythonVisitedFingerprints:
+        pytest.skip("the C extension is not in use")
+    kept = visited.VisitedFingerprints() if accelerated else visited.PythonVisitedFingerprints()
+    words = array("Q", [5, 0, 7, 5, 2**64 - 1, 0, 9])  # 0 is a fingerprint too
+    new = kept.add_new(words.tobytes(), array("Q", range(7)).tobytes())
+    assert list(array("q", new)) == [0, 1, 2, 4, 6]
+    assert len(kept) == 5 and 0 in kept and 8 not in kept
+    assert [kept.parent_of(fp) for fp in (5, 0, 7, 2**64 - 1, 9)] == [0, 1, 2, 4, 6]
+    assert not kept.any_new(array("Q", [5, 0]).tobytes()) and kept.any_new(array("Q", [5, 8]).tobytes())
+    many = array("Q", range(1, 200_001))  # grows the table many times
+    assert len(array("q", kept.add_new(many.tobytes(), many.tobytes()))) == 200_000 - 3  # 5, 7, 9 kept
+    assert len(kept) == 200_002 and kept.parent_of(150_000) == 150_000 and kept.parent_of(7) == 2
+    with pytest.raises(KeyError):
+        kept.parent_of(10**9)
+    with pytest.raises(ValueError):
+        kept.add_new(words.tobytes(), b"")

@@ -289,7 +289,7 @@ def test_resume_refuses_a_different_check(sc, tmp_path: Path) -> None:
     older = json.loads(meta.read_text())
     del older["format"]  # as the first format wrote it
     meta.write_text(json.dumps(older))
-    with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 4\)"):
+    with pytest.raises(UserError, match=r"written by another version of kmc \(format 1, this one reads 5\)"):
         Check(
             "replication",
             preset="kip-320",

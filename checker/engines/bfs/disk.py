@@ -50,7 +50,7 @@ from kmc.checker.storage.checkpoint import check_resumable, checkpoint_key, load
 from kmc.checker.storage.fingerprint import collision_probability
 from kmc.checker.storage.fpset import ENTRY_BYTES, DiskFPSet, DiskLevel, check_digest, combined_digest, remove_files
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
 """Bumped whenever the files of a BFS checkpoint change shape; a checkpoint of another format is refused."""
 BATCH = 2048
 """States expanded before their successors are looked up on disk together."""

@@ -14,6 +14,7 @@ import gc
 import os
 import pickle
 import signal
+import time
 import traceback
 from array import array
 from collections.abc import Sequence
@@ -88,6 +89,7 @@ class Expander:
         steps = [(order, name, pred) for order, (name, pred) in enumerate(self.steps) if name not in done]
         deadlock = self.deadlock and DEADLOCK not in done
         determinism_checks, expanded = self.determinism_checks, self.expanded
+        start = time.perf_counter()
         for position, s in enumerate(self.frontier):
             if within is not None and not within(s):
                 cut = True
@@ -123,6 +125,7 @@ class Expander:
             "generated_upto": generated_upto.tobytes(),
             "cut": cut,
             "violations": violations,
+            "seconds": time.perf_counter() - start,
         }
 
     def check_steps(
@@ -152,21 +155,27 @@ class Expander:
                 violated.add(name)
         return [step for step in steps if step[1] not in violated] if violated else steps
 
-    def accept(self, chosen: bytes, violated: Sequence[str]) -> list[tuple[str, int, int]]:
-        """The candidates the coordinator found new (indices, in order) become the next frontier; each
-        is observed and checked. The first invariant violation of each property: (name, index, order)."""
+    def select(self, chosen: bytes) -> None:
+        """The candidates the coordinator found new (indices, in order) become the next frontier."""
         indices = array("q")
         indices.frombytes(chosen)
         candidates = self.candidates
-        frontier = [candidates[i] for i in indices]
+        self.frontier = [candidates[i] for i in indices]
         self.candidates = []
-        self.frontier = frontier
+
+    def accept(self, chosen: bytes, violated: Sequence[str]) -> list[tuple[str, int, int]]:
+        self.select(chosen)
+        return self.check_new(violated)
+
+    def check_new(self, violated: Sequence[str]) -> list[tuple[str, int, int]]:
+        """Each state of the new frontier observed and checked: the first invariant violation of each
+        property, as (name, position in the frontier, order of the property)."""
         done = set(violated)
         invariants = [(order, name, pred) for order, (name, pred) in enumerate(self.invariants) if name not in done]
         all_hold = all_true([pred for _order, _name, pred in invariants]) if invariants else None
         seen_hooks = self.seen_hooks
         found: list[tuple[str, int, int]] = []
-        for index, t in enumerate(frontier):
+        for position, t in enumerate(self.frontier):
             for hook in seen_hooks:
                 hook(t)
             if all_hold is None or all_hold(t):
@@ -175,25 +184,30 @@ class Expander:
             if not failed:
                 continue
             if not self.keep_going:  # the search stops at this state, at its first failing property
-                found.append((failed[0][0], int(indices[index]), failed[0][1]))
+                found.append((failed[0][0], position, failed[0][1]))
                 break
-            found.extend((name, int(indices[index]), order) for name, order in failed)
+            found.extend((name, position, order) for name, order in failed)
             invariants = [item for item in invariants if item[1] not in {name for name, _ in failed}]
             all_hold = all_true([pred for _order, _name, pred in invariants]) if invariants else None
         return found
 
     # -- evening out the frontiers -----------------------------------------------------------------
-    def cut_frontier(self, keep: tuple[int, int], out: Sequence[tuple[int, int, int]]) -> dict[int, bytes]:
-        """Keep ``frontier[keep[0]:keep[1]]``; the slices ``(target, start, end)`` go, pickled."""
+    def cut_frontier(
+        self, chosen: bytes, keep: tuple[int, int], out: Sequence[tuple[int, int, int]]
+    ) -> dict[int, bytes]:
+        """Select the new frontier, keep ``frontier[keep[0]:keep[1]]``; the slices ``(target, start,
+        end)`` go to other workers, pickled."""
+        self.select(chosen)
         frontier = self.frontier
-        sent = {
-            target: pickle.dumps(frontier[start:end], protocol=pickle.HIGHEST_PROTOCOL) for target, start, end in out
-        }
+        sent = {t: pickle.dumps(frontier[a:b], protocol=pickle.HIGHEST_PROTOCOL) for t, a, b in out}
         self.frontier = frontier[keep[0] : keep[1]]
         return sent
 
-    def paste_frontier(self, before: Sequence[bytes], after: Sequence[bytes]) -> None:
-        """States from the workers before this one in the search's order, and from those after."""
+    def paste_frontier(
+        self, before: Sequence[bytes], after: Sequence[bytes], violated: Sequence[str]
+    ) -> list[tuple[str, int, int]]:
+        """States from the workers before this one in the search's order, and from those after; then
+        the whole new frontier is checked (`check_new`)."""
         head: list[State] = []
         for chunk in before:
             head.extend(pickle.loads(chunk))
@@ -201,6 +215,7 @@ class Expander:
         for chunk in after:
             tail.extend(pickle.loads(chunk))
         self.frontier = head + self.frontier + tail
+        return self.check_new(violated)
 
     def save_frontier(self, path: str) -> list[Any]:
         return write_frontier(Path(path), self.frontier)

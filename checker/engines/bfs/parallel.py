@@ -5,7 +5,7 @@ The level's order is the one-process search's: the frontier is cut into consecut
 per worker (`expander.Expander`), and the concatenation of the slices, in worker order, is the
 order one process would hold. Each worker expands its slice and sends the fingerprints of the
 successors it has not met before, in the order it found them. This process keeps the one visited
-set (sorted fingerprints and their parents' fingerprints, 16 bytes a state) and takes, of each
+set (each fingerprint with its parent's, in one table, `storage.visited`) and takes, of each
 fingerprint, the candidate that comes first in the level's order: the state, and the parent, that
 one process would have found first. So the distinct states, the depth, every counterexample and
 its trace are those of the one-process search, whatever the number of workers, on every run and
@@ -49,6 +49,7 @@ from kmc.checker.search.observers import SearchObserver
 from kmc.checker.search.path import step_trace, trace_from_keys
 from kmc.checker.search.progress import NoProgress, Progress
 from kmc.checker.storage.fingerprint import collision_probability, fingerprint
+from kmc.checker.storage.visited import VisitedFingerprints
 
 BALANCE_SLACK = 1 / 32
 """A worker keeps up to this much more than its share of the next level before states move."""
@@ -152,8 +153,7 @@ class ParallelSearch:
         )
         self.checks = PropertyChecks(model, props, options.keep_going)
         self.step_preds = dict(self.checks.steps)
-        self.visited = np.empty(0, dtype=np.uint64)
-        self.visited_parents = np.empty(0, dtype=np.uint64)
+        self.visited = VisitedFingerprints()
         self.initial: set[int] = set()
         self.frontier_fps: list[np.ndarray] = []
         self.generated = 0
@@ -167,8 +167,7 @@ class ParallelSearch:
     def trace_to(self, fp: int) -> Trace:
         chain = [fp]
         while chain[-1] not in self.initial:
-            at = int(np.searchsorted(self.visited, np.uint64(chain[-1])))
-            chain.append(int(self.visited_parents[at]))
+            chain.append(self.visited.parent_of(chain[-1]))
         chain.reverse()
         return trace_from_keys(self.model, chain, self.fingerprint_of)
 
@@ -194,7 +193,8 @@ class ParallelSearch:
                 self.checkpoint.start_afresh()
             frontier = self.initial_level()
             if self.checkpoint is not None:
-                self.checkpoint.add_visited(1, self.visited, self.visited_parents)
+                fps = self.frontier_fps[0]
+                self.checkpoint.add_visited(1, fps, np.zeros(len(fps), dtype=np.uint64))
         workers: Workers | None = None
         finished: list[dict[str, Any]] = []
         interrupted = False
@@ -247,11 +247,9 @@ class ParallelSearch:
             checks.check_state(s, lambda fp=fp: self.trace_to(fp))
             if checks.stop:
                 break
-        order = np.argsort(np.array(fps, dtype=np.uint64), kind="stable")
-        self.visited = np.array(fps, dtype=np.uint64)[order]
-        self.visited_parents = np.zeros(len(fps), dtype=np.uint64)
-        self.depth = 1 if frontier else 0
         self.frontier_fps = [np.array(fps, dtype=np.uint64)]
+        self.visited.add_new(self.frontier_fps[0], np.zeros(len(fps), dtype=np.uint64))
+        self.depth = 1 if frontier else 0
         return frontier
 
     def save(self, workers: Workers) -> None:
@@ -277,7 +275,8 @@ class ParallelSearch:
     def resume(self) -> list[State]:
         """The level a checkpoint holds, and the search as it stood before it."""
         assert self.checkpoint is not None
-        progress, self.visited, self.visited_parents, frontier, found = self.checkpoint.load()
+        progress, fps, parents, frontier, found = self.checkpoint.load()
+        self.visited.add_new(fps, parents)
         try:
             self.initial = {int(fp) for fp in progress["initial"]}
             self.depth, self.generated = int(progress["depth"]), int(progress["generated"])
@@ -318,57 +317,48 @@ class ParallelSearch:
         level = Level(self.frontier_fps, expanded)
         if any(r["cut"] for r in expanded) and self.bounded_by is None:
             self.bounded_by = MODEL_BOUND
-        new = level.new_candidates(self.visited)
-        if probe:
-            level.accepted = np.empty(0, dtype=np.int64)  # nothing is kept beyond the depth bound
+        level.before = len(self.visited)
+        if probe:  # nothing is kept beyond the depth bound
             stop = self.record_events(level, None)
-            if stop is None and len(new) and self.bounded_by is None:
+            if stop is None and self.visited.any_new(level.fps) and self.bounded_by is None:
                 self.bounded_by = f"max depth {options.max_depth}"
             self.generated += level.generated_until(stop)
             self.checks.stop = True  # nothing lies beyond this level
             return
+        # Every new candidate joins the visited set; where one process would have stopped before
+        # finding some, the search ends in this level, counting only those it would have found.
+        parents = level.frontier_fps[level.candidate_parents]
+        new = np.frombuffer(self.visited.add_new(level.fps, parents), dtype=np.int64)
         first_event = min(level.expansion_events, default=None)
         if first_event is not None and not options.keep_going:  # one process never finds what follows it
             new = new[level.candidate_parents[new] < first_event[0]]
         cap_event = None
-        if self.cap is not None and len(self.visited) + len(new) > self.cap:
-            c = int(new[self.cap - len(self.visited)])
+        if self.cap is not None and level.before + len(new) > self.cap:
+            c = int(new[self.cap - level.before])
             cap_event = (int(level.candidate_parents[c]), INVARIANT_PHASE, c, -1)
-            new = new[: self.cap - len(self.visited)]
-        chosen = level.per_worker(new)
-        workers.send("accept", [(c.astype(np.int64).tobytes(), list(checks.violations)) for c in chosen])
-        self.keep(level, new)  # while the workers check the new states
+            new = new[: self.cap - level.before]
+        chosen = [c.astype(np.int64).tobytes() for c in level.per_worker(new)]
+        evened = first_event is None and cap_event is None  # a level one process stops in: no moves
+        ranges = self.deal_new(workers, chosen, level.costs(new) if evened else None)
+        if self.checkpoint is not None:  # while the workers check the new states
+            self.checkpoint.add_visited(self.depth + 1, level.fps[new], parents[new])
         found = workers.replies()
         for w, found_here in enumerate(found):
-            for name, index, order in found_here:
-                c = index + level.candidate_offsets[w]
+            for name, position, order in found_here:
+                c = int(new[ranges[w] + position])
                 level.invariant_events.append(((int(level.candidate_parents[c]), INVARIANT_PHASE, c, order), name))
         stop = self.record_events(level, cap_event)
         self.generated += level.generated_until(stop)
         if stop is not None:
             self.checks.stop = True
             return
-        self.frontier_fps = [level.fps[mine + level.candidate_offsets[w]] for w, mine in enumerate(chosen)]
-        self.even_out(workers)
+        self.frontier_fps = [level.fps[new[ranges[w] : ranges[w + 1]]] for w in range(len(workers))]
         self.progress.update(
             distinct=len(self.visited),
             generated=self.generated,
             depth=self.depth,
             queue=sum(len(f) for f in self.frontier_fps),
         )
-
-    def keep(self, level: Level, new: np.ndarray) -> None:
-        """The level's new states join the visited set, each with its parent."""
-        fps = level.fps[new]
-        parents = level.frontier_fps[level.candidate_parents[new]]
-        order = np.argsort(fps, kind="stable")
-        fps, parents = fps[order], parents[order]
-        at = np.searchsorted(self.visited, fps)
-        self.visited = np.insert(self.visited, at, fps)
-        self.visited_parents = np.insert(self.visited_parents, at, parents)
-        level.kept = len(new)
-        if self.checkpoint is not None:
-            self.checkpoint.add_visited(self.depth + 1, fps, parents)
 
     def record_events(self, level: Level, cap_event: Event | None) -> Event | None:
         """Record the level's violations as one process would meet them; the event it would stop at
@@ -392,7 +382,7 @@ class ParallelSearch:
                     for other, other_name, other_kind in events:
                         if other_kind == "step" and other[0] == event[0] and other_name not in checks.violations:
                             self.record(level, other, other_name, other_kind)
-                self.stopped_at = len(self.visited) - level.kept + level.kept_until(event)
+                self.stopped_at = level.before + level.kept_until(event)
                 return event
         return None
 
@@ -409,18 +399,24 @@ class ParallelSearch:
         pred = self.step_preds[name]
         self.checks.record(name, kind, lambda: self.step_trace_to(fp, index, pred))
 
-    def even_out(self, workers: Workers) -> None:
-        """Move states between neighbouring slices so that each worker holds its share of the next
-        level, keeping the level's order (only when one holds more than its share and the slack)."""
-        sizes = [len(f) for f in self.frontier_fps]
-        total = sum(sizes)
-        share = -(-total // len(sizes))
-        if max(sizes) <= share + int(share * BALANCE_SLACK):
-            return
+    def deal_new(self, workers: Workers, chosen: list[bytes], costs: np.ndarray | None) -> list[int]:
+        """Ask each worker to take the new states it found (``chosen``) as its slice of the next level
+        and check them. Where a slice would cost more than its share (``costs``: an estimate per new
+        state, in the level's order), the slices are evened out first, moving states between
+        neighbours so that the level's order is kept. The slices' bounds in the level's order:
+        worker w holds the new states ``ranges[w]:ranges[w + 1]``."""
+        sizes = [len(c) // 8 for c in chosen]
         starts = np.cumsum([0, *sizes]).tolist()
-        targets = np.linspace(0, total, len(sizes) + 1).astype(int).tolist()
+        violated = list(self.checks.violations)
+        targets = starts if costs is None or not len(costs) else cost_shares(costs, len(sizes))
+        spent = np.concatenate([[0.0], np.cumsum(costs)]) if costs is not None and len(costs) else None
+        if spent is None or max(spent[starts[w + 1]] - spent[starts[w]] for w in range(len(sizes))) <= (
+            spent[-1] / len(sizes) * (1 + BALANCE_SLACK)
+        ):
+            workers.send("accept", [(c, violated) for c in chosen])
+            return starts
         requests = []
-        for w in range(len(sizes)):
+        for w, mine in enumerate(chosen):
             a, b = starts[w], starts[w + 1]
             keep = (max(a, targets[w]) - a, max(min(b, targets[w + 1]), max(a, targets[w])) - a)
             out = []
@@ -428,16 +424,15 @@ class ParallelSearch:
                 lo, hi = max(a, targets[target]), min(b, targets[target + 1])
                 if target != w and lo < hi:
                     out.append((target, lo - a, hi - a))
-            requests.append((keep, out))
+            requests.append((mine, keep, out))
         sent = workers.ask("cut_frontier", requests)
         pastes = []
         for w in range(len(sizes)):
             before = [sent[s][w] for s in range(w) if w in sent[s]]
             after = [sent[s][w] for s in range(w + 1, len(sizes)) if w in sent[s]]
-            pastes.append((before, after))
-        workers.ask("paste_frontier", pastes)
-        everything = np.concatenate(self.frontier_fps)
-        self.frontier_fps = [everything[targets[w] : targets[w + 1]] for w in range(len(sizes))]
+            pastes.append((before, after, violated))
+        workers.send("paste_frontier", pastes)
+        return targets
 
     def result(self, elapsed: float, rss_start: int, finished: list[dict[str, Any]]) -> CheckResult:
         distinct = len(self.visited) if self.stopped_at is None else self.stopped_at
@@ -467,12 +462,21 @@ class ParallelSearch:
         )
 
 
+def cost_shares(costs: np.ndarray, parts: int) -> list[int]:
+    """Bounds that cut the states, in order, into ``parts`` slices of about equal cost."""
+    spent = np.cumsum(costs)
+    cuts = np.searchsorted(spent, spent[-1] * np.arange(1, parts) / parts, side="right")
+    return [0, *cuts.tolist(), len(costs)]
+
+
 class Level:
     """One level's candidates from every worker, laid end to end in the level's order."""
 
     def __init__(self, frontier_fps: list[np.ndarray], replies: list[dict[str, Any]]) -> None:
         self.frontier_fps = np.concatenate(frontier_fps) if frontier_fps else np.empty(0, dtype=np.uint64)
         frontier_offsets = np.cumsum([0, *[len(f) for f in frontier_fps]])
+        self.frontier_offsets = frontier_offsets
+        self.seconds = [r["seconds"] for r in replies]
         fps = [np.frombuffer(r["fps"], dtype=np.uint64) for r in replies]
         self.candidate_offsets = np.cumsum([0, *[len(f) for f in fps]]).tolist()
         self.fps = np.concatenate(fps)
@@ -495,21 +499,17 @@ class Level:
                 )
         self.expansion_events = [e for e, _name, _kind in self.expansion_event_list]
         self.invariant_events: list[tuple[Event, str]] = []
-        self.kept = 0
+        self.before = 0
+        """The distinct states before this level."""
         self.accepted = np.empty(0, dtype=np.int64)
 
-    def new_candidates(self, visited: np.ndarray) -> np.ndarray:
-        """The indices of the candidates that are new, each fingerprint's first, in the level's order."""
-        if not len(self.fps):
-            self.accepted = np.empty(0, dtype=np.int64)
-            return self.accepted
-        unique, first = np.unique(self.fps, return_index=True)
-        if len(visited):
-            at = np.searchsorted(visited, unique)
-            at[at == len(visited)] = 0
-            first = first[visited[at] != unique]
-        self.accepted = np.sort(first)
-        return self.accepted
+    def costs(self, new: np.ndarray) -> np.ndarray:
+        """What expanding each new state will cost, estimated as what its parent's worker took a state
+        in this level (states of one stretch of a level tend to cost alike)."""
+        sizes = np.diff(self.frontier_offsets)
+        per_state = np.array(self.seconds) / np.maximum(sizes, 1)
+        worker_of_parent = np.searchsorted(self.frontier_offsets, self.candidate_parents[new], side="right") - 1
+        return per_state[worker_of_parent]
 
     def per_worker(self, new: np.ndarray) -> list[np.ndarray]:
         """The new candidates' indices within each worker's own candidates."""

@@ -151,7 +151,7 @@ class LevelProgress:
     """What expanding the level at a bound found: counted in this run's result only."""
 
 
-CHECKPOINT_FORMAT = 4
+CHECKPOINT_FORMAT = 5
 """Bumped whenever the files of a level change shape; a checkpoint of another format is refused."""
 
 
