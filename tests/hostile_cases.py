@@ -99,6 +99,7 @@ _VALUES = {
     "memory": "64m",
     "max_depth": "2",
     "max_states": "9",
+    "workers": "2",
 }
 _FLAGS = {"guide": "--no-guide"}
 
