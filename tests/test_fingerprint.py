@@ -233,3 +233,44 @@ def test_visited_fingerprints_keep_each_first_occurrence_and_its_parent(accelera
         kept.parent_of(10**9)
     with pytest.raises(ValueError):
         kept.add_new(words.tobytes(), b"")
+
+
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_visited_fingerprints_as_the_search_uses_them(accelerated: bool) -> None:
+    """add(fp, parent), visited[fp] (None for an initial state), del visited[fp]: the one-process
+    search's fingerprint store; deletions must not lose the fingerprints that probed past them."""
+    from kmc.checker.storage import visited
+
+    if accelerated and not visited.IN_C:
+        pytest.skip("the C extension is not in use")
+    kept = visited.VisitedFingerprints() if accelerated else visited.PythonVisitedFingerprints()
+    assert kept.add(7, None) and not kept.add(7, 3) and kept[7] is None
+    colliding = [1024 * i + 5 for i in range(1, 60)]  # one home slot in a small table: long probes
+    for fp in colliding:
+        assert kept.add(fp, 7)
+    for fp in colliding[::3]:
+        del kept[fp]
+    assert [fp in kept for fp in colliding] == [i % 3 != 0 for i in range(len(colliding))]
+    assert all(kept[fp] == 7 for fp in colliding[1::3])
+    assert len(kept) == 1 + len(colliding) - len(colliding[::3])
+    with pytest.raises(KeyError):
+        del kept[colliding[0]]
+
+
+def test_a_state_bound_with_fingerprints_counts_as_with_states() -> None:
+    from kmc.checker import BfsOptions, bfs
+    from kmc.checker.properties import PropertySet
+    from toy_models import CounterGrid
+
+    model = CounterGrid.build(None, {"n": 10})
+    exact = bfs(model, PropertySet(), BfsOptions(max_states=20))
+    kept = bfs(model, PropertySet(), BfsOptions(max_states=20, store="fingerprints"))
+    assert (
+        (kept.stats.distinct_states, kept.stats.generated_states, kept.bound_reason)
+        == (
+            exact.stats.distinct_states,
+            exact.stats.generated_states,
+            exact.bound_reason,
+        )
+        == (20, exact.stats.generated_states, "max states 20")
+    )

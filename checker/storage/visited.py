@@ -3,7 +3,9 @@ with its parent's, for traces.
 
 The C extension ``_fpset`` keeps them in one open-addressing table (16 bytes a slot, at most three
 quarters full); without it, or with ``KMC_PURE_PYTHON=1``, a dict does the same, at about 100
-bytes a state. Both take a level's fingerprints in one call, in order, and say which were new.
+bytes a state. Both take a level's fingerprints in one call, in order, and say which were new
+(``add_new``), or one at a time (``add``); ``visited[fp]`` is the parent (None for an initial
+state) and ``del visited[fp]`` takes one back, as a dict's would.
 """
 
 from __future__ import annotations
@@ -52,9 +54,25 @@ class PythonVisitedFingerprints:
     def parent_of(self, fp: int) -> int:
         return self.parents[fp]
 
+    def add(self, fp: int, parent: int | None) -> bool:
+        """Whether ``fp`` was new; it is kept with ``parent`` (None: an initial state, its own parent)."""
+        size = len(self.parents)
+        self.parents.setdefault(fp, fp if parent is None else parent)
+        return len(self.parents) != size
+
+    def __getitem__(self, fp: int) -> int | None:
+        """The parent of ``fp``; None for an initial state."""
+        parent = self.parents[fp]
+        return None if parent == fp else parent
+
+    def __delitem__(self, fp: int) -> None:
+        del self.parents[fp]
+
     def table_bytes(self) -> int:
         return 100 * len(self.parents)
 
 
 _fpset = c_extension("kmc.checker.storage._fpset")
-VisitedFingerprints = _fpset.VisitedFingerprints if _fpset is not None else PythonVisitedFingerprints
+IN_C = _fpset is not None
+"""Whether the table is the C one (else a dict, which a search may as well use directly)."""
+VisitedFingerprints = _fpset.VisitedFingerprints if IN_C else PythonVisitedFingerprints

@@ -37,6 +37,7 @@ from kmc.checker.search.kernel import (
 from kmc.checker.search.observers import GraphRecorder, SearchObserver
 from kmc.checker.search.path import key_chain, step_trace, trace_from_keys
 from kmc.checker.search.progress import NoProgress, Progress
+from kmc.checker.storage import visited
 from kmc.checker.storage.fingerprint import collision_probability
 
 Frontier = list[tuple[State, Hashable]]
@@ -61,7 +62,11 @@ class MemorySearch:
         self.keyfn = make_keyfn(model, options.symmetry, options.store)
         self.key = self.keyfn or (lambda s: s)
         self.checks = PropertyChecks(model, props, options.keep_going)
-        self.parents: dict[Hashable, Any] = {}
+        # Keyed by fingerprint, the visited set is one C table (16 bytes a slot) rather than a dict.
+        in_table = options.store == "fingerprints" and visited.IN_C
+        self.parents: Any = visited.VisitedFingerprints() if in_table else {}
+        self.add_key = self.parents.add if in_table else self.parents.setdefault
+        """Keeps a key with its parent's unless it is there: the dict's or the table's way."""
         recorder = next((o for o in observers if isinstance(o, GraphRecorder)), None)
         if self.keyfn is not None or options.max_depth is not None:
             recorder = None  # its own hooks record the graph (and the liveness check explores its own)
@@ -143,7 +148,7 @@ class MemorySearch:
                 parents[k] = len(parents)
                 k = parents[k]
             else:
-                parents[k] = None
+                self.add_key(k, None)
             frontier.append((s, k))
             for hook in self.seen_hooks:
                 hook(s)
@@ -229,7 +234,7 @@ class MemorySearch:
         next_frontier: Frontier = []
         append = next_frontier.append
         parents, keyfn, cap, checks = self.parents, self.keyfn, self.cap, self.checks
-        setdefault = parents.setdefault
+        setdefault = self.add_key
         seen_hooks = self.seen_hooks
         # The invariants not yet violated are checked in one quiet call; the careful path takes over
         # for a state where one fails or raises (with --continue, the search goes on past a

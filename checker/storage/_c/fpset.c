@@ -78,6 +78,36 @@ static int add(VisitedFingerprints *self, uint64_t fp, uint64_t parent) {
     return 1;
 }
 
+/* Linear probing's deletion: the entries after the hole that would no longer be found move back. */
+static void remove_fp(VisitedFingerprints *self, uint64_t fp) {
+    if (fp == 0) {
+        self->count -= self->has_zero;
+        self->has_zero = 0;
+        return;
+    }
+    Entry *table = self->table;
+    Py_ssize_t mask = self->slots - 1;
+    Entry *entry = find(self, fp);
+    if (entry->fp != fp) {
+        return;
+    }
+    Py_ssize_t hole = entry - table;
+    Py_ssize_t at = (hole + 1) & mask;
+    while (table[at].fp != 0) {
+        Py_ssize_t home = (Py_ssize_t)(table[at].fp & (uint64_t)mask);
+        /* the entry at `at` may fill the hole if its home is not cyclically in (hole, at] */
+        int stays = hole <= at ? (hole < home && home <= at) : (hole < home || home <= at);
+        if (!stays) {
+            table[hole] = table[at];
+            hole = at;
+        }
+        at = (at + 1) & mask;
+    }
+    table[hole].fp = 0;
+    table[hole].parent = 0;
+    self->count--;
+}
+
 static int contains(VisitedFingerprints *self, uint64_t fp) {
     if (fp == 0) {
         return self->has_zero;
@@ -169,6 +199,68 @@ static PyObject *parent_of(VisitedFingerprints *self, PyObject *arg) {
     return PyLong_FromUnsignedLongLong(fp == 0 ? self->zero_parent : find(self, fp)->parent);
 }
 
+static int as_fingerprint(PyObject *arg, uint64_t *fp) {
+    *fp = PyLong_AsUnsignedLongLong(arg);
+    return *fp == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* add(fp, parent) -> bool: whether fp was new (it is kept now, with parent; None: an initial state,
+ * its own parent). */
+static PyObject *add_one(VisitedFingerprints *self, PyObject *const *args, Py_ssize_t nargs) {
+    uint64_t fp, parent;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "add(fp, parent) takes two arguments");
+        return NULL;
+    }
+    if (as_fingerprint(args[0], &fp) < 0) {
+        return NULL;
+    }
+    if (args[1] == Py_None) {
+        parent = fp;
+    } else if (as_fingerprint(args[1], &parent) < 0) {
+        return NULL;
+    }
+    int status = add(self, fp, parent);
+    if (status < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(status);
+}
+
+/* visited[fp]: fp's parent, None for an initial state (its own parent). */
+static PyObject *visited_getitem(VisitedFingerprints *self, PyObject *arg) {
+    uint64_t fp;
+    if (as_fingerprint(arg, &fp) < 0) {
+        return NULL;
+    }
+    if (!contains(self, fp)) {
+        PyErr_SetObject(PyExc_KeyError, arg);
+        return NULL;
+    }
+    uint64_t parent = fp == 0 ? self->zero_parent : find(self, fp)->parent;
+    if (parent == fp) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromUnsignedLongLong(parent);
+}
+
+static int visited_setitem(VisitedFingerprints *self, PyObject *key, PyObject *value) {
+    uint64_t fp;
+    if (as_fingerprint(key, &fp) < 0) {
+        return -1;
+    }
+    if (value != NULL) {
+        PyErr_SetString(PyExc_TypeError, "add fingerprints with add(fp, parent)");
+        return -1;
+    }
+    if (!contains(self, fp)) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return -1;
+    }
+    remove_fp(self, fp);
+    return 0;
+}
+
 static PyObject *table_bytes(VisitedFingerprints *self, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSsize_t(self->slots * (Py_ssize_t)sizeof(Entry));
 }
@@ -202,12 +294,20 @@ static PyMethodDef visited_methods[] = {
     {"any_new", (PyCFunction)any_new, METH_O, "any_new(fps) -> bool: whether any of fps is not held."},
     {"parent_of", (PyCFunction)parent_of, METH_O, "parent_of(fp) -> int: the parent kept with fp."},
     {"table_bytes", (PyCFunction)table_bytes, METH_NOARGS, "table_bytes() -> int: the memory the table holds."},
+    {"add", (PyCFunction)(void (*)(void))add_one, METH_FASTCALL,
+     "add(fp, parent) -> bool: whether fp was new; it is kept with parent (None: its own)."},
     {NULL, NULL, 0, NULL},
 };
 
 static PySequenceMethods visited_as_sequence = {
     .sq_length = (lenfunc)visited_len,
     .sq_contains = (objobjproc)visited_contains,
+};
+
+static PyMappingMethods visited_as_mapping = {
+    .mp_length = (lenfunc)visited_len,
+    .mp_subscript = (binaryfunc)visited_getitem,
+    .mp_ass_subscript = (objobjargproc)visited_setitem,
 };
 
 static PyTypeObject VisitedFingerprintsType = {
@@ -220,6 +320,7 @@ static PyTypeObject VisitedFingerprintsType = {
     .tp_dealloc = (destructor)visited_dealloc,
     .tp_methods = visited_methods,
     .tp_as_sequence = &visited_as_sequence,
+    .tp_as_mapping = &visited_as_mapping,
 };
 
 static struct PyModuleDef module = {
