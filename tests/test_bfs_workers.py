@@ -97,6 +97,7 @@ def grid(n: int, **overrides: int) -> CounterGrid:
         (grid(10), PropertySet(), BfsOptions(max_states=20)),
         (grid(2), PropertySet(), BfsOptions(max_states=9)),
         (grid(5), PropertySet(), BfsOptions(max_depth=3)),
+        (grid(2), PropertySet(), BfsOptions(max_depth=5)),  # a depth bound that cuts nothing off: complete
         (TwoPhaseCommit.build("buggy", {"participants": 3}), None, BfsOptions()),
         (TwoPhaseCommit.build("buggy", {"participants": 3}), None, BfsOptions(symmetry=True)),
         (TwoPhaseCommit.build("correct", {"participants": 4}), None, BfsOptions(symmetry=True, store="fingerprints")),

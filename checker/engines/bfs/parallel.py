@@ -21,6 +21,7 @@ cross processes only when a worker's slice grows past its share and the slices a
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -299,8 +300,6 @@ class ParallelSearch:
 
     def deal(self, workers: Workers, frontier: list[State]) -> None:
         """The first level, cut into consecutive slices."""
-        import pickle
-
         fps = self.frontier_fps[0]
         bounds = np.linspace(0, len(frontier), len(workers) + 1).astype(int)
         slices = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
@@ -323,7 +322,7 @@ class ParallelSearch:
             if stop is None and self.visited.any_new(level.fps) and self.bounded_by is None:
                 self.bounded_by = f"max depth {options.max_depth}"
             self.generated += level.generated_until(stop)
-            self.checks.stop = True  # nothing lies beyond this level
+            self.frontier_fps = [np.empty(0, dtype=np.uint64) for _ in self.frontier_fps]  # the search ends here
             return
         # Every new candidate joins the visited set; where one process would have stopped before
         # finding some, the search ends in this level, counting only those it would have found.
