@@ -117,7 +117,11 @@ def main() -> None:
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
     parser.add_argument("--partitions", type=int, default=2, help="shards (the engine defaults to one per core)")
     parser.add_argument(
-        "--runs", nargs="*", default=["bfs", "local", "standalone"], choices=["bfs", "local", "standalone"]
+        "--runs",
+        nargs="*",
+        default=["bfs", "local", "standalone"],
+        choices=["bfs", "workers", "local", "standalone"],
+        help="workers: bfs --workers with one worker a core",
     )
     parser.add_argument("--tag", default="", help="added to the results file's name, to keep runs of one day apart")
     args = parser.parse_args()
@@ -134,6 +138,9 @@ def main() -> None:
         rows = []
         if "bfs" in args.runs:
             rows.append(run("bfs (one process)", base))
+        if "workers" in args.runs:
+            cores = os.cpu_count() or 1
+            rows.append(run(f"bfs --workers {cores}", [*base, "--workers", str(cores)]))
         if "local" in args.runs:
             rows.append(run("spark local[2]", base + spark_args("local[2]", args.partitions)))
         if "standalone" in args.runs:

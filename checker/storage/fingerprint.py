@@ -84,15 +84,24 @@ def _encode_python(value: Any) -> bytes:
     elif kind is bytes:
         return b"b" + _pack_len(len(value)) + value
     else:
-        raise TypeError(
-            f"cannot fingerprint a value of type {kind.__name__}: states must be built from "
-            "tuples, NamedTuples, frozen dataclasses, frozensets, ints, bools, strs and None"
-        )
+        raise _unsupported(kind)
     if hashable:
-        if len(_cache) >= _CACHE_LIMIT:
-            _cache.clear()
-        _cache[value] = encoded
+        _remember(_cache, value, encoded)
     return encoded
+
+
+def _unsupported(kind: type) -> TypeError:
+    return TypeError(
+        f"cannot fingerprint a value of type {kind.__name__}: states must be built from "
+        "tuples, NamedTuples, frozen dataclasses, frozensets, ints, bools, strs and None"
+    )
+
+
+def _remember(cache: dict[Any, Any], value: Any, result: Any) -> None:
+    """Keep what a part computed to, in a cache emptied when it is full."""
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[value] = result
 
 
 _M64 = (1 << 64) - 1
@@ -183,14 +192,9 @@ def _hash_python(value: Any) -> int:
     elif kind is bytes:
         return _hash_bytes(value, _TAG_BYTES)
     else:
-        raise TypeError(
-            f"cannot fingerprint a value of type {kind.__name__}: states must be built from "
-            "tuples, NamedTuples, frozen dataclasses, frozensets, ints, bools, strs and None"
-        )
+        raise _unsupported(kind)
     if hashable:
-        if len(_hash_cache) >= _CACHE_LIMIT:
-            _hash_cache.clear()
-        _hash_cache[value] = hashed
+        _remember(_hash_cache, value, hashed)
     return hashed
 
 

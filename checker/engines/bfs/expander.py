@@ -24,7 +24,7 @@ from typing import Any
 
 from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.engines.bfs.parallel_checkpoint import write_frontier
-from kmc.checker.errors import NondeterministicModelError, PropertyError, PropertyTypeError, UserError
+from kmc.checker.errors import NondeterministicModelError, UserError
 from kmc.checker.model import Model, State
 from kmc.checker.properties import PropertySet, all_true, holds
 from kmc.checker.search.kernel import (
@@ -141,18 +141,9 @@ class Expander:
         violated: set[str] = set()
         for index, (a, t) in enumerate(succs):
             for order, name, pred in steps:
-                if name in violated:
-                    continue
-                try:
-                    ok = pred(s, a, t)
-                except Exception as exc:
-                    raise PropertyError(name, (s, a, t), exc) from exc
-                if ok is True:
-                    continue
-                if ok is not False:
-                    raise PropertyTypeError(name, (s, a, t), ok)
-                violations.append((name, "step", position, index, order))
-                violated.add(name)
+                if name not in violated and not holds(name, pred, s, a, t):
+                    violations.append((name, "step", position, index, order))
+                    violated.add(name)
         return [step for step in steps if step[1] not in violated] if violated else steps
 
     def select(self, chosen: bytes) -> None:
