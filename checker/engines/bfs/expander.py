@@ -33,11 +33,10 @@ from kmc.checker.search.kernel import (
     check_determinism,
     current_rss,
     expand,
-    make_keyfn,
     peak_rss,
 )
 from kmc.checker.search.observers import SearchObserver
-from kmc.checker.storage.fingerprint import fingerprint
+from kmc.checker.storage.fingerprint import Candidates, candidates, fingerprint
 
 
 class Expander:
@@ -45,9 +44,9 @@ class Expander:
 
     def __init__(self, model: Model, props: PropertySet, options: BfsOptions, observers: Sequence[SearchObserver]):
         self.model = model
-        self.keyfn = make_keyfn(model, options.symmetry, options.store)
-        # With --store fingerprints the key is the fingerprint; otherwise the (canonical) state.
-        self.key_fingerprint = None if options.store == "fingerprints" else fingerprint
+        canon = model.symmetry if options.symmetry else None
+        self.symmetric_fingerprint = (lambda s: fingerprint(canon(s))) if canon is not None else None
+        """A successor's key under --symmetry: its representative's fingerprint (else its own, in C)."""
         self.invariants = [(p.name, p.bind(model)) for p in props.invariants]
         self.steps = [(p.name, p.bind(model)) for p in props.steps]
         self.within = bounds_check(model)
@@ -59,8 +58,6 @@ class Expander:
         self.expand_hooks = [o.expanded for o in self.observers]
         self.frontier: list[State] = []
         self.candidates: list[State] = []
-        self.known: dict[Any, None] = {}
-        """Every key this worker has met: visited states, so never candidates again."""
         self.expanded = 0
         self.rss_start = current_rss()
 
@@ -69,18 +66,14 @@ class Expander:
         self.frontier = pickle.loads(states)
 
     def expand(self, probe: bool, violated: Sequence[str]) -> dict[str, Any]:
-        """Expand the frontier: the candidates' fingerprints and their parents' positions, the
-        successors generated up to each state, whether the model's bounds cut a state off, and the
-        first deadlock and step violation of each property (``(name, kind, position, successor)``).
-        With ``probe`` (the depth bound) the candidates are found but none will be kept."""
-        model, within, hooks, keyfn = self.model, self.within, self.expand_hooks, self.keyfn
-        known = self.known
-        setdefault = known.setdefault
-        candidates: list[State] = []
-        fps = array("Q")
-        fps_append = fps.append
-        key_fingerprint = self.key_fingerprint
-        parents = array("q")
+        """Expand the frontier: the candidates (each successor's fingerprint, first met first, with its
+        parent's position), the successors generated up to each state, whether the model's bounds
+        cut a state off, and the first deadlock and step violation of each property (``(name, kind,
+        position, successor)``). With ``probe`` (the depth bound) the candidates are found but none
+        will be kept. The successors are fingerprinted and gathered in C (`storage.fingerprint`)."""
+        model, within, hooks = self.model, self.within, self.expand_hooks
+        key = self.symmetric_fingerprint
+        gathered = candidates() if key is None else Candidates()
         generated_upto = array("q")
         generated = 0
         cut = False
@@ -108,20 +101,17 @@ class Expander:
                 deadlock = False
             if steps:
                 steps = self.check_steps(s, succs, position, steps, violations)
-            for _action, t in succs:
-                k = t if keyfn is None else keyfn(t)
-                size = len(known)
-                setdefault(k, None)
-                if len(known) == size:
-                    continue
-                candidates.append(t)
-                fps_append(k if key_fingerprint is None else key_fingerprint(k))
-                parents.append(position)
+            if key is None:
+                gathered.add(succs, position)
+            else:
+                for _action, t in succs:
+                    gathered.offer(key(t), position, t)
         self.expanded = expanded
-        self.candidates = [] if probe else candidates
+        fps, parents, states = gathered.take()  # a position is its state's least parent: the first
+        self.candidates = [] if probe else states
         return {
-            "fps": fps.tobytes(),
-            "parents": parents.tobytes(),
+            "fps": fps,
+            "parents": parents,
             "generated_upto": generated_upto.tobytes(),
             "cut": cut,
             "violations": violations,
