@@ -1,11 +1,11 @@
 """One worker process of a bfs search with ``--workers``: it expands its share of each level.
 
-A worker keeps its slice of the frontier, in the search's order, and every key it has met (an
-exact local cache, or fingerprints with ``--store fingerprints``): a successor it met before is
-known to be visited and never leaves the process. The others are the level's *candidates*; only
-their fingerprints go to the coordinating process (`parallel.ParallelSearch`), which keeps the one
-fingerprint set and says which candidates are new. Those stay here as the next frontier, and the
-worker checks the invariants on them. States cross processes only when the frontiers are evened out.
+A worker keeps its slice of the frontier, in the search's order. It gathers the successors of
+the states it expands in C, fingerprinted, the first of each fingerprint with its parent's
+position: the level's *candidates*. Only their fingerprints and positions go to the coordinating
+process (`parallel.ParallelSearch`), which keeps the one visited set and says which candidates are
+new. Those stay here as the next frontier, and the worker checks the invariants on them. States
+cross processes only when the frontiers are evened out.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ one-process BFS, state for state.
 The level's order is the one-process search's: the frontier is cut into consecutive slices, one
 per worker (`expander.Expander`), and the concatenation of the slices, in worker order, is the
 order one process would hold. Each worker expands its slice and sends the fingerprints of the
-successors it has not met before, in the order it found them. This process keeps the one visited
+successors it found (the first of each), in the order it found them, with their parents' positions. This process keeps the one visited
 set (each fingerprint with its parent's, in one table, `storage.visited`) and takes, of each
 fingerprint, the candidate that comes first in the level's order: the state, and the parent, that
 one process would have found first. So the distinct states, the depth, every counterexample and
