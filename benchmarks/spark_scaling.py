@@ -57,7 +57,7 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def run(label: str, args: list[str]) -> dict:
+def run(label: str, args: list[str], properties: list[str]) -> dict:
     cmd = [
         sys.executable,
         "-m",
@@ -65,8 +65,7 @@ def run(label: str, args: list[str]) -> dict:
         "check",
         "replication",
         *args,
-        "--property",
-        "LeaderInIsr",
+        *properties,
         "--json",
         "--no-progress",
         "--out",
@@ -124,9 +123,14 @@ def main() -> None:
         help="workers: bfs --workers with one worker a core",
     )
     parser.add_argument("--tag", default="", help="added to the results file's name, to keep runs of one day apart")
+    parser.add_argument(
+        "--default-properties", action="store_true", help="check the model's default properties, not LeaderInIsr alone"
+    )
     args = parser.parse_args()
+    properties = [] if args.default_properties else ["--property", "LeaderInIsr"]
     record: dict = {
         "benchmark": "replication: single-process bfs vs spark local[2] vs standalone workers",
+        "properties": "default" if args.default_properties else "LeaderInIsr",
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "cases": {},
@@ -137,17 +141,17 @@ def main() -> None:
         base = ["--preset", preset] + [f"--set={k}={v}" for k, v in overrides.items()]
         rows = []
         if "bfs" in args.runs:
-            rows.append(run("bfs (one process)", base))
+            rows.append(run("bfs (one process)", base, properties))
         if "workers" in args.runs:
             cores = os.cpu_count() or 1
-            rows.append(run(f"bfs --workers {cores}", [*base, "--workers", str(cores)]))
+            rows.append(run(f"bfs --workers {cores}", [*base, "--workers", str(cores)], properties))
         if "local" in args.runs:
-            rows.append(run("spark local[2]", base + spark_args("local[2]", args.partitions)))
+            rows.append(run("spark local[2]", base + spark_args("local[2]", args.partitions), properties))
         if "standalone" in args.runs:
             for workers in (1, 2):
                 with LocalCluster(scratch / f"cluster-{workers}", workers=workers) as cluster:
                     label = f"spark standalone, {workers} worker(s) x 1 core"
-                    rows.append(run(label, base + spark_args(cluster.master_url, args.partitions)))
+                    rows.append(run(label, base + spark_args(cluster.master_url, args.partitions), properties))
         counts = {r["distinct_states"] for r in rows}
         if len(counts) != 1:
             raise SystemExit(f"state counts differ in {name}: {rows}")

@@ -216,3 +216,32 @@ def test_liveness_after_a_search_on_workers_says_it_explored_again() -> None:
     assert len(said) == 1 and said[0].startswith("liveness (EventuallyLeaderElected, ")
     assert not [w for w in one.warnings if "explored again" in w]
     assert [v.property for v in many.violations] == [v.property for v in one.violations]
+
+
+def test_sigterm_ends_a_search_on_workers_with_its_counts_and_no_process_left() -> None:
+    import signal
+    import time
+    from pathlib import Path
+
+    args = ["kraft-replication", "--set", "brokers=3", "--workers", "2", "--property", "LogMatching"]
+    proc = subprocess.Popen(
+        [*KMC, "check", *args, "--json", "--no-progress", "--no-trace"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    children: set[int] = set()
+    deadline = time.monotonic() + 30
+    while len(children) < 2 and time.monotonic() < deadline:  # the workers, once forked
+        for task in Path(f"/proc/{proc.pid}/task").glob("*/children"):
+            children |= {int(pid) for pid in task.read_text().split()}
+        time.sleep(0.05)
+    assert len(children) == 2
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    result = json.loads(out)
+    assert result["status"] == "holds-bounded" and result["distinct_states"] > 0
+    assert "interrupted (SIGTERM)" in json.dumps(result)
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()]

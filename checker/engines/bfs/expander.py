@@ -11,7 +11,6 @@ cross processes only when the frontiers are evened out.
 from __future__ import annotations
 
 import gc
-import os
 import pickle
 import signal
 import time
@@ -214,11 +213,9 @@ class Expander:
         }
 
 
-def serve(connection: Connection, make: Any, coordinator_ends: Sequence[Connection] = ()) -> None:
+def serve(connection: Connection, make: Any) -> None:
     """A worker's loop: one request at a time, each answered ``("ok", reply)`` or ``("error", ...)``.
-    It ends when asked to ``finish`` or when the coordinator's end of its pipe closes."""
-    for end in coordinator_ends:
-        end.close()
+    It returns when asked to ``finish`` or when the coordinator's end of its pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.disable()  # states are acyclic values: the collector only costs time here
@@ -227,7 +224,7 @@ def serve(connection: Connection, make: Any, coordinator_ends: Sequence[Connecti
         try:
             command, args = connection.recv()
         except (EOFError, OSError):  # the coordinator is gone
-            os._exit(0)
+            return
         try:
             reply: Any = ("ok", getattr(expander, command)(*args))
         except BaseException as exc:

@@ -4,14 +4,15 @@ one-process BFS, state for state.
 The level's order is the one-process search's: the frontier is cut into consecutive slices, one
 per worker (`expander.Expander`), and the concatenation of the slices, in worker order, is the
 order one process would hold. Each worker expands its slice and sends the fingerprints of the
-successors it found (the first of each), in the order it found them, with their parents' positions. This process keeps the one visited
-set (each fingerprint with its parent's, in one table, `storage.visited`) and takes, of each
-fingerprint, the candidate that comes first in the level's order: the state, and the parent, that
-one process would have found first. So the distinct states, the depth, every counterexample and
-its trace are those of the one-process search, whatever the number of workers, on every run and
-under every ``PYTHONHASHSEED``. Where one process would have stopped inside a level (its first
-violation, ``--max-states``), the counts are those it had at that moment: each event of a level
-is ordered as one process meets it (a state's deadlock, then its steps, then its new successors).
+successors it found (the first of each), in the order it found them, with their parents'
+positions. This process keeps the one visited set (each fingerprint with its parent's, in one
+table, `storage.visited`) and takes, of each fingerprint, the candidate that comes first in the
+level's order: the state, and the parent, that one process would have found first. So the
+distinct states, the depth, every counterexample and its trace are those of the one-process
+search, whatever the number of workers, on every run and under every ``PYTHONHASHSEED``. Where
+one process would have stopped inside a level (its first violation, ``--max-states``), the counts
+are those it had at that moment: each event of a level is ordered as one process meets it (a
+state's deadlock, then its steps, then its new successors).
 
 Dedup is by 64-bit fingerprint, so the result reports the collision probability as TLC does.
 Workers are forked, so the model, the properties and the observers need not be pickled; states
@@ -21,7 +22,9 @@ cross processes only when a worker's slice grows past its share and the slices a
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
+import signal
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -65,19 +68,25 @@ class Workers:
     """The forked worker processes and their pipes: a request goes to all, and every reply comes back."""
 
     def __init__(self, count: int, make: Callable[[], Expander]) -> None:
-        context = multiprocessing.get_context("fork")
+        # Forked with os.fork, not multiprocessing.Process: the search may itself run in a daemonic
+        # pool process (`kmc ci --jobs`), which multiprocessing forbids to have children.
         self.connections: list[Connection] = []
-        self.processes: list[Any] = []
+        self.pids: list[int] = []
         for _ in range(count):
-            mine, theirs = context.Pipe()
+            mine, theirs = multiprocessing.Pipe()
             self.connections.append(mine)
-            # The child closes its copies of this process's ends, so that it sees EOF when they close.
-            process = context.Process(
-                target=serve, args=(theirs, make, list(self.connections)), daemon=True, name="kmc-bfs-worker"
-            )
-            process.start()
+            pid = os.fork()
+            if pid == 0:  # the worker: it ends here, never returning into the coordinator's code
+                status = 1
+                try:
+                    for end in self.connections:  # its copies of the coordinator's ends: EOF when those close
+                        end.close()
+                    serve(theirs, make)
+                    status = 0
+                finally:
+                    os._exit(status)
             theirs.close()
-            self.processes.append(process)
+            self.pids.append(pid)
 
     def __len__(self) -> int:
         return len(self.connections)
@@ -116,13 +125,18 @@ class Workers:
         raise RuntimeError(f"a bfs worker failed:\n{message}")
 
     def close(self) -> None:
+        """Every worker ends: at once when it was asked to finish, else when it reads EOF; one that does
+        not within a few seconds is killed. None is left behind."""
         for connection in self.connections:
             connection.close()
-        for process in self.processes:
-            process.join(timeout=5)
-            if process.is_alive():
-                process.terminate()
-                process.join()
+        deadline = time.monotonic() + 5
+        for pid in self.pids:
+            while os.waitpid(pid, os.WNOHANG) == (0, 0):
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.01)
 
 
 class ParallelSearch:
