@@ -215,3 +215,13 @@ def test_a_signal_ends_the_whole_suite_not_just_its_entry(
     assert proc.returncode == code, (out, err)
     assert f"kmc: interrupted ({why})" in err
     assert "long" not in out and "never reached" not in out and "Traceback" not in out + err
+
+
+def test_the_suite_page_names_every_engine_setting() -> None:
+    """docs/ci.md lists the engine settings a suite entry takes: exactly those the engines declare."""
+    from kmc.checker.engines.settings import all_options
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "ci.md").read_text()
+    paragraph = page[page.index("every engine\nsetting of the one table") : page.index("A setting the entry's engine")]
+    named = set(re.findall(r"`([a-z_]+)`", paragraph))
+    assert named == {spec.toml_key for spec in all_options().values()}
