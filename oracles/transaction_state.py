@@ -62,6 +62,10 @@ class TransactionStateOracle(Oracle):
         self.TopicPartition = jvm.jclass("org.apache.kafka.common.TopicPartition")
         self.HashSet = jvm.jclass("java.util.HashSet")
         self.Optional = jvm.jclass("java.util.Optional")
+        self.Short = jvm.jclass("java.lang.Short")
+        import jpype
+
+        self.JShort = jpype.JShort
         tv = jvm.jclass("org.apache.kafka.server.common.TransactionVersion")
         self.tv = tv.fromFeatureLevel(model.config.transaction_version)
         self.tv2 = bool(self.tv.supportsEpochBump())
@@ -101,8 +105,9 @@ class TransactionStateOracle(Oracle):
     def _ours(meta: TxnMeta) -> tuple:
         return (meta.state, meta.producerId, meta.producerEpoch, meta.lastProducerEpoch, meta.topicPartitions)
 
-    def _kafka(self, kind: str, before: TxnMeta | None, action: Action) -> tuple | str:
-        """Ask Kafka's metadata for the transition the coordinator makes for this request."""
+    def _kafka(self, kind: str, before: TxnMeta | None, action: Action, expected_epoch: int = -1) -> tuple | str:
+        """Ask Kafka's metadata for the transition the coordinator makes for this request;
+        ``expected_epoch`` is the epoch an InitProducerId carries (KIP-360), -1 for none."""
         try:
             if before is None:  # a new transactional id: handleInitProducerId creates it in Empty
                 empty = self.states[tcm.EMPTY]
@@ -123,10 +128,15 @@ class TransactionStateOracle(Oracle):
             else:
                 md = self._metadata(before)
             state = str(md.state().stateName())
-            if (kind == "init" and state == tcm.ONGOING) or kind == "timeout":
+            if kind == "timeout" and not self.model.config.kafka_6119:  # the abort alone, at the same epoch
+                transit = md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, -1, NOW, False)
+            elif (kind == "init" and state == tcm.ONGOING) or kind == "timeout":
                 transit = self._fence_and_abort(md)
             elif kind == "init":
-                transit = md.prepareIncrementProducerEpoch(TIMEOUT_MS, self.Optional.empty(), NOW)
+                expected = self.Optional.empty()
+                if expected_epoch != -1:
+                    expected = self.Optional.of(self.Short.valueOf(self.JShort(expected_epoch)))
+                transit = md.prepareIncrementProducerEpoch(TIMEOUT_MS, expected, NOW)
             elif kind == "add":
                 added = self._partitions(frozenset({action.args["partition"]}))
                 transit = md.prepareAddPartitions(added, NOW, self.tv)
@@ -160,7 +170,11 @@ class TransactionStateOracle(Oracle):
         before, after = state.coordinator.metadata, next_state.coordinator.metadata
         if kind is None or after is None or before == after:
             return
-        theirs = self._kafka(kind, before, action)
+        expected = -1
+        if kind == "init":
+            client = action.args["client"]
+            expected = next(m.producerEpoch for m in state.network if m.api == "InitProducerId" and m.client == client)
+        theirs = self._kafka(kind, before, action, expected)
         inputs = {"before": self._ours(before) if before else None, "action": repr(action)}
         yield Comparison(f"{kind} transition", self._ours(after), theirs, inputs)
 

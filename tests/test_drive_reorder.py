@@ -30,9 +30,9 @@ def _is_an_execution(model, states: Sequence, actions: Sequence) -> bool:
 def test_the_markers_answers_are_moved_before_a_produce_they_commute_with() -> None:
     done, _driver = load(TRANSACTIONS / "pre-kip-890-LastStableOffsetAdvances.itf.json")
     written = replay(read_trace(TRANSACTIONS / "pre-kip-890-LastStableOffsetAdvances.itf.json"))
-    assert done.moved == ["step 18 taken right after step 15", "step 19 taken right after step 18"]
-    assert done.numbers == [*range(16), 18, 19, 16, 17]
-    assert [a.name for a in done.trace.actions[15:18]] == [
+    assert done.moved == ["step 19 taken right after step 16", "step 20 taken right after step 19"]
+    assert done.numbers == [*range(17), 19, 20, 17, 18]
+    assert [a.name for a in done.trace.actions[16:19]] == [
         "HandleWriteTxnMarkers",
         "HandleWriteTxnMarkersResponse",
         "WriteTxnCompletion",
@@ -45,7 +45,7 @@ def test_a_step_is_pushed_forward_when_the_glued_one_cannot_come_back() -> None:
     """The verification of the aborted transaction's late produce needs the next transaction's
     AddPartitionsToTxn first: the produce goes forward to it instead."""
     done, _driver = load(TRANSACTIONS / "kip-890-part-1-AbortedNeverVisible.itf.json")
-    assert "step 16 taken right before step 22" in done.moved
+    assert "step 17 taken right before step 23" in done.moved
     names = [a.name for a in done.trace.actions[1:]]
     at = names.index("HandleVerifyPartition")
     assert names[at - 1 : at + 2] == ["HandleProduce", "HandleVerifyPartition", "HandleVerifyResponse"]

@@ -6,7 +6,7 @@ import os
 
 import pytest
 from kmc.checker.conformance.run import conform
-from kmc.models.transactions.coordinator import PREPARE_COMMIT
+from kmc.models.transactions.coordinator import EMPTY, PREPARE_COMMIT
 from kmc.models.transactions.model import TransactionsModel, TransactionsState
 
 pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs the Kafka jars")
@@ -23,10 +23,11 @@ def _conform(model: TransactionsModel):
 @pytest.mark.parametrize(
     ("preset", "overrides", "states", "steps", "comparisons"),
     [
-        ("zombie", {}, 3091, 840, 28632),
-        ("txn-timeout", {}, 7971, 2091, 73812),
-        ("kip-890-part-1", {"partitions": 1}, 2221, 633, 20604),
-        ("pre-kip-890", {"partitions": 1}, 1243, 376, 11545),
+        ("zombie", {}, 4864, 1348, 45097),
+        ("txn-timeout", {}, 10394, 2932, 96460),
+        ("kip-890-part-1", {"partitions": 1}, 2704, 675, 24993),
+        ("pre-kip-890", {"partitions": 1}, 1128, 322, 10456),
+        ("pre-kafka-6119", {"partitions": 1}, 276, 100, 2566),
     ],
 )
 def test_kafka_agrees_with_every_coordinator_step(
@@ -62,3 +63,19 @@ def test_oracle_catches_a_broken_epoch_bump_with_a_shortest_trace() -> None:
 
 
 BROKEN_LENGTH = 12  # Init, InitProducerId x3, BeginTransaction, Produce, 4 to verify and answer, EndTxn, HandleEndTxn
+
+
+class BumpForgetsLastEpoch(TransactionsModel):
+    """Broken on purpose: a KIP-360 InitProducerId bumps as if a new producer asked (no last epoch)."""
+
+    def _apply(self, s: TransactionsState, meta, responses, drop):  # type: ignore[no-untyped-def]
+        if meta.state == EMPTY and meta.lastProducerEpoch != -1:
+            meta = meta._replace(lastProducerEpoch=-1)
+        return super()._apply(s, meta, responses, drop)
+
+
+def test_oracle_catches_a_kip_360_bump_that_forgets_the_last_epoch() -> None:
+    model = BumpForgetsLastEpoch(TransactionsModel.make_config("kip-890-part-1", {"partitions": 1}))
+    _result, tally = _conform(model)
+    assert tally.mismatches == 1
+    assert tally.first_mismatch.question == "init transition"

@@ -27,12 +27,12 @@ def _check(preset: str, names: list[str] | None = None, **overrides: object):
 def test_kip_890_part_2_safety_holds_completely() -> None:
     result = _check("kip-890-part-2", SAFETY)
     assert result.status is Status.HOLDS_COMPLETE, result.violations
-    assert (result.stats.distinct_states, result.stats.depth) == (108984, 45)
+    assert (result.stats.distinct_states, result.stats.depth) == (51744, 45)
 
 
 @pytest.mark.parametrize(
     ("preset", "states"),
-    [("read-committed", 21318), ("zombie", 3091), ("txn-timeout", 7971), ("failover", 23428), ("offsets", 23428)],
+    [("read-committed", 26512), ("zombie", 4864), ("txn-timeout", 10394), ("failover", 7066), ("offsets", 7066)],
 )
 def test_fixed_presets_hold_every_property_including_liveness(preset: str, states: int) -> None:
     result = Check("transactions", preset=preset).run()
@@ -46,13 +46,19 @@ def test_fixed_presets_hold_every_property_including_liveness(preset: str, state
     ("preset", "prop", "length"),
     [
         ("pre-kip-890", "OpenTransactionKnownToCoordinator", 15),
-        ("pre-kip-890", "AtomicVisibility", 20),
-        ("pre-kip-890", "AbortedNeverVisible", 24),
-        ("pre-kip-890", "LastStableOffsetAdvances", 20),
+        ("pre-kip-890", "AtomicVisibility", 21),
+        ("pre-kip-890", "AbortedNeverVisible", 28),
+        ("pre-kip-890", "LastStableOffsetAdvances", 21),
         ("pre-kafka-18464", "FencedOnlyByANewerProducer", 19),
-        ("kip-890-part-1", "FencedOnlyByANewerProducer", 29),
+        ("kip-890-part-1", "FencedOnlyByANewerProducer", 34),
         ("pre-kafka-14884", "OpenTransactionKnownToCoordinator", 17),
-        ("kip-890-part-1", "AbortedNeverVisible", 26),
+        ("kip-890-part-1", "AbortedNeverVisible", 30),
+        ("kip-890-part-1", "AtomicVisibility", 33),
+        ("kafka-17754", "AtomicVisibility", 39),
+        ("kafka-17754", "AbortedNeverVisible", 41),
+        ("pre-kafka-6119", "OpenTransactionKnownToCoordinator", 13),
+        ("pre-kafka-6119", "AtomicVisibility", 18),
+        ("pre-kafka-6119", "LastStableOffsetAdvances", 18),
     ],
 )
 def test_each_bug_before_its_fix(preset: str, prop: str, length: int) -> None:
@@ -106,7 +112,7 @@ def test_the_coordinator_timeout_closes_what_a_self_fenced_producer_left_open() 
         overrides={"partitions": 1},
         property_names=["LastStableOffsetAdvances"],
     ).run()
-    assert (result.status, result.stats.distinct_states) == (Status.HOLDS_COMPLETE, 1292)
+    assert (result.status, result.stats.distinct_states) == (Status.HOLDS_COMPLETE, 1696)
     assert result.coverage["actions"]["AbortTimedOutTransaction"] == [6, 6]
     unfair = Check(
         f"{Path(__file__)}:NoTimeoutFairness",
@@ -122,7 +128,7 @@ def test_the_coordinator_timeout_closes_what_a_self_fenced_producer_left_open() 
 def test_kip_890_part_1_keeps_the_lso_moving() -> None:
     result = _check("kip-890-part-1", ["OpenTransactionKnownToCoordinator"], partitions=1)
     assert result.status is Status.HOLDS_COMPLETE
-    assert result.stats.distinct_states == 2221
+    assert result.stats.distinct_states == 2704
 
 
 def test_fifo_delivery_changes_the_state_space_not_the_verdict() -> None:
@@ -131,7 +137,7 @@ def test_fifo_delivery_changes_the_state_space_not_the_verdict() -> None:
     assert result.stats.distinct_states == FIFO_STATES
 
 
-FIFO_STATES = 680  # with "any" delivery: 1,223
+FIFO_STATES = 899  # with "any" delivery: 1,627
 
 
 def test_read_committed_skips_aborted_data_and_stops_at_the_lso() -> None:
@@ -139,7 +145,7 @@ def test_read_committed_skips_aborted_data_and_stops_at_the_lso() -> None:
     last = replay(doc).trace.states[-1]
     p = last.partitions[0]
     assert aborted_index(p) == []  # the aborted record slipped into the next transaction, which committed
-    assert [b.txn for _, b in read_committed(p)] == [0]
+    assert [b.txn for _, b in read_committed(p)] == [0, 1]  # transaction 1 committed 0's record with its own
     assert 0 in last.aborted
 
 
@@ -164,6 +170,110 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 8
+    assert len(TRACES) == 12
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
+
+
+def _reachable(model: TransactionsModel) -> list:
+    """Every (state, action, next state) of a small configuration, for checks over all steps."""
+    seen = set(model.init_states())
+    frontier, steps = list(seen), []
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for action, t in model.successors(s):
+                steps.append((s, action, t))
+                if t not in seen:
+                    seen.add(t)
+                    nxt.append(t)
+        frontier = nxt
+    return steps
+
+
+def test_the_java_client_sends_no_end_txn_while_a_batch_is_incomplete() -> None:
+    """TransactionManager.nextRequest holds back the EndTxn, commit or abort, while the accumulator
+    has incomplete batches (KAFKA-5449, 0.11); a commit covers a batch for every partition added."""
+    ends = 0
+    for s, action, _t in _reachable(TransactionsModel.build("kip-890-part-1", {"partitions": 1})):
+        if action.name == "EndTxn":
+            client = s.clients[action.args["client"]]
+            assert client.completed == client.produced, (action, client)
+            assert not action.args["commit"] or client.added <= client.produced
+            ends += 1
+    assert ends > 0
+
+
+def test_kip_360_bumps_the_epoch_after_a_failed_batch_but_not_while_completing() -> None:
+    """maybeTransitionToErrorState: a batch that expires in an open transaction requires an epoch
+    bump after the abort (transaction version 0/1); one that expires once commitTransaction() was
+    called does not (isCompleting), and version 2 never asks the client for one."""
+    bumps: dict[str, set[bool]] = {}
+    for s, action, t in _reachable(TransactionsModel.build("kip-890-part-1", {"partitions": 1})):
+        if action.name == "RequestTimeout" and action.args["api"] == "Produce":
+            bumps.setdefault(s.clients[0].state, set()).add(t.clients[0].epochBumpRequired)
+    assert bumps == {"IN_TRANSACTION": {True}, "COMMITTING_TRANSACTION": {False}}
+    tv2 = _reachable(TransactionsModel.build("kip-890-part-2", {"partitions": 1}))
+    assert not any(t.clients[0].epochBumpRequired for _s, _a, t in tv2)
+
+
+def test_an_abort_after_the_bump_is_followed_by_init_producer_id_with_the_current_epoch() -> None:
+    bumped = [
+        (s, t)
+        for s, action, t in _reachable(TransactionsModel.build("kip-890-part-1", {"partitions": 1}))
+        if action.name == "HandleInitProducerId" and s.clients[0].producerEpoch == 0
+    ]
+    assert bumped
+    for _s, t in bumped:
+        meta = t.coordinator.metadata
+        if meta.state == tc.EMPTY:
+            assert (meta.producerEpoch, meta.lastProducerEpoch) == (1, 0)
+
+
+def test_the_coordinator_answers_kip_360_init_producer_id() -> None:
+    """prepareIncrementProducerEpoch with an expected epoch: bump, a retry at the last epoch, fenced."""
+    done = tc.TxnMeta(0, 3, -1, tc.COMPLETE_ABORT, frozenset())
+    bump = tc.handle_init_producer_id(done, False, 3)
+    assert (bump.error, bump.meta[1:4]) == (tc.NONE, (4, 3, tc.EMPTY))
+    retry = tc.handle_init_producer_id(bump.meta, False, 3)
+    assert (retry.error, retry.meta[1:4]) == (tc.NONE, (4, 3, tc.EMPTY))
+    assert tc.handle_init_producer_id(bump.meta, False, 2).error == tc.PRODUCER_FENCED
+    fresh = tc.handle_init_producer_id(bump.meta, False)
+    assert fresh.meta[1:3] == (5, -1)
+
+
+def test_an_added_partition_whose_batch_expired_unsent_gets_only_a_marker() -> None:
+    """A batch expires in the accumulator after its partition was added: the abort writes a marker to
+    a partition the transaction never wrote to."""
+    logs = {
+        t.partitions[0].log
+        for _s, a, t in _reachable(TransactionsModel.build("kip-890-part-1", {"partitions": 1}))
+        if a.name == "HandleWriteTxnMarkers"
+    }
+    assert any(len(log) == 1 and log[0].control and not log[0].commit for log in logs)
+
+
+def test_kafka_6119_fence_closes_the_torn_transaction() -> None:
+    """Before KAFKA-6119 the timed-out transaction is aborted at the producer's epoch and the producer
+    goes on; with the fence every property holds at the same bounds."""
+    [violation] = Check("transactions", preset="pre-kafka-6119", property_names=["AtomicVisibility"]).run().violations
+    names = [a.name for a in violation.trace.actions[1:]]
+    assert names.index("TxnTimeout") < names.index("HandleWriteTxnMarkers") < len(names) - 1
+    assert names[-1] == "HandleProduce"
+    fixed = Check("transactions", preset="pre-kafka-6119", overrides={"kafka_6119": True}).run()
+    assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 4866)
+
+
+def test_kafka_17754_is_a_late_copy_of_the_commit() -> None:
+    """Only an EndTxn is resent: the late copy commits the next transaction early. Transaction version
+    2 fences the copy with the bumped epoch, and every property holds at the same bounds."""
+    [violation] = Check("transactions", preset="kafka-17754", property_names=["AbortedNeverVisible"]).run().violations
+    ends = [a for a in violation.trace.actions[1:] if a.name == "HandleEndTxn"]
+    assert [(a.args["commit"], a.args["producerEpoch"]) for a in ends] == [(True, 0), (True, 0)]
+    assert not any(a.name == "RequestTimeout" and a.args["api"] == "Produce" for a in violation.trace.actions[1:])
+    fixed = Check("transactions", preset="kafka-17754", overrides={"transaction_version": 2}).run()
+    assert fixed.status is Status.HOLDS_COMPLETE
+    assert fixed.stats.distinct_states == KAFKA_17754_FIXED_STATES
+
+
+KAFKA_17754_FIXED_STATES = 14698

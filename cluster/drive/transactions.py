@@ -36,6 +36,7 @@ COMPLETION = ("HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse", "WriteTx
 CLIENT_ONLY = (
     "InitProducerId",
     "BeginTransaction",
+    "BeginCommit",
     "AddPartitionsToTxn",
     "Produce",
     "EndTxn",
@@ -217,8 +218,12 @@ class TransactionsDriver:
         return following.name if following is not None else ""
 
     def _init_producer_id(self, client: int, before: Any, after: Any) -> Performed:
+        # a new producer sends no epoch; one bumping its own after an abort (KIP-360) sends its id and epoch
+        expected = self._message(before, "InitProducerId", client).producerEpoch
+        producer_id = self.producer_id if expected != -1 else -1
         request = message("InitProducerIdRequestData").setTransactionalId(self.transactional_id)
-        request.setTransactionTimeoutMs(TXN_TIMEOUT_MS).setProducerId(-1).setProducerEpoch(-1)
+        request.setTransactionTimeoutMs(TXN_TIMEOUT_MS).setProducerId(producer_id)
+        request.setProducerEpoch(self.epochs.broker(expected))
 
         def attempt() -> Any:
             answer = self.session.connection(f"client-{client}", self.coordinator).call("INIT_PRODUCER_ID", request)
@@ -229,7 +234,8 @@ class TransactionsDriver:
         if error == "NONE":
             self.producer_id = int(answer.producerId())
         shown = {"error": error, "producerEpoch": int(answer.producerEpoch()) if error == "NONE" else -1}
-        return Performed(["InitProducerId()"], shown, self._response(after, before, client, "InitProducerIdResponse"))
+        sent = "InitProducerId()" if expected == -1 else f"InitProducerId(producerEpoch={expected})"
+        return Performed([sent], shown, self._response(after, before, client, "InitProducerIdResponse"))
 
     def _add_partitions(self, client: int, partition: int, before: Any, after: Any) -> Performed:
         epoch = self._message(before, "AddPartitionsToTxn", client).producerEpoch

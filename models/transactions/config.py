@@ -15,6 +15,7 @@ ACTION_ARGS = {
     "Produce": ("client", "partition"),
     "AddOffsetsToTxn": ("client", "partition"),
     "TxnOffsetCommit": ("client", "partition"),
+    "BeginCommit": ("client",),
     "EndTxn": ("client", "commit"),
     "AbortLocally": ("client",),
     "RequestTimeout": ("client", "api", "partition"),
@@ -54,6 +55,11 @@ class TransactionsConfig:
     offsets: bool = param(False, "sendOffsetsToTransaction: the consumer-offsets partition joins as one more partition")
     max_transactions: int = param(2, "transactions the applications begin in all", min=1, max=4)
     max_request_timeouts: int = param(1, "times a producer gives up on a request in flight", min=0, max=3)
+    delivery_timeouts: bool = param(
+        True,
+        "a batch may expire (delivery.timeout.ms) with its produce in flight or not yet sent; False: only "
+        "request.timeout.ms, which resends an EndTxn",
+    )
     max_txn_timeouts: int = param(0, "times the coordinator aborts a transaction that timed out", min=0, max=2)
     max_failovers: int = param(
         0, "coordinator failovers (a new leader of the __transaction_state partition)", min=0, max=2
@@ -64,6 +70,15 @@ class TransactionsConfig:
     transaction_version: int = param(2, "2: KIP-890 part 2 (KAFKA-14562), epoch bump per transaction", min=0, max=2)
     kafka_18464: bool = param(
         True, "KAFKA-18464 (4.0): TV 2's EndTxn answers a pending completion before it checks the epoch"
+    )
+    kip_360: bool = param(
+        True,
+        "KIP-360 (KAFKA-8805, 2.5): after a batch's abortable error a transaction-version-0/1 client aborts, "
+        "then bumps its own epoch (InitProducerId with its producer id and epoch)",
+    )
+    kafka_6119: bool = param(
+        True,
+        "KAFKA-6119 (0.11.0.2): the coordinator fences the producer's epoch before it aborts a timed-out transaction",
     )
     consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
 
@@ -96,8 +111,8 @@ PRESETS = {
         _ALL_HOLD,
     ),
     "kip-890-part-1": Preset.of(
-        "Kafka 3.6-3.9 (transaction version 1 with verification): a produce delayed past its abort joins the "
-        "next transaction of the same epoch",
+        "Kafka 3.6-3.9 (transaction version 1 with verification): a batch that expires after commitTransaction() "
+        "aborts without an epoch bump, and its delayed produce joins the next transaction of the same epoch",
         {
             **_ALL_HOLD,
             "AbortedNeverVisible": "violated",
@@ -105,6 +120,19 @@ PRESETS = {
             "FencedOnlyByANewerProducer": "violated",
         },
         **_TV1,
+    ),
+    "kafka-17754": Preset.of(
+        "kip-890-part-1 where only an EndTxn is resent (request.timeout.ms), no batch expires: the late copy of "
+        "a commit ends the next transaction of the same epoch early, which is then torn or aborted with data visible "
+        "(Jepsen, 2024)",
+        {
+            **_ALL_HOLD,
+            "AbortedNeverVisible": "violated",
+            "AtomicVisibility": "violated",
+            "FencedOnlyByANewerProducer": "violated",
+        },
+        **_TV1,
+        delivery_timeouts=False,
     ),
     "pre-kafka-14884": Preset.of(
         "kip-890-part-1 without the verification guard: an answer that raced the abort marker opens a hanging "
@@ -130,6 +158,22 @@ PRESETS = {
         },
         **_TV1,
         verification=False,
+    ),
+    "pre-kafka-6119": Preset.of(
+        "Kafka 0.11.0.0-0.11.0.1: the coordinator aborts a timed-out transaction at the producer's epoch; the "
+        "producer is not fenced and its later records open a transaction the coordinator does not know",
+        {
+            **_ALL_HOLD,
+            "OpenTransactionKnownToCoordinator": "violated",
+            "AtomicVisibility": "violated",
+            "LastStableOffsetAdvances": "violated",
+        },
+        **_TV1,
+        verification=False,
+        kip_360=False,
+        kafka_6119=False,
+        max_txn_timeouts=1,
+        max_request_timeouts=0,
     ),
     "pre-kafka-18464": Preset.of(
         "kip-890-part-2 as first written: an EndTxn at the bumped epoch during the previous transaction's "

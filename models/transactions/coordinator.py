@@ -88,15 +88,31 @@ def _prepare(meta: TxnMeta, target: str, **changes: object) -> TxnMeta:
     return meta._replace(state=target, **changes)
 
 
-def increment_epoch(meta: TxnMeta) -> TxnMeta:
-    """prepareIncrementProducerEpoch without an expected epoch: a new incarnation of the producer."""
-    return _prepare(
-        meta,
-        EMPTY,
-        producerEpoch=meta.producerEpoch + 1,
-        lastProducerEpoch=NO_PRODUCER_EPOCH,
-        topicPartitions=frozenset(),
-    )
+def increment_epoch(meta: TxnMeta, expected_epoch: int = NO_PRODUCER_EPOCH) -> TxnMeta | None:
+    """prepareIncrementProducerEpoch. Without an expected epoch: a new incarnation of the producer
+    (epoch + 1, no last epoch). With one (KIP-360, a producer bumping its own epoch after an
+    error): epoch + 1 remembering the old one as the last epoch, or, when the expected epoch is
+    the last one, the same epoch again (a retry whose answer was lost); None for any other epoch
+    (PRODUCER_FENCED)."""
+    if expected_epoch == NO_PRODUCER_EPOCH:
+        return _prepare(
+            meta,
+            EMPTY,
+            producerEpoch=meta.producerEpoch + 1,
+            lastProducerEpoch=NO_PRODUCER_EPOCH,
+            topicPartitions=frozenset(),
+        )
+    if meta.producerEpoch in (NO_PRODUCER_EPOCH, expected_epoch):
+        return _prepare(
+            meta,
+            EMPTY,
+            producerEpoch=meta.producerEpoch + 1,
+            lastProducerEpoch=meta.producerEpoch,
+            topicPartitions=frozenset(),
+        )
+    if expected_epoch == meta.lastProducerEpoch:
+        return _prepare(meta, EMPTY, topicPartitions=frozenset())
+    return None
 
 
 def fence_and_abort(meta: TxnMeta, tv2: bool) -> TxnMeta:
@@ -106,6 +122,15 @@ def fence_and_abort(meta: TxnMeta, tv2: bool) -> TxnMeta:
     _prepare(meta, PREPARE_EPOCH_FENCE)
     fenced = meta._replace(producerEpoch=meta.producerEpoch + 1, lastProducerEpoch=NO_PRODUCER_EPOCH)
     return prepare_abort_or_commit(fenced, PREPARE_ABORT, tv2)
+
+
+def abort_timed_out(meta: TxnMeta, tv2: bool, kafka_6119: bool = True) -> TxnMeta:
+    """abortTimedOutTransactions: fence the producer, then abort. Before KAFKA-6119 (0.11.0.2) the
+    abort kept the producer's epoch, so the producer was not fenced and could go on with the
+    transactional id as if its transaction were still open."""
+    if kafka_6119:
+        return fence_and_abort(meta, tv2)
+    return prepare_abort_or_commit(meta, PREPARE_ABORT, tv2)
 
 
 def prepare_abort_or_commit(meta: TxnMeta, target: str, tv2: bool) -> TxnMeta:
@@ -127,13 +152,15 @@ def prepare_add_partitions(meta: TxnMeta, partitions: frozenset[int]) -> TxnMeta
 
 
 # -- request handling (TransactionCoordinator) ------------------------------------------------------
-def handle_init_producer_id(meta: TxnMeta | None, tv2: bool) -> Transit:
-    """InitProducerId without an expected epoch (a new producer): a new producer id for an unknown
-    transactional id, else the next epoch; an open transaction is first fenced and aborted and the
-    client told to retry."""
+def handle_init_producer_id(meta: TxnMeta | None, tv2: bool, expected_epoch: int = NO_PRODUCER_EPOCH) -> Transit:
+    """InitProducerId: a new producer id for an unknown transactional id, else the next epoch; an open
+    transaction is first fenced and aborted and the client told to retry. ``expected_epoch`` is the
+    epoch a producer sends when it bumps its own epoch after an error (KIP-360); without it the
+    request comes from a new producer."""
     if meta is None:
         meta = TxnMeta(PRODUCER_ID, NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, EMPTY, frozenset())
         new = increment_epoch(meta)
+        assert new is not None
         return Transit(NONE, new, new.producerEpoch, "prepareIncrementProducerEpoch")
     if meta.state in (PREPARE_COMMIT, PREPARE_ABORT):
         return Transit(CONCURRENT_TRANSACTIONS)
@@ -141,7 +168,9 @@ def handle_init_producer_id(meta: TxnMeta | None, tv2: bool) -> Transit:
         return Transit(
             CONCURRENT_TRANSACTIONS, fence_and_abort(meta, tv2), NO_PRODUCER_EPOCH, "prepareFenceProducerEpoch"
         )
-    new = increment_epoch(meta)
+    new = increment_epoch(meta, expected_epoch)
+    if new is None:
+        return Transit(PRODUCER_FENCED)
     return Transit(NONE, new, new.producerEpoch, "prepareIncrementProducerEpoch")
 
 

@@ -77,7 +77,7 @@ class TransactionsDrawing(Drawing):
         )
         producers = Table(
             "producers",
-            ["", "state", "producerEpoch", "txn", "added", "produced", "acked", "awaiting"],
+            ["", "state", "producerEpoch", "txn", "added", "produced", "completed", "awaiting", "epochBumpRequired"],
             [
                 [
                     client_lane(c),
@@ -86,8 +86,9 @@ class TransactionsDrawing(Drawing):
                     str(cl.txn),
                     describe(cl.added),
                     describe(cl.produced),
-                    describe(cl.acked),
+                    describe(cl.completed),
                     cl.awaiting or "-",
+                    "yes" if cl.epochBumpRequired else "-",
                 ]
                 for c, cl in enumerate(state.clients)
             ],

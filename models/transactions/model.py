@@ -13,8 +13,11 @@ transaction's first offset, the verification guard) and from it the last stable 
 the aborted-transaction index that ``read_committed`` consumers use.
 
 Messages travel in a network; ``delivery`` says whether each connection is FIFO or any message
-may overtake any other. A producer may give up on a request (``max_request_timeouts``): a
-produce is abandoned while it is still in flight, an EndTxn is sent again. The coordinator may
+may overtake any other. A producer may give up on a request (``max_request_timeouts``): a batch
+expires (``delivery_timeouts``) with its produce in flight or before it was sent, an EndTxn is
+sent again. The producer keeps the Java client's rules: the EndTxn waits until every batch is
+complete, a commit needs a batch for every partition added, and a failed batch asks for an epoch
+bump once the abort is done (``kip_360``) unless the transaction was already completing. The coordinator may
 time a transaction out and fail over (the new coordinator reloads ``__transaction_state`` with a
 higher coordinator epoch and resends the markers of a prepared transaction).
 
@@ -28,7 +31,12 @@ Flags, each a fix in Kafka's history:
   marker cannot open a transaction after it.
 * ``transaction_version`` -- 2 is KIP-890 part 2 (KAFKA-14562, 4.0): the epoch is bumped by every
   EndTxn, markers carry the bumped epoch, and the leader adds the partition itself (no client
-  AddPartitionsToTxn); 0 and 1 behave alike here.
+  AddPartitionsToTxn); 0 and 1 behave alike here. Version 2 also fences the late EndTxn of
+  KAFKA-17754.
+* ``kip_360`` -- KAFKA-8805 (2.5): under version 0/1 the client bumps its own epoch after a failed
+  batch (InitProducerId with its producer id and epoch, once the abort is done).
+* ``kafka_6119`` -- 0.11.0.2: the coordinator fences the producer's epoch before it aborts a
+  timed-out transaction.
 """
 
 from __future__ import annotations
@@ -121,7 +129,7 @@ class TransactionsModel(Model):
 
     # -- the initial state ---------------------------------------------------------------------
     def init_states(self) -> list[TransactionsState]:
-        client = Client(UNINITIALIZED, -1, NO_PRODUCER_EPOCH, -1, frozenset(), frozenset(), frozenset(), "")
+        client = Client(UNINITIALIZED, -1, NO_PRODUCER_EPOCH, -1, frozenset(), frozenset(), frozenset(), "", False)
         partition = Partition((), NO_PRODUCER_EPOCH, -1, NO_OFFSET, -1, ())
         n = self.n_partitions
         return [
@@ -205,7 +213,7 @@ class TransactionsModel(Model):
             )
         if cl.state == READY and s.nextTxn < self.config.max_transactions:
             new = cl._replace(
-                state=IN_TRANSACTION, txn=s.nextTxn, added=frozenset(), produced=frozenset(), acked=frozenset()
+                state=IN_TRANSACTION, txn=s.nextTxn, added=frozenset(), produced=frozenset(), completed=frozenset()
             )
             out.append(
                 (
@@ -247,8 +255,15 @@ class TransactionsModel(Model):
                             s._replace(clients=self._set_client(s, c, new), network=self._send(s, msg)),
                         )
                     )
-            if (cl.added or cl.produced) and cl.acked == cl.produced:
-                self._end_txn(s, c, True, out)
+            # commitTransaction(): every partition added has its batch; the EndTxn waits for them all
+            if cl.produced and cl.added <= cl.produced:
+                if cl.completed == cl.produced:
+                    self._end_txn(s, c, True, out)
+                else:
+                    new = cl._replace(state=COMMITTING_TRANSACTION)
+                    out.append((Action("BeginCommit", client=c), s._replace(clients=self._set_client(s, c, new))))
+        if cl.state == COMMITTING_TRANSACTION and not cl.awaiting and cl.completed == cl.produced:
+            self._end_txn(s, c, True, out)
         if cl.state in (IN_TRANSACTION, ABORTABLE_ERROR) and not cl.awaiting and not (cl.added or cl.produced):
             # abortTransaction() before a record was sent: transactionStarted is false, so
             # TransactionManager completes the EndTxn locally and sends nothing.
@@ -259,7 +274,7 @@ class TransactionsModel(Model):
                     s._replace(clients=self._set_client(s, c, new), aborted=s.aborted | {cl.txn}),
                 )
             )
-        elif cl.state == ABORTABLE_ERROR and not cl.awaiting:
+        elif cl.state == ABORTABLE_ERROR and not cl.awaiting and cl.completed == cl.produced:
             self._end_txn(s, c, False, out)
         if s.requestTimeouts < self.config.max_request_timeouts:
             self._request_timeouts(s, c, out)
@@ -279,19 +294,30 @@ class TransactionsModel(Model):
         )
 
     def _request_timeouts(self, s: TransactionsState, c: int, out: list[Step]) -> None:
-        """The client gives up on a request: an unanswered produce makes the transaction abortable
-        (the request may still arrive); an unanswered EndTxn is sent again."""
+        """The client gives up on a request. A batch expires (delivery.timeout.ms) with its produce in
+        flight (the request may still arrive) or before it was sent: the transaction becomes
+        abortable. An unanswered EndTxn is sent again (request.timeout.ms)."""
         cl = s.clients[c]
         count = s.requestTimeouts + 1
-        if cl.state == IN_TRANSACTION:
-            for p in sorted(cl.produced - cl.acked):
-                new = cl._replace(state=ABORTABLE_ERROR, acked=cl.acked | {p})
+        if self.config.delivery_timeouts and cl.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR):
+            bump = self._epoch_bump_required(cl)
+            for p in sorted(cl.produced - cl.completed):
+                new = cl._replace(state=ABORTABLE_ERROR, completed=cl.completed | {p}, epochBumpRequired=bump)
                 out.append(
                     (
                         Action("RequestTimeout", client=c, api="Produce", partition=p),
                         s._replace(clients=self._set_client(s, c, new), requestTimeouts=count),
                     )
                 )
+            if cl.state == IN_TRANSACTION:  # added, its batch still in the accumulator
+                for p in sorted(cl.added - cl.produced):
+                    new = cl._replace(state=ABORTABLE_ERROR, epochBumpRequired=bump)
+                    out.append(
+                        (
+                            Action("RequestTimeout", client=c, api="Produce", partition=p),
+                            s._replace(clients=self._set_client(s, c, new), requestTimeouts=count),
+                        )
+                    )
         if cl.awaiting == "EndTxn":
             commit = cl.state == COMMITTING_TRANSACTION
             msg = Message(
@@ -329,9 +355,13 @@ class TransactionsModel(Model):
         if m.error == NONE:
             new = cl._replace(state=READY, producerId=tc.PRODUCER_ID, producerEpoch=m.producerEpoch, awaiting="")
             self._client_response(s, m, "HandleInitProducerIdResponse", out, new)
-        else:  # CONCURRENT_TRANSACTIONS: retry
-            retry = Message("InitProducerId", client_lane(m.client), COORDINATOR, client=m.client)
+        elif m.error == CONCURRENT_TRANSACTIONS:  # retry, with the same expected epoch
+            retry = Message(
+                "InitProducerId", client_lane(m.client), COORDINATOR, client=m.client, producerEpoch=cl.producerEpoch
+            )
             self._retry(s, m, "HandleInitProducerIdResponse", retry, out)
+        else:  # PRODUCER_FENCED: another incarnation bumped the epoch first
+            self._client_response(s, m, "HandleInitProducerIdResponse", out, self._fail(cl, m.error))
 
     def _retry(self, s: TransactionsState, m: Message, name: str, retry: Message, out: list[Step]) -> None:
         args = {"client": m.client, **({"partition": m.partition} if "partition" in ACTION_ARGS[name] else {})}
@@ -342,6 +372,12 @@ class TransactionsModel(Model):
         if error in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, tc.INVALID_PRODUCER_ID_MAPPING):
             return cl._replace(state=FATAL_ERROR, awaiting="")
         return cl._replace(state=ABORTABLE_ERROR, awaiting="")
+
+    def _epoch_bump_required(self, cl: Client) -> bool:
+        """maybeTransitionToErrorState on a failed batch: under transaction version 0/1 with KIP-360,
+        the epoch is bumped after the abort unless the transaction was already completing."""
+        completing = cl.state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION)
+        return cl.epochBumpRequired or (self.config.kip_360 and not self.tv2 and not completing)
 
     def _on_AddPartitionsToTxnResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         cl = s.clients[m.client]
@@ -355,15 +391,19 @@ class TransactionsModel(Model):
 
     def _on_ProduceResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         cl = s.clients[m.client]
-        if cl.txn != m.txn or cl.state != IN_TRANSACTION or m.partition in cl.acked:
+        waiting = cl.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR)
+        if cl.txn != m.txn or not waiting or m.partition in cl.completed:
             return self._client_response(s, m, "HandleProduceResponse", out, None)
         if m.error == CONCURRENT_TRANSACTIONS:  # the leader could not verify yet: send the record again
             retry = m._replace(api="Produce", src=m.dst, dst=m.src, producerEpoch=cl.producerEpoch, error=NONE)
             return self._retry(s, m, "HandleProduceResponse", retry, out)
+        completed = cl.completed | {m.partition}
         if m.error == NONE:
-            new = cl._replace(acked=cl.acked | {m.partition}, added=cl.added | {m.partition})
+            new = cl._replace(completed=completed, added=cl.added | {m.partition})
         else:
-            new = self._fail(cl, m.error)
+            new = self._fail(cl, m.error)._replace(completed=completed)
+            if new.state == ABORTABLE_ERROR:
+                new = new._replace(epochBumpRequired=self._epoch_bump_required(cl), awaiting=cl.awaiting)
         self._client_response(s, m, "HandleProduceResponse", out, new)
 
     def _on_EndTxnResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
@@ -389,9 +429,15 @@ class TransactionsModel(Model):
                 txn=-1,
                 added=frozenset(),
                 produced=frozenset(),
-                acked=frozenset(),
+                completed=frozenset(),
                 awaiting="",
             )
+            if cl.epochBumpRequired:  # KIP-360: the abort is done, now InitProducerId with the current epoch
+                new = new._replace(state=INITIALIZING, awaiting="InitProducerId", epochBumpRequired=False)
+                bump = Message("InitProducerId", m.dst, COORDINATOR, client=m.client, producerEpoch=epoch)
+                nxt = s._replace(clients=self._set_client(s, m.client, new), network=self._send(s, bump, drop=m))
+                out.append((Action("HandleEndTxnResponse", client=m.client), nxt))
+                return
         else:  # the transaction failed: the application treats it as aborted
             new = self._fail(cl, m.error)
             if m.error == tc.INVALID_TXN_STATE:
@@ -434,7 +480,7 @@ class TransactionsModel(Model):
         return s._replace(coordinator=coordinator, transactionLog=meta, decisions=decisions, network=network)
 
     def _on_InitProducerId(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        r = tc.handle_init_producer_id(s.coordinator.metadata, self.tv2)
+        r = tc.handle_init_producer_id(s.coordinator.metadata, self.tv2, m.producerEpoch)
         resp = Message(
             "InitProducerIdResponse", COORDINATOR, m.src, client=m.client, producerEpoch=r.producerEpoch, error=r.error
         )
@@ -484,12 +530,12 @@ class TransactionsModel(Model):
             out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta), [], None)))
         if meta is not None and meta.state == ONGOING:
             if s.txnTimeouts < self.config.max_txn_timeouts:
-                nxt = self._apply(s, tc.fence_and_abort(meta, self.tv2), [], None)
+                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, self.config.kafka_6119), [], None)
                 out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
             if producers_stopped(s, self.config.max_transactions):
                 # Nobody will end it: transaction.timeout.ms passes and abortTimedOutTransactions,
                 # which runs every few seconds, fences and aborts it. A fair step, not a fault.
-                nxt = self._apply(s, tc.fence_and_abort(meta, self.tv2), [], None)
+                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, self.config.kafka_6119), [], None)
                 out.append((Action("AbortTimedOutTransaction"), nxt))
         if s.failovers < self.config.max_failovers:
             epoch = co.coordinatorEpoch + 1

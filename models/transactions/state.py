@@ -15,6 +15,7 @@ INITIALIZING = "INITIALIZING"
 READY = "READY"
 IN_TRANSACTION = "IN_TRANSACTION"
 COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
+"""commitTransaction() called: the EndTxn is held back until every batch is complete, then sent."""
 ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
 ABORTABLE_ERROR = "ABORTABLE_ERROR"
 FATAL_ERROR = "FATAL_ERROR"
@@ -42,10 +43,13 @@ class Client(NamedTuple):
     """Partitions the coordinator confirmed in this transaction (AddPartitionsToTxn; TV2: a produce answered)."""
     produced: frozenset[int]
     """Partitions this transaction sent a record to (one record each)."""
-    acked: frozenset[int]
-    """Partitions whose record was acknowledged."""
+    completed: frozenset[int]
+    """Partitions whose batch is complete: acknowledged, failed or expired (no longer in the
+    accumulator's incomplete batches, which hold back the EndTxn)."""
     awaiting: str
     """The coordinator request in flight ("" for none)."""
+    epochBumpRequired: bool
+    """KIP-360: once the abort completes, bump the epoch with InitProducerId (transaction version 0/1)."""
 
 
 class Message(NamedTuple):
