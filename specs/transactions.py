@@ -64,8 +64,21 @@ def AtomicVisibility(s: TransactionsState) -> bool:
 @invariant
 def AbortedNeverVisible(s: TransactionsState) -> bool:
     """A read_committed consumer never sees a record of a transaction the producer aborted (or that
-    failed)."""
-    return all(b.txn not in s.aborted for p in s.partitions for _, b in read_committed(p))
+    failed): neither in what a fetch would return now nor in what the consumer was given."""
+    if any(b.txn in s.aborted for p in s.partitions for _, b in read_committed(p)):
+        return False
+    return all(p.log[o].txn not in s.aborted for p, got in zip(s.partitions, s.consumed, strict=True) for o in got)
+
+
+@invariant
+def ReadCommittedSeesOnlyCommitted(s: TransactionsState) -> bool:
+    """Every record the read_committed consumer was given belongs to a transaction that committed:
+    none of an open transaction, none of an aborted one."""
+    for p, got in zip(s.partitions, s.consumed, strict=True):
+        closing = closing_markers(p)
+        if any(closing[o] == -1 or not p.log[closing[o]].commit for o in got):
+            return False
+    return True
 
 
 @invariant

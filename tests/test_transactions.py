@@ -32,7 +32,7 @@ def test_kip_890_part_2_safety_holds_completely() -> None:
 
 @pytest.mark.parametrize(
     ("preset", "states"),
-    [("read-committed", 26512), ("zombie", 4864), ("txn-timeout", 10394), ("failover", 7066), ("offsets", 7066)],
+    [("read-committed", 53024), ("zombie", 4864), ("txn-timeout", 10394), ("failover", 7066), ("offsets", 7066)],
 )
 def test_fixed_presets_hold_every_property_including_liveness(preset: str, states: int) -> None:
     result = Check("transactions", preset=preset).run()
@@ -59,6 +59,11 @@ def test_fixed_presets_hold_every_property_including_liveness(preset: str, state
         ("pre-kafka-6119", "OpenTransactionKnownToCoordinator", 13),
         ("pre-kafka-6119", "AtomicVisibility", 18),
         ("pre-kafka-6119", "LastStableOffsetAdvances", 18),
+        ("pre-kafka-5355", "ReadCommittedSeesOnlyCommitted", 11),
+        ("pre-kafka-5355", "ReadCommittedBoundedByLso", 11),
+        ("pre-kafka-5355", "AbortedNeverVisible", 13),
+        ("pre-kafka-5376", "AbortedNeverVisible", 15),
+        ("pre-kafka-5376", "ReadCommittedSeesOnlyCommitted", 15),
     ],
 )
 def test_each_bug_before_its_fix(preset: str, prop: str, length: int) -> None:
@@ -170,7 +175,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 12
+    assert len(TRACES) == 14
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
 
@@ -277,3 +282,24 @@ def test_kafka_17754_is_a_late_copy_of_the_commit() -> None:
 
 
 KAFKA_17754_FIXED_STATES = 14698
+
+
+@pytest.mark.parametrize(("flag", "given"), [("kafka_5355", [0]), ("kafka_5376", [0])])
+def test_a_delayed_fetch_completes_with_what_the_fix_restored(flag: str, given: list[int]) -> None:
+    """KAFKA-5355: the fetch parked in the purgatory completed read_uncommitted, past the LSO, into an
+    open transaction. KAFKA-5376: it completed read_committed but lost the aborted-transaction list.
+    Either way the consumer is given a record that is not committed; with the fix it never is."""
+    preset = "pre-" + flag.replace("_", "-")
+    [violation] = (
+        Check("transactions", preset=preset, property_names=["ReadCommittedSeesOnlyCommitted"]).run().violations
+    )
+    names = [a.name for a in violation.trace.actions[1:]]
+    assert names[-1] == "CompleteDelayedFetch" and "DelayFetch" in names
+    last = violation.trace.states[-1]
+    assert list(last.consumed[0]) == given
+    if flag == "kafka_5355":
+        assert last.partitions[0].currentTxnFirstOffset == 0 < last.consumerPositions[0]  # read past the LSO
+    else:
+        assert last.partitions[0].log[1].control and not last.partitions[0].log[1].commit  # an aborted record
+    fixed = Check("transactions", preset=preset, overrides={flag: True}).run()
+    assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 6106)

@@ -69,6 +69,8 @@ class TransactionsDriver:
         "AddOffsetsToTxn": "sendOffsetsToTransaction: not driven yet",
         "TxnOffsetCommit": "sendOffsetsToTransaction: not driven yet",
         "ConsumerFetch": "the read_committed consumer's position: not driven yet (the log is compared instead)",
+        "DelayFetch": "the consumer's fetch waiting in the purgatory: not driven yet",
+        "CompleteDelayedFetch": "as DelayFetch",
     }
     unseen = (
         "coordinator.coordinatorEpoch, pendingMarkers, decision, transactionLog: inside the coordinator "

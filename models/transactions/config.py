@@ -36,6 +36,8 @@ ACTION_ARGS = {
     "HandleVerifyResponse": ("partition",),
     "HandleWriteTxnMarkers": ("partition", "commit", "coordinatorEpoch"),
     "ConsumerFetch": ("partition",),
+    "DelayFetch": ("partition",),
+    "CompleteDelayedFetch": ("partition",),
 }
 """Every action of the model and the names of its arguments."""
 
@@ -81,6 +83,16 @@ class TransactionsConfig:
         "KAFKA-6119 (0.11.0.2): the coordinator fences the producer's epoch before it aborts a timed-out transaction",
     )
     consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
+    kafka_5355: bool = param(
+        True,
+        "KAFKA-5355 (0.11.0.0): a fetch that waited in the purgatory completes read_committed (before: read "
+        "uncommitted, up to the high watermark)",
+    )
+    kafka_5376: bool = param(
+        True,
+        "KAFKA-5376 (0.11.0.0): a fetch that waited in the purgatory keeps the aborted-transaction list in its "
+        "answer (before: dropped, and the consumer returns aborted records)",
+    )
 
     def __post_init__(self) -> None:
         if self.transaction_version >= 2 and not self.verification:
@@ -91,6 +103,7 @@ _PROPS = (
     "AtomicVisibility",
     "AbortedNeverVisible",
     "ReadCommittedBoundedByLso",
+    "ReadCommittedSeesOnlyCommitted",
     "OpenTransactionKnownToCoordinator",
     "LegalCoordinatorTransition",
     "UniqueLiveProducerIdentity",
@@ -195,6 +208,27 @@ PRESETS = {
         partitions=1,
         consumer=True,
         max_failovers=1,
+    ),
+    "pre-kafka-5355": Preset.of(
+        "read-committed without KAFKA-5355 (0.11.0.0) and its failover: a read_committed fetch that waited in the "
+        "purgatory completes as read_uncommitted, and the consumer is given records of an open transaction",
+        {
+            **_ALL_HOLD,
+            "ReadCommittedBoundedByLso": "violated",
+            "ReadCommittedSeesOnlyCommitted": "violated",
+            "AbortedNeverVisible": "violated",
+        },
+        partitions=1,
+        consumer=True,
+        kafka_5355=False,
+    ),
+    "pre-kafka-5376": Preset.of(
+        "read-committed without KAFKA-5376 (0.11.0.0) and its failover: a fetch that waited in the purgatory loses "
+        "the aborted-transaction list, and the consumer is given the records of an aborted transaction",
+        {**_ALL_HOLD, "ReadCommittedSeesOnlyCommitted": "violated", "AbortedNeverVisible": "violated"},
+        partitions=1,
+        consumer=True,
+        kafka_5376=False,
     ),
     "zombie": Preset.of(
         "kip-890-part-2 with a second producer incarnation that fences the first (InitProducerId)",

@@ -44,12 +44,17 @@ class TransactionsDrawing(Drawing):
             return Arrow(source, targets, note)
         if "client" in a and not name.startswith("HandleProduce"):
             return Arrow(client_lane(a["client"]), (), name)
-        if name == "ConsumerFetch":
+        if name in ("ConsumerFetch", "CompleteDelayedFetch"):
+            p = a["partition"]
+            given = after.consumed[p][len(before.consumed[p]) :]
             return Arrow(
                 "consumer",
-                (leader_lane(a["partition"]),),
-                f"read_committed to {after.consumerPositions[a['partition']]}",
+                (leader_lane(p),),
+                f"{'delayed fetch' if name == 'CompleteDelayedFetch' else 'fetch'} to {after.consumerPositions[p]}: "
+                f"records at {describe(frozenset(given))}",
             )
+        if name == "DelayFetch":
+            return Arrow("consumer", (leader_lane(a["partition"]),), "fetch waits in the purgatory")
         if "partition" in a:
             return Arrow(leader_lane(a["partition"]), (), name)
         return Arrow(COORDINATOR, (), name)
@@ -114,7 +119,8 @@ class TransactionsDrawing(Drawing):
                     str(p.producerEpoch),
                     str(p.coordinatorEpoch),
                     index,
-                    str(state.consumerPositions[i]),
+                    f"{state.consumerPositions[i]}{' (fetch waiting)' if i in state.delayedFetches else ''}, "
+                    f"given {describe(frozenset(state.consumed[i]))}",
                 ]
             )
         partitions = Table(

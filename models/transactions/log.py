@@ -69,6 +69,22 @@ def aborted_index(p: Partition) -> list[tuple[int, int]]:
     return out
 
 
+def fetch(p: Partition, position: int, read_committed: bool, aborted_list: bool) -> tuple[int, tuple[int, ...]]:
+    """A consumer's fetch from ``position``: the position after it and the offsets of the records it
+    returns. read_committed reads up to the LSO, read_uncommitted up to the high watermark; the
+    consumer drops a record of an aborted transaction only when the answer carries the
+    aborted-transaction list (which the log adds only to a read_committed read)."""
+    end = last_stable_offset(p) if read_committed else len(p.log)
+    closing = closing_markers(p)
+    records = tuple(
+        o
+        for o in range(position, end)
+        if not p.log[o].control
+        and not (read_committed and aborted_list and (closing[o] == -1 or not p.log[closing[o]].commit))
+    )
+    return max(end, position), records
+
+
 def read_committed(p: Partition) -> list[tuple[int, Batch]]:
     """What a read_committed fetch returns: data below the LSO, less what the aborted index names."""
     lso = last_stable_offset(p)

@@ -59,7 +59,7 @@ from kmc.models.transactions.coordinator import (
     TRANSACTION_COORDINATOR_FENCED,
     TxnMeta,
 )
-from kmc.models.transactions.log import NO_OFFSET, Batch, Partition, last_stable_offset
+from kmc.models.transactions.log import NO_OFFSET, Batch, Partition, fetch, last_stable_offset
 from kmc.models.transactions.state import (
     ABORTABLE_ERROR,
     ABORTING_TRANSACTION,
@@ -114,7 +114,7 @@ class TransactionsModel(Model):
         if self.tv2:
             off += ["AddPartitionsToTxn", "HandleAddPartitionsToTxn", "HandleAddPartitionsToTxnResponse"]
         if not self.config.consumer:
-            off.append("ConsumerFetch")
+            off += ["ConsumerFetch", "DelayFetch", "CompleteDelayedFetch"]
         if not self.config.offsets:
             off += ["AddOffsetsToTxn", "TxnOffsetCommit"]
         elif self.tv2:
@@ -140,6 +140,8 @@ class TransactionsModel(Model):
                 (partition,) * n,
                 (),
                 (0,) * n,
+                ((),) * n,
+                frozenset(),
                 (),
                 frozenset(),
                 0,
@@ -192,11 +194,31 @@ class TransactionsModel(Model):
         self._coordinator_steps(s, out)
         if self.config.consumer:
             for p in range(self.n_partitions):
-                lso = last_stable_offset(s.partitions[p])
-                if s.consumerPositions[p] < lso:
-                    positions = (*s.consumerPositions[:p], lso, *s.consumerPositions[p + 1 :])
-                    out.append((Action("ConsumerFetch", partition=p), s._replace(consumerPositions=positions)))
+                self._consumer_steps(s, p, out)
         return out
+
+    # -- the read_committed consumer -----------------------------------------------------------
+    def _consumer_steps(self, s: TransactionsState, p: int, out: list[Step]) -> None:
+        """A fetch is answered at once when there is something below the LSO; otherwise it waits in
+        the purgatory (DelayedFetch) until data arrives or fetch.max.wait.ms passes, and is then
+        read again by DelayedFetch.onComplete."""
+        partition, position = s.partitions[p], s.consumerPositions[p]
+        if p in s.delayedFetches:
+            committed = self.config.kafka_5355
+            end, records = fetch(partition, position, committed, committed and self.config.kafka_5376)
+            nxt = self._fetched(s, p, end, records)._replace(delayedFetches=s.delayedFetches - {p})
+            out.append((Action("CompleteDelayedFetch", partition=p), nxt))
+        elif position < last_stable_offset(partition):
+            end, records = fetch(partition, position, True, True)
+            out.append((Action("ConsumerFetch", partition=p), self._fetched(s, p, end, records)))
+        else:
+            out.append((Action("DelayFetch", partition=p), s._replace(delayedFetches=s.delayedFetches | {p})))
+
+    @staticmethod
+    def _fetched(s: TransactionsState, p: int, end: int, records: tuple[int, ...]) -> TransactionsState:
+        positions = (*s.consumerPositions[:p], end, *s.consumerPositions[p + 1 :])
+        consumed = (*s.consumed[:p], s.consumed[p] + records, *s.consumed[p + 1 :])
+        return s._replace(consumerPositions=positions, consumed=consumed)
 
     # -- the producer --------------------------------------------------------------------------
     def _client_steps(self, s: TransactionsState, c: int, out: list[Step]) -> None:

@@ -91,6 +91,10 @@ class TransactionsState(NamedTuple):
     network: tuple[Message, ...]
     consumerPositions: tuple[int, ...]
     """A read_committed consumer's fetch position in each partition."""
+    consumed: tuple[tuple[int, ...], ...]
+    """The offsets of the records the consumer was given, in each partition."""
+    delayedFetches: frozenset[int]
+    """Partitions whose fetch waits in the leader's delayed-fetch purgatory (nothing to return yet)."""
     decisions: tuple[Decision, ...]
     aborted: frozenset[int]
     """Ghost: application transactions the producer aborted or gave up."""
