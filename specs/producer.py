@@ -59,6 +59,15 @@ def EpochFencing(s: ProducerState) -> bool:
     return True
 
 
+@invariant
+def SendFailsOnlyByTimeout(s: ProducerState, model: ProducerModel) -> bool:
+    """An idempotent producer's send fails only once a batch reached delivery.timeout.ms: a healthy
+    producer is never failed because a leader forgot its state (retention, expiry, a new leader)."""
+    if not model.config.enable_idempotence:
+        return True
+    return not s.failed or s.timeouts > 0
+
+
 @eventually
 def EverySendCompletes(s: ProducerState) -> bool:
     """Every record the application sent is eventually acknowledged or reported failed: the client

@@ -56,6 +56,7 @@ def test_fixed_presets_hold_completely(preset: str, states: int) -> None:
         ("leader-change", "NoDuplicates", 17, 575),
         ("not-enough-replicas", "PerProducerOrder", 12, 312),
         ("delivery-timeout", "NoDuplicates", 17, 2326),
+        ("pre-kafka-5793", "SendFailsOnlyByTimeout", 9, 186),
     ],
 )
 def test_each_bug_at_its_shortest(preset: str, prop: str, length: int, states: int) -> None:
@@ -99,8 +100,8 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
     assert confirm_violation(done) == doc["#meta"]["property"]
 
 
-def test_every_checked_in_counterexample_is_one_of_the_twelve() -> None:
-    assert len(TRACES) == 12
+def test_every_checked_in_counterexample_is_one_of_the_thirteen() -> None:
+    assert len(TRACES) == 13
 
 
 # -- the leader's decision (the oracle compares it with Kafka's) ---------------------------------
@@ -128,6 +129,19 @@ def test_before_kafka_8710_an_unknown_producer_needs_sequence_0() -> None:
     model = ProducerModel.build("pre-kip-360")
     assert model.check_produce(_leader(), Batch(9, 0, 0, 1)) == (UNKNOWN_PRODUCER_ID, -1)
     assert model.check_produce(_leader(), Batch(9, 0, 0, 0)) == (NONE, -1)
+
+
+def test_before_kafka_5793_an_unknown_producer_is_out_of_sequence() -> None:
+    """0.11 had no UNKNOWN_PRODUCER_ID: a producer whose state retention removed is out of sequence,
+    and the 0.11 client fails the batch and asks for a new producer id."""
+    model = ProducerModel.build("pre-kafka-5793")
+    assert model.check_produce(_leader(), Batch(9, 0, 0, 1)) == (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
+    [violation] = Check(MODEL, preset="pre-kafka-5793", property_names=["SendFailsOnlyByTimeout"]).run().violations
+    names = [a.name for a in violation.trace.actions[1:]]
+    assert names.index("DeleteRecords") < names.index("HandleProduceResponse", names.index("DeleteRecords"))
+    assert violation.trace.states[-1].failed == frozenset({1}) and violation.trace.states[-1].timeouts == 0
+    with pytest.raises(UserError, match="build on KAFKA-5793"):
+        ProducerModel.build("pre-kafka-5793", {"kafka_8710": True})
 
 
 def test_idempotence_needs_acks_all() -> None:

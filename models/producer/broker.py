@@ -83,7 +83,7 @@ def add_batch(entry: ProducerStateEntry | None, batch: Batch, offset: int, retai
 
 
 def check_produce(
-    replica: Replica, batch: Batch, kafka_8710: bool = True, kafka_15591: bool = False
+    replica: Replica, batch: Batch, kafka_8710: bool = True, kafka_15591: bool = False, kafka_5793: bool = True
 ) -> tuple[str, int]:
     """The leader's decision for a client batch: (NONE, -1) to append it, (DUPLICATE, its original
     offset), or an error code. UnifiedLog.analyzeAndValidateProducerState looks the batch up in
@@ -93,7 +93,8 @@ def check_produce(
     (Kafka 4.5, after the 4.3.1 jars the oracle runs) a partition whose log never held a record takes
     only sequence 0 from a producer without state, anything else is OUT_OF_ORDER_SEQUENCE_NUMBER;
     the condition is the merged pull request's description (apache/kafka#23234), modelled as a log
-    end offset of 0."""
+    end offset of 0. Before KAFKA-5793 (1.0) there was no UNKNOWN_PRODUCER_ID: the entry-less
+    producer's batch was out of sequence."""
     if batch.producerId == NO_PRODUCER_ID:
         return NONE, -1
     entry = entry_of(replica, batch.producerId)
@@ -106,6 +107,8 @@ def check_produce(
     if entry is None or entry.producerEpoch == NO_PRODUCER_EPOCH:
         if batch.baseSequence == 0:
             return NONE, -1
+        if not kafka_5793:
+            return OUT_OF_ORDER_SEQUENCE_NUMBER, -1
         if not kafka_8710:
             return UNKNOWN_PRODUCER_ID, -1
         if kafka_15591 and not replica.log:

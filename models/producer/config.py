@@ -49,6 +49,11 @@ class ProducerConfig:
     max_expirations: int = param(0, "a broker expires an idle producer's state", min=0, max=3)
     max_producer_epoch: int = param(2, "epoch bumps (or new producer ids) stop here", min=0, max=4)
     kafka_7190: bool = param(True, "KAFKA-7190: producer state outlives the retention of its batches")
+    kafka_5793: bool = param(
+        True,
+        "KAFKA-5793 (1.0): a leader with no state for a producer answers UNKNOWN_PRODUCER_ID with its log start "
+        "offset (before: OUT_OF_ORDER_SEQUENCE_NUMBER, which fails the batch)",
+    )
     kafka_8710: bool = param(True, "KAFKA-8710: the broker accepts any sequence from a producer it has no state for")
     kafka_8805: bool = param(True, "KAFKA-8805 (KIP-360 client): bump the epoch to recover from a sequence error")
     kafka_15591: bool = param(
@@ -60,9 +65,20 @@ class ProducerConfig:
             raise ValueError("enable.idempotence requires acks=all (ProducerConfig)")
         if self.enable_idempotence and not self.retries:
             raise ValueError("enable.idempotence requires retries > 0 (ProducerConfig)")
+        if not self.kafka_5793 and (self.kafka_8710 or self.kafka_8805):
+            raise ValueError(
+                "kafka_8710 and kafka_8805 (KIP-360) build on KAFKA-5793's UNKNOWN_PRODUCER_ID: turn them off"
+            )
 
 
-PROPERTIES = ("NoDuplicates", "PerProducerOrder", "AcknowledgedSendNeverLost", "EpochFencing", "EverySendCompletes")
+PROPERTIES = (
+    "NoDuplicates",
+    "PerProducerOrder",
+    "AcknowledgedSendNeverLost",
+    "EpochFencing",
+    "SendFailsOnlyByTimeout",
+    "EverySendCompletes",
+)
 
 
 _ALL_HOLD = {name: "holds" for name in PROPERTIES}
@@ -153,6 +169,15 @@ PRESETS = {
         "for a duplicate",
         {"AcknowledgedSendNeverLost": "violated"},
         **_PRE_KIP_360,
+        max_deletions=1,
+        max_disconnects=0,
+    ),
+    "pre-kafka-5793": Preset.of(
+        "Kafka 0.11: retention drops the producer's state with its batches, and the leader answers its next batch "
+        "OUT_OF_ORDER_SEQUENCE_NUMBER: the client fails the send and resets its producer id",
+        {**_ALL_HOLD, "SendFailsOnlyByTimeout": "violated"},
+        **_PRE_KIP_360,
+        kafka_5793=False,
         max_deletions=1,
         max_disconnects=0,
     ),

@@ -19,6 +19,11 @@ state from its log), retention deletes the head of the leader's log, a broker ex
 producer's state (``producer.id.expiration.ms``: an idle producer only, since it is far longer than
 ``delivery.timeout.ms``), a batch reaches ``delivery.timeout.ms``.
 
+Before them, ``kafka_5793`` (Kafka 1.0): a leader with no state for the producer answers
+``UNKNOWN_PRODUCER_ID`` with its log start offset, and the client restarts its sequences at 0 when
+retention removed what it had acknowledged; before, the leader answered
+``OUT_OF_ORDER_SEQUENCE_NUMBER`` and the 0.11 client failed the batch and reset its producer id.
+
 Flags for the fixes of KIP-360 (KAFKA-7190 in Kafka 2.4.0, the other two in 2.5.0):
 
 * ``kafka_7190`` -- the broker keeps a producer's state when retention deletes its batches (before:
@@ -474,7 +479,7 @@ class ProducerModel(Model):
 
     def check_produce(self, replica: Replica, batch: Batch) -> tuple[str, int]:
         """The leader's decision for a client batch (kmc.models.producer.broker.check_produce)."""
-        return check_produce(replica, batch, self.config.kafka_8710, self.config.kafka_15591)
+        return check_produce(replica, batch, self.config.kafka_8710, self.config.kafka_15591, self.config.kafka_5793)
 
     def _replicate(self, s: ProducerState, out: list[Step]) -> None:
         """The follower fetches the next batch (ReplicaFetcherThread), appends it with REPLICATION
