@@ -117,6 +117,8 @@ class QuorumStateOracle(Oracle):
             )
         if not cfg.hw_needs_current_epoch:
             return "hw_needs_current_epoch=false is not Kafka's rule; LeaderState always requires the leader's epoch"
+        if not cfg.kafka_16530:
+            return "kafka_16530=false is the behaviour before KAFKA-16530 (3.8); LeaderState has the fix"
         if not cfg.one_voter_change_at_a_time:
             return (
                 "one_voter_change_at_a_time=false is not Kafka's rule; AddVoterHandler and RemoveVoterHandler have it"

@@ -60,6 +60,8 @@ def test_liveness_holds_without_partitions() -> None:
         ("kip-595", "NoDisruptiveCandidate", 7, None),
         ("no-voter-change-guard", "LeaderCompleteness", 13, None),
         ("pre-kip-853", "ElectionSafety", 8, None),
+        ("pre-kafka-16530", "LeaderCompleteness", 18, None),
+        ("pre-kafka-16530", "Durability", 23, None),
     ],
 )
 def test_bugs_before_their_fix(preset: str, prop: str, length: int, loop: int | None) -> None:
@@ -108,7 +110,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 def test_every_checked_in_counterexample_is_in_the_ci_suite() -> None:
     suite = (ROOT / "counterexamples" / "suite.toml").read_text()
-    assert len(TRACES) == 9
+    assert len(TRACES) == 11
     for trace in TRACES:
         assert f'replay = "kraft-quorum/{trace.name}"' in suite
 

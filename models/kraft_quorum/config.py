@@ -47,6 +47,11 @@ class KraftQuorumConfig:
     )
     max_disk_losses: int = param(0, "how many times a replica may come back with an empty log directory", min=0, max=2)
     directory_ids: bool = param(True, "KIP-853: a voter is (id, directory id); a re-formatted disk is not the voter")
+    kafka_16530: bool = param(
+        True,
+        "KAFKA-16530 (3.8): the leader counts its high watermark over its latest voter set (before: the voter set "
+        "it was elected with)",
+    )
     one_voter_change_at_a_time: bool = param(
         True, "KIP-853: no AddVoter/RemoveVoter while the last VotersRecord is uncommitted"
     )
@@ -115,6 +120,22 @@ PRESETS = {
         max_partitions=0,
         max_restarts=1,
         one_voter_change_at_a_time=False,
+    ),
+    "pre-kafka-16530": Preset.of(
+        "KIP-853's leader before KAFKA-16530 (3.8, before dynamic voters shipped in 3.9): the high watermark is "
+        "counted over the voter set the leader was elected with, and a record only removed voters have is committed",
+        {
+            **ALL_HOLD,
+            "LeaderCompleteness": "violated",
+            "ReadCommitted": "violated",
+            "HighWatermarkMonotonic": "violated",
+            "Durability": "violated",
+            "EventuallyLeaderElected": "violated",
+        },
+        max_voter_changes=2,
+        max_records=1,
+        max_partitions=0,
+        kafka_16530=False,
     ),
     "pre-kip-853": Preset.of(
         "Kafka 3.x static voters (kraft.version 0): a controller whose disk is lost votes again as the old voter",

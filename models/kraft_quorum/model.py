@@ -77,6 +77,7 @@ from kmc.models.kraft_quorum.state import (
     ReplicaKey,
     Voter,
     VotersRecord,
+    last_voters,
 )
 from kmc.models.kraft_quorum.voters import DynamicVoters
 
@@ -161,7 +162,8 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         """(candidate, voter, their states) -> ``_vote_round``'s answer, for two replicas connected."""
         self._fetches: dict[tuple[int, Voter, Voter], tuple[tuple[int, Voter], ...] | None] = {}
         """(follower, its state, its leader's state) -> the changes a Fetch makes, for two connected."""
-        self.use_c_twin("kmc.models.kraft_quorum._successors", KraftQuorumModel, self._twin_context)
+        if self.config.kafka_16530:  # the C twin counts the high watermark over the latest voter set only
+            self.use_c_twin("kmc.models.kraft_quorum._successors", KraftQuorumModel, self._twin_context)
 
     def _twin_context(self) -> tuple:
         """What the C successor function reads: the state types, the strings, the action tables, the config."""
@@ -231,9 +233,19 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         return [QuorumState((fresh,) * len(self.replica_ids), frozenset(), (), 0, 0, 0)]
 
     def inactive_actions(self) -> tuple[str, ...]:
-        """KIP-853's actions where the config has no voter changes or lost disks."""
-        off = ("AddVoter", "RemoveVoter", "ResignRemoved") if self.static_voters else ()
-        return (*off, "LoseDisk") if not self.config.max_disk_losses else off
+        """KIP-853's actions where the config has no voter changes or lost disks, and the faults and
+        writes whose bound is 0."""
+        cfg = self.config
+        off = ["AddVoter", "RemoveVoter", "ResignRemoved"] if self.static_voters else []
+        if not cfg.max_disk_losses:
+            off.append("LoseDisk")
+        if not cfg.max_partitions:
+            off += ["Isolate", "Heal"]
+        if not cfg.max_restarts:
+            off.append("Restart")
+        if not cfg.max_records:
+            off.append("ClientWrite")
+        return tuple(off)
 
     def within_bounds(self, s: QuorumState) -> bool:
         """Elections are unbounded (a split vote starts another), so the epoch bound cuts the search."""
@@ -343,13 +355,19 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         if self.static_voters:
             offset = sorted(leader.endOffsets, reverse=True)[self.majority - 1]
         else:
-            ids = self.voter_ids_of(leader)
+            ids = self.voter_ids_of(leader) if self.config.kafka_16530 else self.elected_voter_ids(leader)
             offset = sorted((leader.endOffsets[i] for i in ids), reverse=True)[len(ids) // 2]
         if offset <= leader.highWatermark:
             return leader
         if self.config.hw_needs_current_epoch and leader.log[offset - 1].epoch != leader.epoch:
             return leader
         return leader._replace(highWatermark=offset, hwKnown=True)
+
+    def elected_voter_ids(self, leader: Voter) -> tuple[int, ...]:
+        """Before KAFKA-16530 LeaderState kept the voter states it was created with: the voter set in
+        the leader's log before its LeaderChangeMessage, whatever VotersRecord it appends later."""
+        start = next(i for i, r in enumerate(leader.log) if r.epoch == leader.epoch)
+        return tuple(sorted(i for i, _ in last_voters(leader.log[:start], self.bootstrap)))
 
     # -- next ----------------------------------------------------------------------------------
     def _successors(self, s: QuorumState) -> list[tuple[Action, QuorumState]]:
