@@ -173,3 +173,43 @@ def test_sigterm_ends_every_engine_with_its_partial_statistics(engine: str, extr
     assert proc.returncode == 143, (out, err)
     assert "kmc: interrupted (SIGTERM)" in err and "verdict: interrupted (SIGTERM)" in out
     assert "Traceback" not in out + err
+
+
+LIBRARY_THAT_SWALLOWS_SIGTERM = '''
+import os, signal, time
+from kmc.checker import Action, Model, invariant
+
+
+@invariant
+def Anything(s) -> bool:
+    return True
+
+
+class Swallows(Model):
+    """A step that calls into a library which, as confluent-kafka's C code does, turns the
+    interrupt raised inside it into an error of its own."""
+
+    name = "swallows"
+
+    def init_states(self):
+        return [0]
+
+    def successors(self, s):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise TypeError("expected configuration property name as type unicode string") from None
+        return [(Action("Tick"), s + 1)]
+'''
+
+
+def test_an_error_a_library_raises_while_sigterm_unwinds_is_the_interrupt(tmp_path: Path) -> None:
+    model = tmp_path / "swallows.py"
+    model.write_text(LIBRARY_THAT_SWALLOWS_SIGTERM)
+    argv = [sys.executable, "-m", "kmc.checker.cli", "check", f"{model}:Swallows", "--spec", str(model)]
+    argv.append("--no-progress")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 143, (done.stdout, done.stderr)
+    assert done.stderr.strip().splitlines()[-1] == "kmc: interrupted (SIGTERM)"
+    assert "internal error" not in done.stderr and "TypeError" not in done.stderr

@@ -150,12 +150,18 @@ def main(argv: list[str] | None = None) -> int:
         return _error("aborted", as_json)
     except UserError as exc:
         _traceback(debug)
+        if interrupts.sigterm_received():  # an error the interrupt caused, reported as the model's
+            return _interrupted()
         return _error(" ".join(str(exc).split("\n")), as_json)
     except RecursionError as exc:
         _traceback(debug)
         return _error(f"recursion too deep ({exc}); a state or property recurses without end", as_json)
     except Exception as exc:  # a bug: still one line, the traceback with --debug
         _traceback(debug)
+        if interrupts.sigterm_received():
+            # a library's error while SIGTERM unwound through its C code (confluent-kafka turns the
+            # pending interrupt into a TypeError): the command was interrupted, and its cleanup ran
+            return _interrupted()
         text = " ".join(str(exc).split("\n"))
         hint = "" if debug else " (rerun with --debug for the traceback)"
         return _error(f"internal error: {type(exc).__name__}: {text}{hint}", as_json)
