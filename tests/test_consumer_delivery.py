@@ -38,6 +38,7 @@ def _check(preset: str, props: list[str], **overrides: object):  # type: ignore[
 
 STATES = {
     "auto-commit": 3397,
+    "auto-commit-pre-kafka-14196": 198,
     "commit-before-processing": 2485,
     "commit-after-processing": 2721,
     "commit-on-revoke": 3111,
@@ -69,6 +70,7 @@ def test_each_preset_verdict_and_state_count(preset: str) -> None:
     [
         ("auto-commit", "AtMostOnce", 15),
         ("auto-commit", "ExactlyOnce", 15),
+        ("auto-commit-pre-kafka-14196", "ProcessedAtMostOnce", 17),
         ("commit-before-processing", "AtLeastOnce", 8),
         ("commit-after-processing", "AtMostOnce", 15),
         ("commit-on-revoke", "AtMostOnce", 15),
@@ -174,9 +176,23 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_is_named_for_its_preset() -> None:
-    assert len(TRACES) == 12
+    assert len(TRACES) == 13
     for trace in TRACES:
         meta = read_trace(trace)["#meta"]
         assert trace.name == f"{meta['preset']}-{meta['property']}.itf.json"
         assert meta["model"] == "consumer-delivery"
         assert trace.with_suffix("").with_suffix(".svg").exists()
+
+
+def test_kafka_14196_the_records_polled_while_the_revocation_commit_is_in_flight_come_back() -> None:
+    """3.2.0-3.2.2: onJoinPrepare's auto-commit is asynchronous and poll() goes on fetching the
+    partition; what it processes meanwhile is past the commit, and the next owner processes it again.
+    With KAFKA-14196 the partition is not fetched while the commit is in flight: no crash, no
+    duplicate, at the same bounds."""
+    [violation] = _check("auto-commit-pre-kafka-14196", ["ProcessedAtMostOnce"]).violations
+    names = [a.name for a in violation.trace.actions[1:]]
+    sent = names.index("AutoCommitBeforeRevocation")
+    assert "Process" in names[sent : names.index("JoinGroup", sent)]
+    assert not any(name in ("ConsumerCrash", "SessionTimeout") for name in names)
+    fixed = _check("auto-commit-pre-kafka-14196", ["ProcessedAtMostOnce", "AtMostOnce"], kafka_14196=True)
+    assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 150)

@@ -42,6 +42,11 @@ class DeliveryConfig:
     timeouts: Literal["crashed", "any"] = param(
         "crashed", "session and transaction timeouts: only for stopped consumers, or at any moment (zombies)"
     )
+    kafka_14196: bool = param(
+        True,
+        "KAFKA-14196 (3.2.3): while the auto-commit before an eager revocation is in flight, the partition is not "
+        "fetched (before, from KAFKA-13310 in 3.2.0: the application goes on polling and processing)",
+    )
     max_faults: int = param(1, "crashes and expulsions of running consumers in all", min=0, max=3)
 
 
@@ -65,6 +70,14 @@ PRESETS = {
         "enable.auto.commit: a poll commits the position after the records of the previous poll",
         _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
         commit="auto",
+    ),
+    "auto-commit-pre-kafka-14196": Preset.of(
+        "auto-commit in 3.2.0-3.2.2, no crash: onJoinPrepare's commit is asynchronous (KAFKA-13310) and poll() "
+        "goes on; the records processed meanwhile are processed again by the next owner (KAFKA-14196)",
+        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
+        commit="auto",
+        max_faults=0,
+        kafka_14196=False,
     ),
     "commit-before-processing": Preset.of(
         "commitSync of the position before processing the record",
@@ -162,6 +175,7 @@ ACTION_ARGS = {
     "InitProducerId": ("consumer", "transactionalId"),
     "OffsetFetch": ("consumer", "offset"),
     "Poll": ("consumer", "offset", "autoCommit", "error"),
+    "AutoCommitBeforeRevocation": ("consumer", "offset", "error"),
     "Process": ("consumer", "offset", "error"),
     "OffsetCommit": ("consumer", "memberId", "generationId", "offset", "error"),
     "SendOffsetsToTransaction": ("consumer", "memberId", "generationId", "offset", "error"),

@@ -110,6 +110,7 @@ class GroupMembership:
     _revoke: Callable[[DeliveryState, int, Consumer], tuple[str, DeliveryState]]
     _lost: Callable[[DeliveryState, int], DeliveryState]
     _can_revoke: Callable[[Consumer], bool]
+    _commit_before_revocation: Callable[[DeliveryState, int, Consumer], Step | None]
 
     # -- classic group: stop-the-world rebalance -------------------------------------------------
     def _classic_membership(self, s: DeliveryState, c: int, me: Consumer, out: list[Step]) -> None:
@@ -137,6 +138,10 @@ class GroupMembership:
 
     def _join(self, s: DeliveryState, c: int, me: Consumer, out: list[Step]) -> None:
         """onJoinPrepare (commit and revoke), then JoinGroup; a new member starts a rebalance."""
+        sent = self._commit_before_revocation(s, c, me)
+        if sent is not None:  # 3.2.0-3.2.2: the commit is asynchronous, and onJoinPrepare waits for it
+            out.append(sent)
+            return
         error, s = self._revoke(s, c, me)
         if error != NONE:
             out.append((self._act("JoinGroup", c, error), s))
@@ -280,7 +285,15 @@ class GroupMembership:
 
 # -- pure helpers ----------------------------------------------------------------------------------
 def dropped_consumer(me: Consumer) -> Consumer:
-    return me._replace(owned=False, position=NO_OFFSET, fetched=NO_OFFSET, dirty=False, inTxn=False, offsetsSent=False)
+    return me._replace(
+        owned=False,
+        position=NO_OFFSET,
+        fetched=NO_OFFSET,
+        dirty=False,
+        inTxn=False,
+        offsetsSent=False,
+        revocationCommitSent=False,
+    )
 
 
 def with_consumer(s: DeliveryState, c: int, me: Consumer) -> DeliveryState:

@@ -144,6 +144,8 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             off += ("OffsetCommit",)  # auto-commits are in Poll, revocation commits in the rebalance steps
         if self.config.max_faults == 0:
             off += ("ConsumerCrash", "ConsumerStart", "SessionTimeout", "TransactionTimeout")
+        if self.config.kafka_14196 or self.config.commit != "auto" or not self.classic:
+            off += ("AutoCommitBeforeRevocation",)  # the commit before revocation is part of JoinGroup
         return tuple(dict.fromkeys(off))
 
     def transactional_id(self, c: int) -> str:
@@ -227,13 +229,15 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             may_poll = not (strategy == "after-processing" and me.dirty) and not me.offsetsSent
             if may_poll:
                 polled = me._replace(fetched=me.position, position=me.position + 1, dirty=True)
-                if strategy == "auto" and me.dirty:  # maybeAutoCommitOffsetsAsync: the interval may have passed
+                if strategy == "auto" and me.dirty and not me.revocationCommitSent:
+                    # maybeAutoCommitOffsetsAsync: the interval may have passed
                     error, nxt = self._commit(s, c, me, txn=False)
                     if error == NONE:
                         nxt = with_consumer(nxt, c, polled)
                     out.append((self._act("Poll", c, me.position, True, error), nxt))
                 out.append((self._act("Poll", c, me.position, False, NONE), with_consumer(s, c, polled)))
-        if strategy == "auto" and me.dirty and me.fetched == NO_OFFSET and me.position == self.config.records:
+        done = me.fetched == NO_OFFSET and me.position == self.config.records
+        if strategy == "auto" and me.dirty and done and not me.revocationCommitSent:
             error, nxt = self._commit(s, c, me, txn=False)  # a poll that returns nothing still auto-commits
             out.append((self._act("Poll", c, me.position, True, error), nxt))
         if me.fetched != NO_OFFSET and not (strategy == "before-processing" and me.dirty):
@@ -364,6 +368,8 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         """onPartitionsRevoked: the auto-commit and the listener's commitSync of the position, then
         the partition is given up (a transactional consumer has committed its transaction first)."""
         error = NONE
+        if me.revocationCommitSent:  # the asynchronous commit sent before it has completed
+            me = me._replace(dirty=False)
         if me.owned and me.dirty and (self.config.commit == "auto" or self.config.commit_on_revoke):
             error, s = self._commit(s, c, me, txn=False)
             if error != NONE:
@@ -372,6 +378,19 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         if self.txn and self.config.transactional_id == "per-partition":
             me = me._replace(producerEpoch=NO_EPOCH)  # the task's producer is closed
         return NONE, with_consumer(s, c, me)
+
+    def _commit_before_revocation(self, s: DeliveryState, c: int, me: Consumer) -> Step | None:
+        """Before KAFKA-14196 (KAFKA-13310, 3.2.0 to 3.2.2): onJoinPrepare sends the auto-commit of the
+        position asynchronously and returns; poll() goes on fetching the partition until the commit
+        completes, and the revocation that follows commits nothing more."""
+        if self.config.kafka_14196 or self.config.commit != "auto" or not (me.owned and me.dirty):
+            return None
+        if me.revocationCommitSent:
+            return None
+        error, nxt = self._commit(s, c, me, txn=False)
+        if error == NONE:
+            nxt = with_consumer(nxt, c, nxt.consumers[c]._replace(revocationCommitSent=True))
+        return self._act("AutoCommitBeforeRevocation", c, me.position, error), nxt
 
     def _can_revoke(self, me: Consumer) -> bool:
         """Rebalance callbacks run inside poll(): after the records returned are processed, after the

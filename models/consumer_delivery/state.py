@@ -74,6 +74,9 @@ class Consumer(NamedTuple):
     offsetsSent: bool
     response: tuple[str, int, bool] | None
     """KIP-848: a heartbeat response in flight: (error, memberEpoch, assigned)."""
+    revocationCommitSent: bool = False
+    """Classic, auto-commit before KAFKA-14196: onJoinPrepare's asynchronous commit was sent, and the
+    rebalance waits for it while poll() goes on."""
 
 
 class DeliveryState(NamedTuple):
