@@ -191,6 +191,34 @@ def test_aborted_data_of_a_transaction_version_1_client_is_visible_on_the_real_b
     ]
 
 
+KIP_360_BUMP = """
+from kmc.checker import invariant
+
+
+@invariant
+def NoClientBump(s) -> bool:
+    \"\"\"Witness: the coordinator bumped the epoch for a producer that asked with its own.\"\"\"
+    meta = s.coordinator.metadata
+    return not (meta is not None and meta.state == "Empty" and meta.lastProducerEpoch == 0)
+"""
+
+
+def test_the_java_clients_kip_360_bump_is_kafkas(cluster: Cluster, kmc, tmp_path: Path) -> None:
+    """A transaction-version-1 client: a partition added, its batch expired before it was sent, the
+    abort (an ABORT marker on a partition with no data), then InitProducerId with the producer's own
+    id and epoch, which bumps it. Kafka 4.3.1 agrees at every step."""
+    spec = tmp_path / "bump.py"
+    spec.write_text(KIP_360_BUMP)
+    args = ["check", "transactions", "--preset", "kip-890-part-1", "--set", "partitions=1", "--spec", spec]
+    code, _out, _err = kmc(*args, "--property", "NoClientBump", "--no-progress", "--out", tmp_path)
+    assert code == 1
+    [trace] = tmp_path.glob("*NoClientBump.itf.json")
+    result = drive_trace(trace, cluster=cluster)
+    assert result.verdict == "agreed at every step: NoClientBump violated on the real broker"
+    assert result.steps[-1].requests == ["InitProducerId(producerEpoch=0)"]
+    assert result.steps[-1].observed["partition 0"]["log"] == [["marker", 0, "abort"]]
+
+
 def test_kip_1251_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
     """A commit sent at member epoch 1 reaches the coordinator after the heartbeat that moved the member
     to epoch 2 (another consumer joined): before KIP-1251 (4.3) it was refused STALE_MEMBER_EPOCH,
