@@ -25,6 +25,7 @@ from kmc.checker.model import Action
 from kmc.models.transactions import coordinator as tcm
 from kmc.models.transactions.coordinator import EXPIRATION_ALLOWED, STATES, VALID_PREVIOUS_STATES, TxnMeta
 from kmc.models.transactions.model import TransactionsModel, TransactionsState
+from kmc.models.transactions.state import request_in_flight
 
 from . import jvm
 
@@ -173,7 +174,9 @@ class TransactionStateOracle(Oracle):
         expected = -1
         if kind == "init":
             client = action.args["client"]
-            expected = next(m.producerEpoch for m in state.network if m.api == "InitProducerId" and m.client == client)
+            request = request_in_flight(state, "InitProducerId", client)
+            assert request is not None, "an InitProducerId was handled with none in flight"
+            expected = request.producerEpoch
         theirs = self._kafka(kind, before, action, expected)
         inputs = {"before": self._ours(before) if before else None, "action": repr(action)}
         yield Comparison(f"{kind} transition", self._ours(after), theirs, inputs)

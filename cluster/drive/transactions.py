@@ -30,6 +30,7 @@ from kmc.cluster.drive.session import RETRIABLE, Session
 from kmc.cluster.drive.wire import error_name, java, java_list, message
 from kmc.cluster.release import FIRST_4X, Release
 from kmc.models.transactions.coordinator import PREPARE_ABORT, PREPARE_COMMIT
+from kmc.models.transactions.state import request_in_flight
 
 VERIFICATION = ("HandleVerifyPartition", "HandleVerifyResponse")
 COMPLETION = ("HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse", "WriteTxnCompletion")
@@ -419,7 +420,7 @@ class TransactionsDriver:
     # -- the model's messages ------------------------------------------------------------------------
     @staticmethod
     def _message(state: Any, api: str, client: int) -> Any:
-        found = next((m for m in state.network if m.api == api and m.client == client), None)
+        found = request_in_flight(state, api, client)
         if found is None:
             raise UserError(f"the trace's state has no {api} of client {client} to send")
         return found

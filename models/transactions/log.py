@@ -69,19 +69,16 @@ def aborted_index(p: Partition) -> list[tuple[int, int]]:
     return out
 
 
-def fetch(p: Partition, position: int, read_committed: bool, aborted_list: bool) -> tuple[int, tuple[int, ...]]:
+def fetch(p: Partition, position: int, committed: bool, aborted_list: bool) -> tuple[int, tuple[int, ...]]:
     """A consumer's fetch from ``position``: the position after it and the offsets of the records it
-    returns. read_committed reads up to the LSO, read_uncommitted up to the high watermark; the
-    consumer drops a record of an aborted transaction only when the answer carries the
-    aborted-transaction list (which the log adds only to a read_committed read)."""
-    end = last_stable_offset(p) if read_committed else len(p.log)
-    closing = closing_markers(p)
-    records = tuple(
-        o
-        for o in range(position, end)
-        if not p.log[o].control
-        and not (read_committed and aborted_list and (closing[o] == -1 or not p.log[closing[o]].commit))
-    )
+    returns. A read_committed fetch (``committed``) reads up to the LSO, a read_uncommitted one up to
+    the high watermark; the consumer drops a record of an aborted transaction only when the answer
+    carries the aborted-transaction list (which the log adds only to a read_committed read)."""
+    end = last_stable_offset(p) if committed else len(p.log)
+    if committed and aborted_list:
+        records = tuple(o for o, _ in read_committed(p) if o >= position)
+    else:
+        records = tuple(o for o in range(position, end) if not p.log[o].control)
     return max(end, position), records
 
 

@@ -322,24 +322,17 @@ class TransactionsModel(Model):
         cl = s.clients[c]
         count = s.requestTimeouts + 1
         if self.config.delivery_timeouts and cl.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR):
-            bump = self._epoch_bump_required(cl)
-            for p in sorted(cl.produced - cl.completed):
-                new = cl._replace(state=ABORTABLE_ERROR, completed=cl.completed | {p}, epochBumpRequired=bump)
+            failed = cl._replace(state=ABORTABLE_ERROR, epochBumpRequired=self._epoch_bump_required(cl))
+            expired = [(p, failed._replace(completed=cl.completed | {p})) for p in sorted(cl.produced - cl.completed)]
+            if cl.state == IN_TRANSACTION:  # added, its batch still in the accumulator
+                expired += [(p, failed) for p in sorted(cl.added - cl.produced)]
+            for p, new in expired:
                 out.append(
                     (
                         Action("RequestTimeout", client=c, api="Produce", partition=p),
                         s._replace(clients=self._set_client(s, c, new), requestTimeouts=count),
                     )
                 )
-            if cl.state == IN_TRANSACTION:  # added, its batch still in the accumulator
-                for p in sorted(cl.added - cl.produced):
-                    new = cl._replace(state=ABORTABLE_ERROR, epochBumpRequired=bump)
-                    out.append(
-                        (
-                            Action("RequestTimeout", client=c, api="Produce", partition=p),
-                            s._replace(clients=self._set_client(s, c, new), requestTimeouts=count),
-                        )
-                    )
         if cl.awaiting == "EndTxn":
             commit = cl.state == COMMITTING_TRANSACTION
             msg = Message(

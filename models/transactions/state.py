@@ -102,3 +102,8 @@ class TransactionsState(NamedTuple):
     requestTimeouts: int
     txnTimeouts: int
     failovers: int
+
+
+def request_in_flight(s: TransactionsState, api: str, client: int) -> Message | None:
+    """The client's request of ``api`` on its way (a client has at most one of each in flight)."""
+    return next((m for m in s.network if m.api == api and m.client == client), None)
