@@ -383,9 +383,9 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         """Before KAFKA-14196 (KAFKA-13310, 3.2.0 to 3.2.2): onJoinPrepare sends the auto-commit of the
         position asynchronously and returns; poll() goes on fetching the partition until the commit
         completes, and the revocation that follows commits nothing more."""
-        if self.config.kafka_14196 or self.config.commit != "auto" or not (me.owned and me.dirty):
+        if self.config.kafka_14196 or self.config.commit != "auto":
             return None
-        if me.revocationCommitSent:
+        if not (me.owned and me.dirty) or me.revocationCommitSent:  # nothing to commit, or it was sent
             return None
         error, nxt = self._commit(s, c, me, txn=False)
         if error == NONE:
