@@ -156,11 +156,14 @@ class TransactionStateOracle(Oracle):
 
     def _fence_and_abort(self, md: Any) -> Any:
         """What abortTimedOutTransactions and InitProducerId on an open transaction do: prepare the
-        epoch fence, drop it as pending, install its epoch, and prepare the abort instead."""
+        epoch fence, drop it as pending, and prepare the abort instead. Transaction version 1
+        (endTransactionWithTV1) installs the fenced epoch first; so did version 2 before
+        KAFKA-19367, whose abort then bumped it again."""
         fence = md.prepareFenceProducerEpoch()
         md.pendingState(self.Optional.empty())
-        md.setProducerEpoch(fence.producerEpoch())
-        md.setLastProducerEpoch(-1)
+        if not (self.tv2 and self.model.config.kafka_19367):
+            md.setProducerEpoch(fence.producerEpoch())
+            md.setLastProducerEpoch(-1)
         return md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, -1, NOW, False)
 
     # -- the comparisons -----------------------------------------------------------------------

@@ -23,7 +23,7 @@ def _conform(model: TransactionsModel):
 @pytest.mark.parametrize(
     ("preset", "overrides", "states", "steps", "comparisons"),
     [
-        ("zombie", {}, 4864, 1348, 45097),
+        ("zombie", {}, 4876, 1348, 45205),
         ("txn-timeout", {}, 10394, 2932, 96460),
         ("kip-890-part-1", {"partitions": 1}, 2704, 675, 24993),
         ("pre-kip-890", {"partitions": 1}, 1128, 322, 10456),

@@ -82,6 +82,11 @@ class TransactionsConfig:
         True,
         "KAFKA-6119 (0.11.0.2): the coordinator fences the producer's epoch before it aborts a timed-out transaction",
     )
+    kafka_19367: bool = param(
+        True,
+        "KAFKA-19367 (4.0.1): under transaction version 2 the fence of an open transaction and its abort share "
+        "one epoch bump (before: the fenced epoch was installed, then the abort bumped it again)",
+    )
     consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
     kafka_5355: bool = param(
         True,

@@ -115,21 +115,25 @@ def increment_epoch(meta: TxnMeta, expected_epoch: int = NO_PRODUCER_EPOCH) -> T
     return None
 
 
-def fence_and_abort(meta: TxnMeta, tv2: bool) -> TxnMeta:
+def fence_and_abort(meta: TxnMeta, tv2: bool, kafka_19367: bool = True) -> TxnMeta:
     """prepareFenceProducerEpoch (PrepareEpochFence, epoch + 1, never written), then the abort that
-    replaces it: endTransaction(ABORT) from the coordinator itself. Under transaction version 2 the
-    abort bumps the epoch once more."""
+    replaces it: endTransaction(ABORT) from the coordinator itself. Transaction version 1 installs
+    the fenced epoch and aborts at it. Version 2's abort bumps the epoch itself: since KAFKA-19367
+    (4.0.1) that bump is the fence, so the old epoch stays the last one; before, the fenced epoch
+    was installed first and the abort bumped once more."""
     _prepare(meta, PREPARE_EPOCH_FENCE)
+    if tv2 and kafka_19367:
+        return prepare_abort_or_commit(meta, PREPARE_ABORT, True)
     fenced = meta._replace(producerEpoch=meta.producerEpoch + 1, lastProducerEpoch=NO_PRODUCER_EPOCH)
     return prepare_abort_or_commit(fenced, PREPARE_ABORT, tv2)
 
 
-def abort_timed_out(meta: TxnMeta, tv2: bool, kafka_6119: bool = True) -> TxnMeta:
+def abort_timed_out(meta: TxnMeta, tv2: bool, kafka_6119: bool = True, kafka_19367: bool = True) -> TxnMeta:
     """abortTimedOutTransactions: fence the producer, then abort. Before KAFKA-6119 (0.11.0.2) the
     abort kept the producer's epoch, so the producer was not fenced and could go on with the
     transactional id as if its transaction were still open."""
     if kafka_6119:
-        return fence_and_abort(meta, tv2)
+        return fence_and_abort(meta, tv2, kafka_19367)
     return prepare_abort_or_commit(meta, PREPARE_ABORT, tv2)
 
 
@@ -152,7 +156,9 @@ def prepare_add_partitions(meta: TxnMeta, partitions: frozenset[int]) -> TxnMeta
 
 
 # -- request handling (TransactionCoordinator) ------------------------------------------------------
-def handle_init_producer_id(meta: TxnMeta | None, tv2: bool, expected_epoch: int = NO_PRODUCER_EPOCH) -> Transit:
+def handle_init_producer_id(
+    meta: TxnMeta | None, tv2: bool, expected_epoch: int = NO_PRODUCER_EPOCH, kafka_19367: bool = True
+) -> Transit:
     """InitProducerId: a new producer id for an unknown transactional id, else the next epoch; an open
     transaction is first fenced and aborted and the client told to retry. ``expected_epoch`` is the
     epoch a producer sends when it bumps its own epoch after an error (KIP-360); without it the
@@ -166,7 +172,10 @@ def handle_init_producer_id(meta: TxnMeta | None, tv2: bool, expected_epoch: int
         return Transit(CONCURRENT_TRANSACTIONS)
     if meta.state == ONGOING:
         return Transit(
-            CONCURRENT_TRANSACTIONS, fence_and_abort(meta, tv2), NO_PRODUCER_EPOCH, "prepareFenceProducerEpoch"
+            CONCURRENT_TRANSACTIONS,
+            fence_and_abort(meta, tv2, kafka_19367),
+            NO_PRODUCER_EPOCH,
+            "prepareFenceProducerEpoch",
         )
     new = increment_epoch(meta, expected_epoch)
     if new is None:

@@ -453,12 +453,15 @@ class TransactionsModel(Model):
                 nxt = s._replace(clients=self._set_client(s, m.client, new), network=self._send(s, bump, drop=m))
                 out.append((Action("HandleEndTxnResponse", client=m.client), nxt))
                 return
-        else:  # the transaction failed: the application treats it as aborted
+        else:
+            # Every EndTxn error here is fatal (the producer is fenced or the state is invalid). An
+            # abort was counted as aborted when it was sent; a failed commit's outcome is unknown to
+            # the application (an earlier copy of the same EndTxn may have committed it), so it is
+            # not counted as aborted.
             new = self._fail(cl, m.error)
             if m.error == tc.INVALID_TXN_STATE:
                 new = new._replace(state=FATAL_ERROR)
-        aborted = s.aborted if m.error == NONE else s.aborted | {cl.txn}
-        self._client_response(s, m, "HandleEndTxnResponse", out, new, aborted=aborted)
+        self._client_response(s, m, "HandleEndTxnResponse", out, new)
 
     # -- the coordinator -----------------------------------------------------------------------
     def _markers(self, meta: TxnMeta, epoch: int, decision: int) -> list[Message]:
@@ -495,7 +498,7 @@ class TransactionsModel(Model):
         return s._replace(coordinator=coordinator, transactionLog=meta, decisions=decisions, network=network)
 
     def _on_InitProducerId(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        r = tc.handle_init_producer_id(s.coordinator.metadata, self.tv2, m.producerEpoch)
+        r = tc.handle_init_producer_id(s.coordinator.metadata, self.tv2, m.producerEpoch, self.config.kafka_19367)
         resp = Message(
             "InitProducerIdResponse", COORDINATOR, m.src, client=m.client, producerEpoch=r.producerEpoch, error=r.error
         )
@@ -539,18 +542,18 @@ class TransactionsModel(Model):
         out.append((Action("HandleWriteTxnMarkersResponse", partition=m.partition), nxt))
 
     def _coordinator_steps(self, s: TransactionsState, out: list[Step]) -> None:
-        co = s.coordinator
+        cfg, co = self.config, s.coordinator
         meta = co.metadata
         if meta is not None and meta.state in (PREPARE_COMMIT, PREPARE_ABORT) and not co.pendingMarkers:
             out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta), [], None)))
         if meta is not None and meta.state == ONGOING:
             if s.txnTimeouts < self.config.max_txn_timeouts:
-                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, self.config.kafka_6119), [], None)
+                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367), [], None)
                 out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
             if producers_stopped(s, self.config.max_transactions):
                 # Nobody will end it: transaction.timeout.ms passes and abortTimedOutTransactions,
                 # which runs every few seconds, fences and aborts it. A fair step, not a fault.
-                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, self.config.kafka_6119), [], None)
+                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367), [], None)
                 out.append((Action("AbortTimedOutTransaction"), nxt))
         if s.failovers < self.config.max_failovers:
             epoch = co.coordinatorEpoch + 1
