@@ -19,6 +19,7 @@ from kmc.models.transactions.coordinator import (
 )
 from kmc.models.transactions.log import closing_markers, last_stable_offset, read_committed
 from kmc.models.transactions.model import (
+    ABORTABLE_ERROR,
     FATAL_ERROR,
     UNINITIALIZED,
     TransactionsModel,
@@ -111,6 +112,20 @@ def OpenTransactionKnownToCoordinator(s: TransactionsState) -> bool:
     return True
 
 
+@invariant
+def CoordinatorEpochNeverRegresses(s: TransactionsState) -> bool:
+    """The markers in a partition's log carry non-decreasing coordinator epochs: once a new
+    coordinator has written, its predecessor's late markers are refused (TRANSACTION_COORDINATOR_FENCED)."""
+    for p in s.partitions:
+        newest = -1
+        for b in p.log:
+            if b.control:
+                if b.coordinatorEpoch < newest:
+                    return False
+                newest = b.coordinatorEpoch
+    return True
+
+
 @step
 def LegalCoordinatorTransition(s: TransactionsState, action: Action, t: TransactionsState) -> bool:
     """Every change of the coordinator's state is one TransactionState allows, and the producer epoch
@@ -143,6 +158,19 @@ def FencedOnlyByANewerProducer(s: TransactionsState) -> bool:
         if not (other or s.txnTimeouts > 0):
             return False
     return True
+
+
+def _lone_producer_without_faults(s: TransactionsState) -> bool:
+    return len(s.clients) == 1 and not (s.requestTimeouts or s.txnTimeouts or s.failovers) and s.nextTxn > 0
+
+
+@invariant(guard=_lone_producer_without_faults)
+def TransactionFailsOnlyByAFault(s: TransactionsState) -> bool:
+    """A lone producer whose requests never time out, under a coordinator that neither times its
+    transactions out nor fails over, never sees an error: every transaction it ends commits."""
+    if not _lone_producer_without_faults(s):
+        return True
+    return all(c.state not in (ABORTABLE_ERROR, FATAL_ERROR) for c in s.clients)
 
 
 def _prepared(s: TransactionsState) -> bool:

@@ -67,6 +67,15 @@ def appended_alone(log: str, leader: int, voter: int) -> bool:
     return any(prefix in line and line.count("VoterNode(") == 1 for line in log.splitlines())
 
 
+def has_voter_set(log: str, node: int, voters: set[int]) -> bool:
+    """Whether ``node`` has read the voter set ``voters`` from its log."""
+    prefix = f"[RaftManager id={node}] Latest set of voters is VoterSet(voters={{"
+    return any(
+        prefix in line and line.count("VoterNode(") == len(voters) and all(f"{v}=VoterNode(" in line for v in voters)
+        for line in log.splitlines()
+    )
+
+
 def wait_for(condition, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -91,7 +100,8 @@ def test_a_leader_removed_and_restarted_before_the_removal_commits_leaves_no_lea
         "--controller-directory-id",
         cluster.node(removed).directory_id,
     )
-    time.sleep(2)  # the removal's commit reaches the last voter
+    assert wait_for(lambda: has_voter_set(log_text(cluster, last), last, {leader, last}), 30)
+    time.sleep(2)  # the last voter's next fetch tells the leader, which commits the removal
     nemesis.pause(last)
 
     # The leader appends VotersRecord {last} and waits for it to commit, which it cannot: the command

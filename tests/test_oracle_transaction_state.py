@@ -24,10 +24,11 @@ def _conform(model: TransactionsModel):
     ("preset", "overrides", "states", "steps", "comparisons"),
     [
         ("zombie", {}, 4876, 1348, 45205),
-        ("txn-timeout", {}, 10394, 2932, 96460),
+        ("txn-timeout", {}, 9799, 2811, 90984),
         ("kip-890-part-1", {"partitions": 1}, 2704, 675, 24993),
         ("pre-kip-890", {"partitions": 1}, 1128, 322, 10456),
         ("pre-kafka-6119", {"partitions": 1}, 276, 100, 2566),
+        ("pre-kafka-9777", {}, 690, 126, 6318),
     ],
 )
 def test_kafka_agrees_with_every_coordinator_step(

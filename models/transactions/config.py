@@ -32,9 +32,11 @@ ACTION_ARGS = {
     "TxnTimeout": (),
     "AbortTimedOutTransaction": (),
     "CoordinatorFailover": (),
+    "LoadTxnStatePartition": ("partition",),
     "HandleProduce": ("partition", "client", "producerEpoch", "txn"),
     "HandleVerifyResponse": ("partition",),
     "HandleWriteTxnMarkers": ("partition", "commit", "coordinatorEpoch"),
+    "ExpireProducer": ("partition",),
     "ConsumerFetch": ("partition",),
     "DelayFetch": ("partition",),
     "CompleteDelayedFetch": ("partition",),
@@ -42,7 +44,7 @@ ACTION_ARGS = {
 """Every action of the model and the names of its arguments."""
 
 
-FAULTS = ("RequestTimeout", "TxnTimeout", "CoordinatorFailover")
+FAULTS = ("RequestTimeout", "TxnTimeout", "CoordinatorFailover", "LoadTxnStatePartition", "ExpireProducer")
 
 
 Delivery = Literal["fifo", "any"]
@@ -66,6 +68,29 @@ class TransactionsConfig:
     max_failovers: int = param(
         0, "coordinator failovers (a new leader of the __transaction_state partition)", min=0, max=2
     )
+    max_expirations: int = param(
+        0,
+        "times a partition leader expires the producer's state (ProducerStateManager.removeExpiredProducers)",
+        min=0,
+        max=2,
+    )
+    kafka_9144: bool = param(
+        True,
+        "KAFKA-9144 (2.4.1): a leader times the producer's state from its last write, markers included (before: "
+        "from its last data batch, which a marker that bumped the epoch clears, so the state expired at once)",
+    )
+    max_state_loads: int = param(
+        0,
+        "times the coordinator's broker loads or unloads another __transaction_state partition, holding the "
+        "state lock, just as a transaction's last marker is acknowledged",
+        min=0,
+        max=2,
+    )
+    kafka_9777: bool = param(
+        True,
+        "KAFKA-9777 (2.6.0): the completion after the last marker is checked under the transaction's own lock "
+        "(before: a DelayedTxnMarker that found the state lock held gave up, and the transaction stayed prepared)",
+    )
     delivery: Delivery = param("any", "fifo: each connection delivers in order; any: any message may be delayed")
     verification: bool = param(True, "KIP-890 part 1 (KAFKA-14561): leaders verify a partition is in the transaction")
     verification_guard: bool = param(True, "KAFKA-14884: a verification races no marker (unique guard)")
@@ -81,6 +106,12 @@ class TransactionsConfig:
     kafka_6119: bool = param(
         True,
         "KAFKA-6119 (0.11.0.2): the coordinator fences the producer's epoch before it aborts a timed-out transaction",
+    )
+    kafka_18575: bool = param(
+        True,
+        "KAFKA-18575 (4.0.0): under transaction version 2 a marker keeps a verification guard made at its own "
+        "epoch (before: every marker cleared the guard, and the next transaction's first record, verified while "
+        "the previous markers were written, was refused INVALID_TXN_STATE)",
     )
     kafka_19367: bool = param(
         True,
@@ -110,8 +141,10 @@ _PROPS = (
     "ReadCommittedBoundedByLso",
     "ReadCommittedSeesOnlyCommitted",
     "OpenTransactionKnownToCoordinator",
+    "CoordinatorEpochNeverRegresses",
     "LegalCoordinatorTransition",
     "UniqueLiveProducerIdentity",
+    "TransactionFailsOnlyByAFault",
     "TransactionCompletes",
     "LastStableOffsetAdvances",
     "FencedOnlyByANewerProducer",
@@ -193,11 +226,51 @@ PRESETS = {
         max_txn_timeouts=1,
         max_request_timeouts=0,
     ),
+    "pre-kafka-9144": Preset.of(
+        "Kafka 2.4.0, one transaction, a coordinator timeout and failover: the timeout's abort marker bumps the "
+        "producer's epoch, the leader expires the producer's state at once, and then takes a record of the "
+        "fenced epoch (a hanging transaction) or the old coordinator's late marker (the coordinator epoch regresses)",
+        {
+            **_ALL_HOLD,
+            "CoordinatorEpochNeverRegresses": "violated",
+            "OpenTransactionKnownToCoordinator": "violated",
+            "AtomicVisibility": "violated",
+            "LastStableOffsetAdvances": "violated",
+        },
+        **_TV1,
+        verification=False,
+        kip_360=False,
+        max_transactions=1,
+        max_request_timeouts=0,
+        max_txn_timeouts=1,
+        max_failovers=1,
+        max_expirations=1,
+        kafka_9144=False,
+    ),
+    "pre-kafka-9777": Preset.of(
+        "Kafka 2.5, no fault but a load of another __transaction_state partition as the last marker is "
+        "acknowledged: the DelayedTxnMarker cannot take the state lock and gives up, and the transaction stays "
+        "prepared (every request of the producer is answered CONCURRENT_TRANSACTIONS) until a reload",
+        {**_ALL_HOLD, "TransactionCompletes": "violated"},
+        **_TV1,
+        verification=False,
+        max_request_timeouts=0,
+        max_state_loads=1,
+        kafka_9777=False,
+    ),
     "pre-kafka-18464": Preset.of(
         "kip-890-part-2 as first written: an EndTxn at the bumped epoch during the previous transaction's "
         "markers is told PRODUCER_FENCED, and the producer fences itself",
         {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated"},
         kafka_18464=False,
+    ),
+    "pre-kafka-18575": Preset.of(
+        "kip-890-part-2 as first written, with no fault: the next transaction's first record is verified while "
+        "the previous commit's marker is written, the marker clears the guard, and the leader refuses the record "
+        "the coordinator has just added (INVALID_TXN_STATE)",
+        {**_ALL_HOLD, "TransactionFailsOnlyByAFault": "violated"},
+        max_request_timeouts=0,
+        kafka_18575=False,
     ),
     "failover": Preset.of(
         "kip-890-part-2 with one coordinator failover (one transaction): the new coordinator reloads "

@@ -56,10 +56,10 @@ from kmc.models.transactions.coordinator import (
     PREPARE_ABORT,
     PREPARE_COMMIT,
     PRODUCER_FENCED,
-    TRANSACTION_COORDINATOR_FENCED,
     TxnMeta,
 )
-from kmc.models.transactions.log import NO_OFFSET, Batch, Partition, fetch, last_stable_offset
+from kmc.models.transactions.leader import PartitionLeaders
+from kmc.models.transactions.log import NO_OFFSET, Partition, fetch, last_stable_offset
 from kmc.models.transactions.state import (
     ABORTABLE_ERROR,
     ABORTING_TRANSACTION,
@@ -88,7 +88,7 @@ def producers_stopped(s: TransactionsState, max_transactions: int) -> bool:
     return all(c.state == FATAL_ERROR or (c.state == READY and done) for c in s.clients)
 
 
-class TransactionsModel(Model):
+class TransactionsModel(PartitionLeaders, Model):
     name = "transactions"
     description = "KIP-98 transactions: coordinator, markers, LSO, read_committed; KIP-890 parts 1 and 2"
     Config = TransactionsConfig
@@ -125,6 +125,10 @@ class TransactionsModel(Model):
             off.append("TxnTimeout")
         if self.config.max_failovers == 0:
             off.append("CoordinatorFailover")
+        if self.config.max_expirations == 0:
+            off.append("ExpireProducer")
+        if self.config.max_state_loads == 0:
+            off.append("LoadTxnStatePartition")
         return tuple(off)
 
     # -- the initial state ---------------------------------------------------------------------
@@ -135,7 +139,7 @@ class TransactionsModel(Model):
         return [
             TransactionsState(
                 (client,) * self.config.producers,
-                Coordinator(0, None, frozenset(), -1),
+                Coordinator(0, None, frozenset(), -1, False),
                 None,
                 (partition,) * n,
                 (),
@@ -144,6 +148,8 @@ class TransactionsModel(Model):
                 frozenset(),
                 (),
                 frozenset(),
+                0,
+                0,
                 0,
                 0,
                 0,
@@ -177,10 +183,6 @@ class TransactionsModel(Model):
     def _set_client(s: TransactionsState, c: int, client: Client) -> tuple[Client, ...]:
         return (*s.clients[:c], client, *s.clients[c + 1 :])
 
-    @staticmethod
-    def _set_partition(s: TransactionsState, p: int, partition: Partition) -> tuple[Partition, ...]:
-        return (*s.partitions[:p], partition, *s.partitions[p + 1 :])
-
     def within_bounds(self, s: TransactionsState) -> bool:
         return True
 
@@ -192,6 +194,9 @@ class TransactionsModel(Model):
         for m in self._deliverable(s):
             self._deliver(s, m, out)
         self._coordinator_steps(s, out)
+        if s.expirations < self.config.max_expirations:
+            for p in range(self.n_partitions):
+                self._expire_producer(s, p, out)
         if self.config.consumer:
             for p in range(self.n_partitions):
                 self._consumer_steps(s, p, out)
@@ -537,14 +542,23 @@ class TransactionsModel(Model):
     def _on_WriteTxnMarkersResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         co = s.coordinator
         nxt = s._replace(network=self._send(s, drop=m))
-        if m.coordinatorEpoch == co.coordinatorEpoch and m.txn == co.decision:
+        current = m.coordinatorEpoch == co.coordinatorEpoch and m.txn == co.decision
+        if current:
             nxt = nxt._replace(coordinator=co._replace(pendingMarkers=co.pendingMarkers - {m.partition}))
         out.append((Action("HandleWriteTxnMarkersResponse", partition=m.partition), nxt))
+        if current and co.pendingMarkers == {m.partition} and s.stateLoads < self.config.max_state_loads:
+            # The last marker is acknowledged while the broker loads or unloads another
+            # __transaction_state partition under the state write lock. Before KAFKA-9777 the
+            # DelayedTxnMarker's tryLock fails and nobody tries the completion again.
+            lost = nxt.coordinator._replace(completionLost=not self.config.kafka_9777)
+            nxt = nxt._replace(coordinator=lost, stateLoads=s.stateLoads + 1)
+            out.append((Action("LoadTxnStatePartition", partition=m.partition), nxt))
 
     def _coordinator_steps(self, s: TransactionsState, out: list[Step]) -> None:
         cfg, co = self.config, s.coordinator
         meta = co.metadata
-        if meta is not None and meta.state in (PREPARE_COMMIT, PREPARE_ABORT) and not co.pendingMarkers:
+        prepared = meta is not None and meta.state in (PREPARE_COMMIT, PREPARE_ABORT)
+        if prepared and not co.pendingMarkers and not co.completionLost:
             out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta), [], None)))
         if meta is not None and meta.state == ONGOING:
             if s.txnTimeouts < self.config.max_txn_timeouts:
@@ -568,155 +582,13 @@ class TransactionsModel(Model):
             if log is not None and log.state in (PREPARE_COMMIT, PREPARE_ABORT):
                 pending, decision = log.topicPartitions, co.decision
                 markers = self._markers(log, epoch, decision)
-            coordinator = Coordinator(epoch, log, pending, decision)
+            coordinator = Coordinator(epoch, log, pending, decision, False)
             nxt = s._replace(
                 coordinator=coordinator,
                 network=self._send(s._replace(network=network), *markers),
                 failovers=s.failovers + 1,
             )
             out.append((Action("CoordinatorFailover"), nxt))
-
-    # -- the partition leaders -----------------------------------------------------------------
-    def _on_Produce(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        p = s.partitions[m.partition]
-        action = Action(
-            "HandleProduce", partition=m.partition, client=m.client, producerEpoch=m.producerEpoch, txn=m.txn
-        )
-        if m.producerEpoch < p.producerEpoch:
-            error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
-            resp = m._replace(api="ProduceResponse", src=m.dst, dst=m.src, error=error)
-            out.append((action, s._replace(network=self._send(s, resp, drop=m))))
-            return
-        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
-        if self.config.verification and not ongoing:  # UnifiedLog.hasOngoingTransaction(producerId, epoch)
-            guard = p.verificationGuard if p.verificationGuard != -1 else len(p.log)
-            parked = p._replace(
-                verificationGuard=guard, verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard))
-            )
-            verify = Message(
-                "VerifyPartition",
-                m.dst,
-                COORDINATOR,
-                client=m.client,
-                partition=m.partition,
-                producerEpoch=m.producerEpoch,
-                txn=m.txn,
-            )
-            out.append(
-                (
-                    action,
-                    s._replace(
-                        partitions=self._set_partition(s, m.partition, parked), network=self._send(s, verify, drop=m)
-                    ),
-                )
-            )
-            return
-        self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m)
-
-    def _append(
-        self,
-        s: TransactionsState,
-        pi: int,
-        c: int,
-        epoch: int,
-        txn: int,
-        out: list[Step],
-        action: Action,
-        drop: Message,
-        verifying: tuple | None = None,
-    ) -> None:
-        p = s.partitions[pi]
-        first = p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
-        batch = Batch(False, epoch, c, txn, False, -1)
-        new = p._replace(
-            log=(*p.log, batch),
-            producerEpoch=max(epoch, p.producerEpoch),
-            currentTxnFirstOffset=first,
-            verificationGuard=-1,
-            verifying=p.verifying if verifying is None else verifying,
-        )
-        resp = Message(
-            "ProduceResponse", leader_lane(pi), client_lane(c), client=c, partition=pi, producerEpoch=epoch, txn=txn
-        )
-        out.append(
-            (action, s._replace(partitions=self._set_partition(s, pi, new), network=self._send(s, resp, drop=drop)))
-        )
-
-    def _on_VerifyResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        p = s.partitions[m.partition]
-        action = Action("HandleVerifyResponse", partition=m.partition)
-        entry = next(e for e in p.verifying if e[0] == m.client and e[1] == m.producerEpoch and e[2] == m.txn)
-        rest = list(p.verifying)
-        rest.remove(entry)
-        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
-        guard_ok = not self.config.verification_guard or entry[3] == p.verificationGuard or ongoing
-        if m.error == NONE and guard_ok and m.producerEpoch >= p.producerEpoch:
-            self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m, verifying=tuple(rest))
-            return
-        error = m.error if m.error != NONE else tc.INVALID_TXN_STATE
-        if m.producerEpoch < p.producerEpoch:
-            error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
-        resp = Message(
-            "ProduceResponse",
-            m.dst,
-            client_lane(m.client),
-            client=m.client,
-            partition=m.partition,
-            producerEpoch=m.producerEpoch,
-            txn=m.txn,
-            error=error,
-        )
-        new = p._replace(verifying=tuple(rest))
-        out.append(
-            (
-                action,
-                s._replace(partitions=self._set_partition(s, m.partition, new), network=self._send(s, resp, drop=m)),
-            )
-        )
-
-    def _on_WriteTxnMarkers(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        """ProducerAppendInfo.appendEndTxnMarker: fence an older coordinator and an older producer epoch
-        (under TV 2 a marker must carry a newer epoch, or the same one as a retry when no transaction is
-        open), close the open transaction and clear the verification guard."""
-        p = s.partitions[m.partition]
-        action = Action(
-            "HandleWriteTxnMarkers", partition=m.partition, commit=m.commit, coordinatorEpoch=m.coordinatorEpoch
-        )
-        error = NONE
-        if m.coordinatorEpoch < p.coordinatorEpoch:
-            error = TRANSACTION_COORDINATOR_FENCED
-        elif self.tv2:
-            open_txn = p.currentTxnFirstOffset != NO_OFFSET
-            if m.producerEpoch < p.producerEpoch or (m.producerEpoch == p.producerEpoch and open_txn):
-                error = INVALID_PRODUCER_EPOCH
-        elif m.producerEpoch < p.producerEpoch:
-            error = INVALID_PRODUCER_EPOCH
-        resp = Message(
-            "WriteTxnMarkersResponse",
-            m.dst,
-            COORDINATOR,
-            partition=m.partition,
-            coordinatorEpoch=m.coordinatorEpoch,
-            txn=m.txn,
-            error=error,
-        )
-        if error != NONE:
-            out.append((action, s._replace(network=self._send(s, resp, drop=m))))
-            return
-        marker = Batch(True, m.producerEpoch, -1, m.txn, m.commit, m.coordinatorEpoch)
-        new = p._replace(
-            log=(*p.log, marker),
-            producerEpoch=m.producerEpoch,
-            coordinatorEpoch=m.coordinatorEpoch,
-            currentTxnFirstOffset=NO_OFFSET,
-            verificationGuard=-1,
-        )
-        out.append(
-            (
-                action,
-                s._replace(partitions=self._set_partition(s, m.partition, new), network=self._send(s, resp, drop=m)),
-            )
-        )
 
     def drawing(self) -> Drawing:
         from kmc.models.transactions.drawing import TransactionsDrawing

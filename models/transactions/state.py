@@ -19,6 +19,8 @@ COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
 ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
 ABORTABLE_ERROR = "ABORTABLE_ERROR"
 FATAL_ERROR = "FATAL_ERROR"
+BETWEEN_TRANSACTIONS = frozenset({UNINITIALIZED, INITIALIZING, READY, FATAL_ERROR})
+"""States in which the client has no transaction of its own open."""
 
 COORDINATOR = "coordinator"
 
@@ -80,6 +82,9 @@ class Coordinator(NamedTuple):
     """Partitions whose marker has not been acknowledged (TransactionMarkerChannelManager)."""
     decision: int
     """Ghost: the decision being written (-1 none)."""
+    completionLost: bool
+    """Before KAFKA-9777: the last marker was acknowledged while the state lock was held, and the
+    DelayedTxnMarker that completes the transaction gave up; nothing completes it until a reload."""
 
 
 class TransactionsState(NamedTuple):
@@ -102,6 +107,8 @@ class TransactionsState(NamedTuple):
     requestTimeouts: int
     txnTimeouts: int
     failovers: int
+    expirations: int
+    stateLoads: int
 
 
 def request_in_flight(s: TransactionsState, api: str, client: int) -> Message | None:

@@ -1,0 +1,222 @@
+"""The partition leaders of the ``transactions`` model: the transactional appends, KIP-890's
+verification with its guard, and the markers (``UnifiedLog``, ``ProducerStateManager``,
+``ProducerAppendInfo``), a mixin of :class:`kmc.models.transactions.model.TransactionsModel`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kmc.checker import Action
+from kmc.models.transactions import coordinator as tc
+from kmc.models.transactions.coordinator import (
+    INVALID_PRODUCER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NONE,
+    PRODUCER_FENCED,
+    TRANSACTION_COORDINATOR_FENCED,
+)
+from kmc.models.transactions.log import NO_OFFSET, Batch, Partition
+from kmc.models.transactions.state import (
+    BETWEEN_TRANSACTIONS,
+    COORDINATOR,
+    Message,
+    TransactionsState,
+    client_lane,
+    leader_lane,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+Step = tuple[Action, TransactionsState]
+
+
+def _batches_cleared_by_marker(p: Partition) -> bool:
+    """ProducerStateEntry.maybeUpdateEpoch: the last write is a marker at a newer epoch than the data
+    before it, so the entry keeps no batch (and, before KAFKA-9144, no timestamp)."""
+    last_data = next((b for b in reversed(p.log) if not b.control), None)
+    return (
+        bool(p.log) and p.log[-1].control and (last_data is None or last_data.producerEpoch < p.log[-1].producerEpoch)
+    )
+
+
+class PartitionLeaders:
+    """Each data partition's leader, as the producer and the coordinator reach it."""
+
+    config: Any
+    tv2: bool
+    _send: Callable[..., tuple[Message, ...]]
+
+    @staticmethod
+    def _set_partition(s: TransactionsState, p: int, partition: Partition) -> tuple[Partition, ...]:
+        return (*s.partitions[:p], partition, *s.partitions[p + 1 :])
+
+    def _expire_producer(self, s: TransactionsState, pi: int, out: list[Step]) -> None:
+        """ProducerStateManager.removeExpiredProducers: a producer with no open transaction whose
+        state has been idle for producer.id.expiration.ms is forgotten, and with it the producer epoch
+        and coordinator epoch that fenced its late requests. That is a day by default, longer than any
+        transaction or request: idle means no request on its way to the leader and no producer inside
+        a transaction. Before KAFKA-9144 the idle time was counted from the last data batch, and a
+        marker that bumped the epoch cleared the batches: the state expired within minutes."""
+        p = s.partitions[pi]
+        if p.producerEpoch == NO_PRODUCER_EPOCH or p.currentTxnFirstOffset != NO_OFFSET:
+            return
+        lane = leader_lane(pi)
+        idle = (
+            not p.verifying
+            and not any(m.dst == lane for m in s.network)
+            and all(c.state in BETWEEN_TRANSACTIONS for c in s.clients)
+        )
+        if not (idle or (not self.config.kafka_9144 and _batches_cleared_by_marker(p))):
+            return
+        forgotten = p._replace(producerEpoch=NO_PRODUCER_EPOCH, coordinatorEpoch=-1)
+        nxt = s._replace(partitions=self._set_partition(s, pi, forgotten), expirations=s.expirations + 1)
+        out.append((Action("ExpireProducer", partition=pi), nxt))
+
+    def _on_Produce(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        p = s.partitions[m.partition]
+        action = Action(
+            "HandleProduce", partition=m.partition, client=m.client, producerEpoch=m.producerEpoch, txn=m.txn
+        )
+        if m.producerEpoch < p.producerEpoch:
+            error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
+            resp = m._replace(api="ProduceResponse", src=m.dst, dst=m.src, error=error)
+            out.append((action, s._replace(network=self._send(s, resp, drop=m))))
+            return
+        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
+        if self.config.verification and not ongoing:  # UnifiedLog.hasOngoingTransaction(producerId, epoch)
+            guard = p.verificationGuard if p.verificationGuard != -1 else len(p.log)
+            parked = p._replace(
+                verificationGuard=guard, verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard))
+            )
+            verify = Message(
+                "VerifyPartition",
+                m.dst,
+                COORDINATOR,
+                client=m.client,
+                partition=m.partition,
+                producerEpoch=m.producerEpoch,
+                txn=m.txn,
+            )
+            out.append(
+                (
+                    action,
+                    s._replace(
+                        partitions=self._set_partition(s, m.partition, parked), network=self._send(s, verify, drop=m)
+                    ),
+                )
+            )
+            return
+        self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m)
+
+    def _append(
+        self,
+        s: TransactionsState,
+        pi: int,
+        c: int,
+        epoch: int,
+        txn: int,
+        out: list[Step],
+        action: Action,
+        drop: Message,
+        verifying: tuple | None = None,
+    ) -> None:
+        p = s.partitions[pi]
+        first = p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
+        batch = Batch(False, epoch, c, txn, False, -1)
+        new = p._replace(
+            log=(*p.log, batch),
+            producerEpoch=max(epoch, p.producerEpoch),
+            currentTxnFirstOffset=first,
+            verificationGuard=-1,
+            verifying=p.verifying if verifying is None else verifying,
+        )
+        resp = Message(
+            "ProduceResponse", leader_lane(pi), client_lane(c), client=c, partition=pi, producerEpoch=epoch, txn=txn
+        )
+        out.append(
+            (action, s._replace(partitions=self._set_partition(s, pi, new), network=self._send(s, resp, drop=drop)))
+        )
+
+    def _on_VerifyResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        p = s.partitions[m.partition]
+        action = Action("HandleVerifyResponse", partition=m.partition)
+        entry = next(e for e in p.verifying if e[0] == m.client and e[1] == m.producerEpoch and e[2] == m.txn)
+        rest = list(p.verifying)
+        rest.remove(entry)
+        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
+        guard_ok = not self.config.verification_guard or entry[3] == p.verificationGuard or ongoing
+        if m.error == NONE and guard_ok and m.producerEpoch >= p.producerEpoch:
+            self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m, verifying=tuple(rest))
+            return
+        error = m.error if m.error != NONE else tc.INVALID_TXN_STATE
+        if m.producerEpoch < p.producerEpoch:
+            error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
+        resp = Message(
+            "ProduceResponse",
+            m.dst,
+            client_lane(m.client),
+            client=m.client,
+            partition=m.partition,
+            producerEpoch=m.producerEpoch,
+            txn=m.txn,
+            error=error,
+        )
+        new = p._replace(verifying=tuple(rest))
+        out.append(
+            (
+                action,
+                s._replace(partitions=self._set_partition(s, m.partition, new), network=self._send(s, resp, drop=m)),
+            )
+        )
+
+    def _on_WriteTxnMarkers(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        """ProducerAppendInfo.appendEndTxnMarker: fence an older coordinator and an older producer epoch
+        (under TV 2 a marker must carry a newer epoch, or the same one as a retry when no transaction is
+        open), close the open transaction and clear the verification guard."""
+        p = s.partitions[m.partition]
+        action = Action(
+            "HandleWriteTxnMarkers", partition=m.partition, commit=m.commit, coordinatorEpoch=m.coordinatorEpoch
+        )
+        error = NONE
+        if m.coordinatorEpoch < p.coordinatorEpoch:
+            error = TRANSACTION_COORDINATOR_FENCED
+        elif self.tv2:
+            open_txn = p.currentTxnFirstOffset != NO_OFFSET
+            if m.producerEpoch < p.producerEpoch or (m.producerEpoch == p.producerEpoch and open_txn):
+                error = INVALID_PRODUCER_EPOCH
+        elif m.producerEpoch < p.producerEpoch:
+            error = INVALID_PRODUCER_EPOCH
+        resp = Message(
+            "WriteTxnMarkersResponse",
+            m.dst,
+            COORDINATOR,
+            partition=m.partition,
+            coordinatorEpoch=m.coordinatorEpoch,
+            txn=m.txn,
+            error=error,
+        )
+        if error != NONE:
+            out.append((action, s._replace(network=self._send(s, resp, drop=m))))
+            return
+        marker = Batch(True, m.producerEpoch, -1, m.txn, m.commit, m.coordinatorEpoch)
+        # KAFKA-18575: under TV 2 the next transaction, already at the marker's bumped epoch, may be
+        # verifying; its guard (VerificationStateEntry.supportsEpochBump) survives the marker.
+        keep_guard = (
+            self.tv2
+            and self.config.kafka_18575
+            and any(e[3] == p.verificationGuard and e[1] == m.producerEpoch for e in p.verifying)
+        )
+        new = p._replace(
+            log=(*p.log, marker),
+            producerEpoch=m.producerEpoch,
+            coordinatorEpoch=m.coordinatorEpoch,
+            currentTxnFirstOffset=NO_OFFSET,
+            verificationGuard=p.verificationGuard if keep_guard else -1,
+        )
+        out.append(
+            (
+                action,
+                s._replace(partitions=self._set_partition(s, m.partition, new), network=self._send(s, resp, drop=m)),
+            )
+        )
