@@ -39,6 +39,8 @@ def _check(preset: str, props: list[str], **overrides: object):  # type: ignore[
 STATES = {
     "auto-commit": 3397,
     "auto-commit-pre-kafka-14196": 198,
+    "auto-commit-kip-848": 11421,
+    "auto-commit-kip-848-pre-kafka-18641": 14859,
     "commit-before-processing": 2485,
     "commit-after-processing": 2721,
     "commit-on-revoke": 3111,
@@ -71,6 +73,7 @@ def test_each_preset_verdict_and_state_count(preset: str) -> None:
         ("auto-commit", "AtMostOnce", 15),
         ("auto-commit", "ExactlyOnce", 15),
         ("auto-commit-pre-kafka-14196", "ProcessedAtMostOnce", 17),
+        ("auto-commit-kip-848-pre-kafka-18641", "AtLeastOnce", 7),
         ("commit-before-processing", "AtLeastOnce", 8),
         ("commit-after-processing", "AtMostOnce", 15),
         ("commit-on-revoke", "AtMostOnce", 15),
@@ -176,7 +179,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_is_named_for_its_preset() -> None:
-    assert len(TRACES) == 13
+    assert len(TRACES) == 14
     for trace in TRACES:
         meta = read_trace(trace)["#meta"]
         assert trace.name == f"{meta['preset']}-{meta['property']}.itf.json"
@@ -196,3 +199,17 @@ def test_kafka_14196_the_records_polled_while_the_revocation_commit_is_in_flight
     assert not any(name in ("ConsumerCrash", "SessionTimeout") for name in names)
     fixed = _check("auto-commit-pre-kafka-14196", ["ProcessedAtMostOnce", "AtMostOnce"], kafka_14196=True)
     assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 150)
+
+
+def test_kafka_18641_the_background_auto_commit_passes_a_record_not_yet_processed() -> None:
+    """3.7-3.9: the KIP-848 consumer's background thread commits the consumed position at any moment;
+    poll() has already moved it past the record it returned, so a crash before processing loses it.
+    With KAFKA-18641 the commit is part of the next poll, and no record is lost at the same bounds."""
+    [violation] = _check("auto-commit-kip-848-pre-kafka-18641", ["AtLeastOnce"]).violations
+    names = [a.name for a in violation.trace.actions[1:]]
+    assert names[-3:] == ["Poll", "BackgroundAutoCommit", "ConsumerCrash"]
+    committed = violation.trace.states[-2]
+    assert committed.coordinator.committedOffset == 1 and committed.consumers[0].fetched == 0
+    assert violation.trace.states[-1].processed == (0, 0)
+    fixed = _check("auto-commit-kip-848-pre-kafka-18641", ["AtLeastOnce"], kafka_18641=True)
+    assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 11421)

@@ -47,6 +47,12 @@ class DeliveryConfig:
         "KAFKA-14196 (3.2.3): while the auto-commit before an eager revocation is in flight, the partition is not "
         "fetched (before, from KAFKA-13310 in 3.2.0: the application goes on polling and processing)",
     )
+    kafka_18641: bool = param(
+        True,
+        "KAFKA-18641 (4.0.0): the KIP-848 consumer auto-commits only as the application's poll starts (before, "
+        "from 3.7: its background thread committed the consumed positions at any moment, records returned but "
+        "not yet processed included)",
+    )
     max_faults: int = param(1, "crashes and expulsions of running consumers in all", min=0, max=3)
 
 
@@ -78,6 +84,20 @@ PRESETS = {
         commit="auto",
         max_faults=0,
         kafka_14196=False,
+    ),
+    "auto-commit-kip-848": Preset.of(
+        "enable.auto.commit in a KIP-848 group (Kafka 4.0 and later): the commit is made as a poll starts",
+        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
+        commit="auto",
+        group_protocol="consumer",
+    ),
+    "auto-commit-kip-848-pre-kafka-18641": Preset.of(
+        "enable.auto.commit with the KIP-848 consumer of 3.7-3.9: the background thread commits the position "
+        "of a record poll() returned but the application has not processed, and a crash loses the record",
+        _violated("AtLeastOnce", "AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
+        commit="auto",
+        group_protocol="consumer",
+        kafka_18641=False,
     ),
     "commit-before-processing": Preset.of(
         "commitSync of the position before processing the record",
@@ -176,6 +196,7 @@ ACTION_ARGS = {
     "OffsetFetch": ("consumer", "offset"),
     "Poll": ("consumer", "offset", "autoCommit", "error"),
     "AutoCommitBeforeRevocation": ("consumer", "offset", "error"),
+    "BackgroundAutoCommit": ("consumer", "offset", "error"),
     "Process": ("consumer", "offset", "error"),
     "OffsetCommit": ("consumer", "memberId", "generationId", "offset", "error"),
     "SendOffsetsToTransaction": ("consumer", "memberId", "generationId", "offset", "error"),

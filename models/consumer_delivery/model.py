@@ -146,6 +146,8 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             off += ("ConsumerCrash", "ConsumerStart", "SessionTimeout", "TransactionTimeout")
         if self.config.kafka_14196 or self.config.commit != "auto" or not self.classic:
             off += ("AutoCommitBeforeRevocation",)  # the commit before revocation is part of JoinGroup
+        if self.config.kafka_18641 or self.config.commit != "auto" or self.classic:
+            off += ("BackgroundAutoCommit",)
         return tuple(dict.fromkeys(off))
 
     def transactional_id(self, c: int) -> str:
@@ -242,6 +244,12 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             out.append((self._act("Poll", c, me.position, True, error), nxt))
         if me.fetched != NO_OFFSET and not (strategy == "before-processing" and me.dirty):
             out.append(self._process(s, c, me))
+        if strategy == "auto" and me.dirty and not self.classic and not self.config.kafka_18641:
+            # AsyncKafkaConsumer before KAFKA-18641: the background thread's auto-commit timer fires at
+            # any moment and commits subscriptions.allConsumed(), which poll() already advanced past
+            # the record it returned.
+            error, nxt = self._commit(s, c, me, txn=False)
+            out.append((self._act("BackgroundAutoCommit", c, me.position, error), nxt))
         committable = me.dirty and (
             me.fetched != NO_OFFSET if strategy == "before-processing" else me.fetched == NO_OFFSET
         )
