@@ -68,6 +68,14 @@ def SendFailsOnlyByTimeout(s: ProducerState, model: ProducerModel) -> bool:
     return not s.failed or s.timeouts > 0
 
 
+@invariant
+def ProducerNeverFatal(s: ProducerState) -> bool:
+    """The producer never reaches a fatal error: nothing here fences it, so a fatal error would be a
+    healthy producer made defunct by a broker that forgot its state (a transactional producer before
+    KIP-360: every record it holds fails, and the application must close it)."""
+    return not s.client.fatalError
+
+
 @eventually
 def EverySendCompletes(s: ProducerState) -> bool:
     """Every record the application sent is eventually acknowledged or reported failed: the client

@@ -57,6 +57,7 @@ def test_fixed_presets_hold_completely(preset: str, states: int) -> None:
         ("not-enough-replicas", "PerProducerOrder", 12, 312),
         ("delivery-timeout", "NoDuplicates", 17, 2326),
         ("pre-kafka-5793", "SendFailsOnlyByTimeout", 9, 186),
+        ("pre-kip-360-transactional", "ProducerNeverFatal", 9, 398),
     ],
 )
 def test_each_bug_at_its_shortest(preset: str, prop: str, length: int, states: int) -> None:
@@ -101,7 +102,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_is_one_of_the_thirteen() -> None:
-    assert len(TRACES) == 13
+    assert len(TRACES) == 14
 
 
 # -- the leader's decision (the oracle compares it with Kafka's) ---------------------------------
@@ -142,6 +143,33 @@ def test_before_kafka_5793_an_unknown_producer_is_out_of_sequence() -> None:
     assert violation.trace.states[-1].failed == frozenset({1}) and violation.trace.states[-1].timeouts == 0
     with pytest.raises(UserError, match="build on KAFKA-5793"):
         ProducerModel.build("pre-kafka-5793", {"kafka_8710": True})
+
+
+def test_before_kip_360_unknown_producer_id_is_fatal_to_a_transactional_producer() -> None:
+    """1.0-2.4: the leader expired the idle producer's state while its records stayed in the log, so
+    the client cannot take the answer for retention: an idempotent producer fails the batch and takes
+    a new producer id, a transactional one is defunct and fails the record it has not even sent."""
+    [violation] = (
+        Check(MODEL, preset="pre-kip-360-transactional", property_names=["ProducerNeverFatal"]).run().violations
+    )
+    last = violation.trace.states[-1]
+    assert [a.name for a in violation.trace.actions[-4:]] == [
+        "ExpireProducer",
+        "SendProduce",
+        "HandleProduce",
+        "HandleProduceResponse",
+    ]
+    assert last.failed == frozenset({1, 2}) and last.client.batches == () and last.timeouts == 0
+    idempotent = Check(
+        MODEL, preset="pre-kip-360-transactional", overrides={"transactional": False}, settings={"keep_going": True}
+    ).run()
+    assert "ProducerNeverFatal" not in {v.property for v in idempotent.violations}
+    fixed = Check(
+        MODEL, preset="kip-360-transactional", property_names=["ProducerNeverFatal", "SendFailsOnlyByTimeout"]
+    )
+    assert fixed.run().status is Status.HOLDS_COMPLETE
+    with pytest.raises(UserError, match="transactional producer is idempotent"):
+        ProducerModel.build("pre-kip-360-transactional", {"enable_idempotence": False})
 
 
 def test_idempotence_needs_acks_all() -> None:

@@ -48,6 +48,11 @@ class ProducerConfig:
     max_deletions: int = param(0, "retention deletes the head of the leader's log (one batch each)", min=0, max=3)
     max_expirations: int = param(0, "a broker expires an idle producer's state", min=0, max=3)
     max_producer_epoch: int = param(2, "epoch bumps (or new producer ids) stop here", min=0, max=4)
+    transactional: bool = param(
+        False,
+        "transactional.id set: TransactionManager's error handling of a transactional producer (its transactions "
+        "are the transactions model's); before KIP-360 a sequence error it cannot retry is fatal",
+    )
     kafka_7190: bool = param(True, "KAFKA-7190: producer state outlives the retention of its batches")
     kafka_5793: bool = param(
         True,
@@ -63,6 +68,8 @@ class ProducerConfig:
     def __post_init__(self) -> None:
         if self.enable_idempotence and self.acks != "all":
             raise ValueError("enable.idempotence requires acks=all (ProducerConfig)")
+        if self.transactional and not self.enable_idempotence:
+            raise ValueError("a transactional producer is idempotent: set enable_idempotence (ProducerConfig)")
         if self.enable_idempotence and not self.retries:
             raise ValueError("enable.idempotence requires retries > 0 (ProducerConfig)")
         if not self.kafka_5793 and (self.kafka_8710 or self.kafka_8805):
@@ -77,6 +84,7 @@ PROPERTIES = (
     "AcknowledgedSendNeverLost",
     "EpochFencing",
     "SendFailsOnlyByTimeout",
+    "ProducerNeverFatal",
     "EverySendCompletes",
 )
 
@@ -102,6 +110,16 @@ _ZOMBIE = {"max_records": 2, "max_deletions": 2, "max_disconnects": 2, "max_reje
 
 
 _PRE_KIP_360 = {"kafka_7190": False, "kafka_8710": False, "kafka_8805": False}
+
+
+_TRANSACTIONAL_EXPIRY = {
+    "transactional": True,
+    "max_records": 3,
+    "max_expirations": 1,
+    "max_deletions": 0,
+    "max_disconnects": 0,
+}
+"""A transactional producer, three records, and one expiry of its state on the leader."""
 
 PRESETS = {
     "idempotent": Preset.of(
@@ -186,6 +204,20 @@ PRESETS = {
         {**_ALL_HOLD, **_STUCK},
         max_deletions=1,
         max_disconnects=0,
+    ),
+    "pre-kip-360-transactional": Preset.of(
+        "Kafka 1.0 to 2.4 with a transactional.id: a leader expires the idle producer's state while its records "
+        "stay in the log and answers its next batch UNKNOWN_PRODUCER_ID, which is fatal to a transactional "
+        "producer: every record it holds fails, and the application must close it",
+        {**_ALL_HOLD, "SendFailsOnlyByTimeout": "violated", "ProducerNeverFatal": "violated"},
+        **_TRANSACTIONAL_EXPIRY,
+        **_PRE_KIP_360,
+    ),
+    "kip-360-transactional": Preset.of(
+        "pre-kip-360-transactional's bounds with KIP-360 (Kafka 2.5 and later): the broker accepts the batch of a "
+        "producer it has no state for, and the producer is never fatally failed",
+        {**_ALL_HOLD, **_STUCK},
+        **_TRANSACTIONAL_EXPIRY,
     ),
     "pre-kafka-7190": Preset.of(
         "Kafka 4.x but retention drops producer state with its batches: the retry of a written batch whose "

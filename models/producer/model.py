@@ -284,6 +284,14 @@ class ProducerModel(Model):
             c = c._replace(epochBumpRequired=True)
         if retry:
             return s._replace(client=c._replace(batches=self.insert_in_sequence_order(remove, batch)))
+        sequence_error = r.error in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID)
+        if self.config.transactional and sequence_error and not self.config.kafka_8805:
+            # Before KIP-360 a transactional producer cannot reset its sequences: the error leaves it
+            # defunct (KafkaProducer's javadoc: "the only option left is to call close()"), and every
+            # batch it holds fails with it.
+            failed = s.failed | {b.record for b in c.batches}
+            defunct = c._replace(batches=(), epochBumpRequired=False, fatalError=True)
+            return s._replace(client=defunct, failed=failed)
         return s._replace(client=c._replace(batches=remove), failed=s.failed | {batch.record})
 
     def can_retry(self, c: Client, batch: ClientBatch, r: ProduceResponse) -> tuple[bool, bool, bool]:

@@ -39,6 +39,9 @@ class Client(NamedTuple):
     unresolvedSequence: int = NO_SEQUENCE
     """TransactionManager.partitionsWithUnresolvedSequences: after a batch that was being retried
     expired, the sequence after it; new batches wait until it is resolved."""
+    fatalError: bool = False
+    """A transactional producer before KIP-360 got a sequence error it could not retry: every batch
+    failed with it, and the application must close the producer."""
 
 
 class ProduceRequest(NamedTuple):
