@@ -41,6 +41,7 @@ STATES = {
     "auto-commit-pre-kafka-14196": 198,
     "auto-commit-kip-848": 11421,
     "auto-commit-kip-848-pre-kafka-18641": 14859,
+    "commit-after-processing-kip-848-pre-kafka-20332": 443,
     "commit-before-processing": 2485,
     "commit-after-processing": 2721,
     "commit-on-revoke": 3111,
@@ -74,6 +75,7 @@ def test_each_preset_verdict_and_state_count(preset: str) -> None:
         ("auto-commit", "ExactlyOnce", 15),
         ("auto-commit-pre-kafka-14196", "ProcessedAtMostOnce", 17),
         ("auto-commit-kip-848-pre-kafka-18641", "AtLeastOnce", 7),
+        ("commit-after-processing-kip-848-pre-kafka-20332", "ProcessedAtMostOnce", 15),
         ("commit-before-processing", "AtLeastOnce", 8),
         ("commit-after-processing", "AtMostOnce", 15),
         ("commit-on-revoke", "AtMostOnce", 15),
@@ -179,7 +181,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_is_named_for_its_preset() -> None:
-    assert len(TRACES) == 14
+    assert len(TRACES) == 15
     for trace in TRACES:
         meta = read_trace(trace)["#meta"]
         assert trace.name == f"{meta['preset']}-{meta['property']}.itf.json"
@@ -213,3 +215,19 @@ def test_kafka_18641_the_background_auto_commit_passes_a_record_not_yet_processe
     assert violation.trace.states[-1].processed == (0, 0)
     fixed = _check("auto-commit-kip-848-pre-kafka-18641", ["AtLeastOnce"], kafka_18641=True)
     assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 11421)
+
+
+def test_kafka_20332_a_record_of_a_partition_revoked_during_poll_is_processed_twice() -> None:
+    """4.2.0: the background thread revokes the partition while the application's poll() returns its
+    buffered record; the old owner processes it, and so does the member the partition goes to. No
+    fault is needed. With KAFKA-20332 poll() waits for the reconciliation, and nothing is processed twice."""
+    preset = "commit-after-processing-kip-848-pre-kafka-20332"
+    [violation] = _check(preset, ["ProcessedAtMostOnce"]).violations
+    names = [a.name for a in violation.trace.actions[1:]]
+    revoked = names.index("PollDuringRevocation")
+    after = violation.trace.states[revoked + 1].consumers[0]
+    assert (after.owned, after.fetched) == (False, 0)
+    assert "Process" in names[revoked:] and not any(n in ("ConsumerCrash", "SessionTimeout") for n in names)
+    assert violation.trace.states[-1].processed[0] == 2
+    fixed = Check(MODEL, preset=preset, overrides={"kafka_20332": True}).run()
+    assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 275)

@@ -53,6 +53,12 @@ class DeliveryConfig:
         "from 3.7: its background thread committed the consumed positions at any moment, records returned but "
         "not yet processed included)",
     )
+    kafka_20332: bool = param(
+        True,
+        "KAFKA-20332 (4.2.1, 4.3.0): the KIP-848 consumer's poll() waits for the reconciliation it starts before "
+        "it returns records (before, in 4.2.0: the background thread revoked a partition while poll() returned "
+        "its buffered records)",
+    )
     max_faults: int = param(1, "crashes and expulsions of running consumers in all", min=0, max=3)
 
 
@@ -128,6 +134,15 @@ PRESETS = {
         group_protocol="consumer",
         max_faults=0,
     ),
+    "commit-after-processing-kip-848-pre-kafka-20332": Preset.of(
+        "commit after processing with the KIP-848 consumer of 4.2.0, no faults: the background thread revokes "
+        "the partition while poll() returns a buffered record, and that record is processed by both members",
+        _violated("AtMostOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
+        commit="after-processing",
+        group_protocol="consumer",
+        kafka_20332=False,
+        max_faults=0,
+    ),
     "commit-after-processing-kip-848-pre-kip-1251": Preset.of(
         "before KIP-1251: a commit sent before the heartbeat response that bumped the member epoch arrives is "
         "rejected with STALE_MEMBER_EPOCH, and the healthy consumer processes the record again",
@@ -197,6 +212,7 @@ ACTION_ARGS = {
     "Poll": ("consumer", "offset", "autoCommit", "error"),
     "AutoCommitBeforeRevocation": ("consumer", "offset", "error"),
     "BackgroundAutoCommit": ("consumer", "offset", "error"),
+    "PollDuringRevocation": ("consumer", "offset"),
     "Process": ("consumer", "offset", "error"),
     "OffsetCommit": ("consumer", "memberId", "generationId", "offset", "error"),
     "SendOffsetsToTransaction": ("consumer", "memberId", "generationId", "offset", "error"),

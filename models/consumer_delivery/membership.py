@@ -111,6 +111,7 @@ class GroupMembership:
     _lost: Callable[[DeliveryState, int], DeliveryState]
     _can_revoke: Callable[[Consumer], bool]
     _commit_before_revocation: Callable[[DeliveryState, int, Consumer], Step | None]
+    _poll_during_revocation: Callable[[DeliveryState, int, Consumer], Step | None]
 
     # -- classic group: stop-the-world rebalance -------------------------------------------------
     def _classic_membership(self, s: DeliveryState, c: int, me: Consumer, out: list[Step]) -> None:
@@ -185,8 +186,13 @@ class GroupMembership:
         coord = s.coordinator
         if me.response is not None:
             error, _, assigned = me.response
-            if error != NONE or not (me.owned and not assigned) or self._can_revoke(me):
+            revoking = error == NONE and me.owned and not assigned
+            if not revoking or self._can_revoke(me):
                 out.append(self._receive_heartbeat(s, c, me))  # a revocation waits for the poll loop
+            if revoking and self._can_revoke(me):
+                step = self._poll_during_revocation(s, c, me)
+                if step is not None:
+                    out.append(step)
             return
         member = _member(coord, me.memberId)
         if me.phase == UNJOINED:

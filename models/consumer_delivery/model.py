@@ -148,6 +148,8 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             off += ("AutoCommitBeforeRevocation",)  # the commit before revocation is part of JoinGroup
         if self.config.kafka_18641 or self.config.commit != "auto" or self.classic:
             off += ("BackgroundAutoCommit",)
+        if self.config.kafka_20332 or self.classic:
+            off += ("PollDuringRevocation",)
         return tuple(dict.fromkeys(off))
 
     def transactional_id(self, c: int) -> str:
@@ -209,6 +211,9 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             self._classic_membership(s, c, me, out)
         else:
             self._kip848_membership(s, c, me, out)
+        if me.phase == RUNNING and not me.owned and me.fetched != NO_OFFSET:
+            out.append(self._process(s, c, me))  # what poll() returned for a partition revoked meanwhile
+            return
         if me.phase != RUNNING or not me.owned:
             return
         if self.txn and me.producerEpoch == NO_EPOCH:
@@ -399,6 +404,20 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         if error == NONE:
             nxt = with_consumer(nxt, c, nxt.consumers[c]._replace(revocationCommitSent=True))
         return self._act("AutoCommitBeforeRevocation", c, me.position, error), nxt
+
+    def _poll_during_revocation(self, s: DeliveryState, c: int, me: Consumer) -> Step | None:
+        """Before KAFKA-20332 (4.2.0): poll() no longer waits for the reconciliation, and the background
+        thread revokes the partition on its own while the application thread, which found it
+        fetchable, returns its buffered record; the application processes a record of a partition
+        that already belongs to another member."""
+        if self.config.kafka_20332 or self.classic or me.position == NO_OFFSET or me.position >= self.config.records:
+            return None
+        error, nxt = self._revoke(with_consumer(s, c, me._replace(response=None)), c, me)
+        if error != NONE:
+            return None
+        epoch = me.response[1] if me.response is not None else me.generationId
+        revoked = nxt.consumers[c]._replace(generationId=epoch, fetched=me.position)
+        return self._act("PollDuringRevocation", c, me.position), with_consumer(nxt, c, revoked)
 
     def _can_revoke(self, me: Consumer) -> bool:
         """Rebalance callbacks run inside poll(): after the records returned are processed, after the
