@@ -37,6 +37,9 @@ Flags, each a fix in Kafka's history:
   batch (InitProducerId with its producer id and epoch, once the abort is done).
 * ``kafka_6119`` -- 0.11.0.2: the coordinator fences the producer's epoch before it aborts a
   timed-out transaction.
+* ``kafka_9144``, ``kafka_9777``, ``kafka_18575``, ``kafka_19367`` -- the leader's producer-state
+  expiry, the completion after the last marker, the guard a marker keeps, the fence's one bump:
+  see :mod:`kmc.models.transactions.config` and the model's page.
 """
 
 from __future__ import annotations
