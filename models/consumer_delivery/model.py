@@ -412,11 +412,12 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         that already belongs to another member."""
         if self.config.kafka_20332 or self.classic or me.position == NO_OFFSET or me.position >= self.config.records:
             return None
-        error, nxt = self._revoke(with_consumer(s, c, me._replace(response=None)), c, me)
+        assert me.response is not None
+        me = me._replace(response=None, generationId=me.response[1])
+        error, nxt = self._revoke(with_consumer(s, c, me), c, me)
         if error != NONE:
             return None
-        epoch = me.response[1] if me.response is not None else me.generationId
-        revoked = nxt.consumers[c]._replace(generationId=epoch, fetched=me.position)
+        revoked = nxt.consumers[c]._replace(fetched=me.position)
         return self._act("PollDuringRevocation", c, me.position), with_consumer(nxt, c, revoked)
 
     def _can_revoke(self, me: Consumer) -> bool:
