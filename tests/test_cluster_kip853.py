@@ -85,9 +85,10 @@ def wait_for(condition, timeout_s: float) -> bool:
     return False
 
 
-def remove_and_restart(cluster: Cluster, tmp_path: Path) -> tuple[int, int, int] | None:
-    """Remove X, pause Y, let the leader L append VotersRecord {Y} and crash it: (L, X, Y), or None
-    when the restarted L never read {Y} from its own log (the model's precondition did not hold)."""
+def remove_and_restart(cluster: Cluster, tmp_path: Path) -> tuple[int, int, int, int] | None:
+    """Remove X, pause Y, let the leader L append VotersRecord {Y} and crash it: (L, X, Y, the leader
+    epoch at the crash), or None when the restarted L never read {Y} from its own log (the model's
+    precondition did not hold)."""
     history = History(tmp_path / "history.jsonl")
     nemesis = Nemesis(cluster, history)
     assert wait_for(lambda: nemesis.active_controller() is not None, 30)
@@ -121,6 +122,7 @@ def remove_and_restart(cluster: Cluster, tmp_path: Path) -> tuple[int, int, int]
     self_removal = threading.Thread(target=remove_leader, daemon=True)
     self_removal.start()
     assert wait_for(lambda: appended_alone(log_text(cluster, leader), leader, last), 30), f"no VotersRecord {{{last}}}"
+    epoch = int(quorum_states(cluster)[leader].get("leaderEpoch", 0))
     nemesis.crash(leader)
     nemesis.restart(leader, wait=False)
     nemesis.resume(last)
@@ -129,7 +131,7 @@ def remove_and_restart(cluster: Cluster, tmp_path: Path) -> tuple[int, int, int]
     current_life = cluster.node(leader).logs / "server.log"
     if not wait_for(lambda: appended_alone(current_life.read_text(errors="replace"), leader, last), 30):
         return None
-    return leader, removed, last
+    return leader, removed, last, epoch
 
 
 def test_a_leader_removed_and_restarted_before_the_removal_commits_leaves_no_leader(tmp_path: Path) -> None:
@@ -142,14 +144,15 @@ def test_a_leader_removed_and_restarted_before_the_removal_commits_leaves_no_lea
     pytest.fail("twice, the restarted leader did not read its VotersRecord back from its log")
 
 
-def check_no_leader_for_good(cluster: Cluster, leader: int, removed: int, last: int) -> None:
-    no_timeout = re.compile(rf"UnattachedState\(epoch=2, .*voters=\[{last}\], electionTimeoutMs=9223372036854775807")
+def check_no_leader_for_good(cluster: Cluster, leader: int, removed: int, last: int, epoch: int) -> None:
+    """No leader in any epoch after the crash's (the first election may take more than one epoch)."""
+    no_timeout = re.compile(rf"UnattachedState\(epoch=\d+, .*voters=\[{last}\], electionTimeoutMs=9223372036854775807")
     found = wait_for(lambda: bool(no_timeout.search(log_text(cluster, leader))), 30)
     transitions = [line[:200] for line in log_text(cluster, leader).splitlines() if "Completed transition" in line]
     assert found, f"the restarted leader {leader} (removed {removed}, paused {last}): {transitions[-4:]}"
     begin = time.monotonic()
     while time.monotonic() - begin < WATCH_S:
-        leaders = {n: s.get("leaderId") for n, s in quorum_states(cluster).items() if s.get("leaderEpoch", 0) > 1}
+        leaders = {n: s.get("leaderId") for n, s in quorum_states(cluster).items() if s.get("leaderEpoch", 0) > epoch}
         assert all(leader_id == -1 for leader_id in leaders.values()), leaders
         time.sleep(0.5)
     last_log = log_text(cluster, last)
