@@ -187,12 +187,12 @@ class GroupMembership:
         if me.response is not None:
             error, _, assigned = me.response
             revoking = error == NONE and me.owned and not assigned
-            if not revoking or self._can_revoke(me):
-                out.append(self._receive_heartbeat(s, c, me))  # a revocation waits for the poll loop
-            if revoking and self._can_revoke(me):
-                step = self._poll_during_revocation(s, c, me)
-                if step is not None:
-                    out.append(step)
+            if revoking and not self._can_revoke(me):
+                return  # a revocation waits for the poll loop
+            out.append(self._receive_heartbeat(s, c, me))
+            step = self._poll_during_revocation(s, c, me) if revoking else None
+            if step is not None:
+                out.append(step)
             return
         member = _member(coord, me.memberId)
         if me.phase == UNJOINED:

@@ -412,10 +412,8 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         that already belongs to another member."""
         if self.config.kafka_20332 or self.classic or me.position == NO_OFFSET or me.position >= self.config.records:
             return None
-        assert me.response is not None
-        me = me._replace(response=None, generationId=me.response[1])
-        error, nxt = self._revoke(with_consumer(s, c, me), c, me)
-        if error != NONE:
+        heard, nxt = self._receive_heartbeat(s, c, me)  # the revocation, as the background applies it
+        if heard.args["error"] != NONE:
             return None
         revoked = nxt.consumers[c]._replace(fetched=me.position)
         return self._act("PollDuringRevocation", c, me.position), with_consumer(nxt, c, revoked)

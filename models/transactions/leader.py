@@ -15,7 +15,7 @@ from kmc.models.transactions.coordinator import (
     PRODUCER_FENCED,
     TRANSACTION_COORDINATOR_FENCED,
 )
-from kmc.models.transactions.log import NO_OFFSET, Batch, Partition
+from kmc.models.transactions.log import NO_OFFSET, Batch, Partition, has_ongoing_transaction
 from kmc.models.transactions.state import (
     BETWEEN_TRANSACTIONS,
     COORDINATOR,
@@ -83,8 +83,8 @@ class PartitionLeaders:
             resp = m._replace(api="ProduceResponse", src=m.dst, dst=m.src, error=error)
             out.append((action, s._replace(network=self._send(s, resp, drop=m))))
             return
-        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
-        if self.config.verification and not ongoing:  # UnifiedLog.hasOngoingTransaction(producerId, epoch)
+        ongoing = has_ongoing_transaction(p, m.producerEpoch)
+        if self.config.verification and not ongoing:
             guard = p.verificationGuard if p.verificationGuard != -1 else len(p.log)
             parked = p._replace(
                 verificationGuard=guard, verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard))
@@ -144,7 +144,7 @@ class PartitionLeaders:
         entry = next(e for e in p.verifying if e[0] == m.client and e[1] == m.producerEpoch and e[2] == m.txn)
         rest = list(p.verifying)
         rest.remove(entry)
-        ongoing = p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == m.producerEpoch
+        ongoing = has_ongoing_transaction(p, m.producerEpoch)
         guard_ok = not self.config.verification_guard or entry[3] == p.verificationGuard or ongoing
         if m.error == NONE and guard_ok and m.producerEpoch >= p.producerEpoch:
             self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m, verifying=tuple(rest))

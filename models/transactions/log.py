@@ -35,6 +35,11 @@ class Partition(NamedTuple):
     """Produce requests parked while the coordinator is asked: (client, producerEpoch, txn, guard)."""
 
 
+def has_ongoing_transaction(p: Partition, producer_epoch: int) -> bool:
+    """UnifiedLog.hasOngoingTransaction: the producer's open transaction here is of this epoch."""
+    return p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == producer_epoch
+
+
 def last_stable_offset(p: Partition) -> int:
     """UnifiedLog.lastStableOffset: the first offset of the open transaction, else the high watermark."""
     return p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
