@@ -23,12 +23,13 @@ import pytest
 from kmc.checker.cli.suite import Entry, run_suite
 from kmc.checker.errors import UserError
 from kmc.cluster.cluster import Cluster, ClusterSpec, started
+from kmc.cluster.drive.base import Difference
 from kmc.cluster.drive.consumer_delivery import DeliveryDriver
 from kmc.cluster.drive.consumer_group import ConsumerGroup
 from kmc.cluster.drive.group import GroupDriver
 from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
-from kmc.cluster.drive.run import DriveResult, SharedCluster, cluster_spec, drive_trace, load
+from kmc.cluster.drive.run import DriveResult, SharedCluster, StepResult, cluster_spec, drive_trace, load
 from kmc.cluster.drive.share_group import ShareGroupDriver
 from kmc.cluster.drive.share_group_membership import ShareGroupMembershipDriver
 from kmc.cluster.drive.share_session import ShareSessionDriver
@@ -513,6 +514,37 @@ def test_sigterm_ends_a_drive_with_the_steps_so_far_kept_and_its_cluster_stopped
     kept = json.loads(out.read_text())
     assert kept["interrupted"] == "SIGTERM" and kept["verdict"].startswith("interrupted (SIGTERM) after step")
     assert subprocess.run(["pgrep", "-f", str(run_dir)], capture_output=True).stdout == b""
+
+
+def test_a_suite_drive_that_diverges_unexpectedly_says_what_differed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An entry expected to reproduce that diverges names the step and the fields that differed, so
+    a failure seen once in CI can be read from its one line."""
+    steps = [
+        StepResult(1, "InitProducerId(client=0)", [], True, [], {}, {}),
+        StepResult(
+            2,
+            "AddPartitionsToTxn(client=0, partition=0)",
+            [],
+            False,
+            [Difference("response.error", "CONCURRENT_TRANSACTIONS", "NONE")],
+            {},
+            {},
+        ),
+    ]
+
+    def fake_drive(trace: Path, release: str | None, run_dir: Path, shared: object) -> DriveResult:
+        return DriveResult(str(trace), "transactions", None, None, "4.3.1", steps=steps, total_steps=3)
+
+    monkeypatch.setattr(kmc.cluster.drive.run, "drive_trace", fake_drive)
+    ok, message = DriveJob("torn", KIP848, "reproduces", None).run(tmp_path)
+    assert not ok
+    assert message == (
+        "expected the trace to be reproduces on the broker, but it fixed: Kafka 4.3.1: diverged at step 2 "
+        "(AddPartitionsToTxn(client=0, partition=0)) (2 of 3 steps); at step 2: response.error: model "
+        "'CONCURRENT_TRANSACTIONS', broker 'NONE'"
+    )
 
 
 def test_suite_drives_that_need_the_same_cluster_share_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -55,7 +55,9 @@ class DriveJob:
         outcome = "reproduces" if result.agreed and result.violated_on_broker else "fixed"
         summary = f"Kafka {result.release}: {result.verdict} ({len(result.steps)} of {result.total_steps} steps)"
         if outcome != self.expect:
-            return False, f"expected the trace to be {self.expect} on the broker, but it {outcome}: {summary}"
+            return False, f"expected the trace to be {self.expect} on the broker, but it {outcome}: {summary}" + _where(
+                result
+            )
         return True, summary
 
     def share_key(self) -> Hashable | None:
@@ -106,6 +108,16 @@ def load_drive(raw: dict[str, Any], base: Path, where: str) -> DriveJob:
     if version is not None and not isinstance(version, str):
         raise UserError(f"{where}: 'kafka_version' must be a string such as \"4.3.1\"")
     return DriveJob(name, path, expect, version)
+
+
+def _where(result: Any) -> str:
+    """What differed at the first step that diverged: the one line a failed suite entry needs."""
+    first = next((step for step in result.steps if not step.agreed), None)
+    if first is None or not first.differences:
+        return ""
+    shown = "; ".join(f"{d.field}: model {d.model!r}, broker {d.broker!r}" for d in first.differences[:4])
+    more = f" (and {len(first.differences) - 4} more)" if len(first.differences) > 4 else ""
+    return f"; at step {first.index}: {shown}{more}"
 
 
 def _slug(name: str) -> str:
