@@ -1,10 +1,10 @@
 """The C extensions (everything else is in pyproject.toml): state fingerprints, the canonical
-encoding, the in-memory visited set of fingerprints, the coverage observer's counting, and the
+encoding, the in-memory visited set of fingerprints, the compact form of a level's states, the coverage observer's counting, and the
 successor functions of the `replication`, `kraft-replication`, `kraft-quorum` and `group` models.
 
 Each is optional: where no C compiler is found the install goes on, and the Python each one
 twins runs instead with the same results: the pure-Python fingerprints give the same numbers,
-the encoder the same bytes, the visited set the same answers, the coverage observer the same
+the encoder the same bytes, the visited set the same answers, the level codec the same states, the coverage observer the same
 counts, a model's Python the same successors.
 
 A model's C twin is every ``.c`` file of its package's ``_c/`` folder, built as
@@ -36,6 +36,7 @@ EXTENSIONS = [
     Extension("kmc.checker.storage._canonical", ["checker/storage/_c/canonical.c"], optional=True),
     Extension("kmc.checker.storage._fingerprint", ["checker/storage/_c/fingerprint.c"], optional=True),
     Extension("kmc.checker.storage._fpset", ["checker/storage/_c/fpset.c"], optional=True),
+    Extension("kmc.checker.storage._statecodec", ["checker/storage/_c/statecodec.c"], optional=True),
     Extension("kmc.checker.search._counts", ["checker/search/_c/counts.c"], optional=True),
     *(twin(model) for model in TWINS),
 ]

@@ -4,6 +4,7 @@
     python benchmarks/bfs_spill.py --scale large        # 9,985,570 states (3.6 GB in memory) under --memory 1g
     python benchmarks/bfs_spill.py --scale medium       # 737,794 states under --memory 64m, and in memory
     python benchmarks/bfs_spill.py --probe 300000       # how fast the full configuration grows (bounded)
+    python benchmarks/bfs_spill.py --stores             # 9,985,570 states in every store: bytes a state
 
 The full run is replication's kip-320 preset with 4 replicas: a probe bounded at 300,000 states
 reaches only depth 9 of it (3 replicas: 20,935 states by depth 9 of 737,794 in all), which puts the
@@ -14,7 +15,12 @@ hours on one core: start it and come back. ``--scale large`` is 3 replicas with
 ``--memory 1g``; ``--scale medium`` is 3 replicas under a budget of a fifth of what the search
 takes in memory, with the in-memory run beside it.
 
-Each run is a fresh ``kmc check ... --store fingerprints --json`` process; recorded: distinct and
+``--stores`` runs the large scale once in each store -- the states themselves (``--store states``),
+fingerprints in memory, fingerprints under ``--memory`` -- and a run of a one-state space for the
+process's fixed size, so that each store's bytes a state are its peak RSS beyond that size over
+its distinct states.
+
+Each run is a fresh ``kmc check ... --json`` process; recorded: distinct and
 generated states, depth, the search's own time, the whole process's time and CPU time (the steadier
 figure on a shared machine), the peak RSS kmc measured
 of itself, and what it spilled (bytes on disk and written, flushes, merges, level spills). Results
@@ -44,7 +50,9 @@ SCALES = {
 }
 
 
-def run_kmc(sets: list[str], memory: str | None, max_states: int | None, spill_dir: str | None) -> dict:
+def run_kmc(
+    sets: list[str], memory: str | None, max_states: int | None, spill_dir: str | None, store: str = "fingerprints"
+) -> dict:
     out = tempfile.mkdtemp(prefix="kmc-bench-")
     cmd = [
         sys.executable,
@@ -55,7 +63,7 @@ def run_kmc(sets: list[str], memory: str | None, max_states: int | None, spill_d
         "--preset",
         "kip-320",
         "--store",
-        "fingerprints",
+        store,
         "--json",
         "--no-progress",
         "--out",
@@ -100,7 +108,11 @@ def main() -> None:
     parser.add_argument("--probe", type=int, metavar="N", help="stop at N states (a probe of the size)")
     parser.add_argument("--spill-dir", help="where the spill files go (TMPDIR of the run; default: the system's)")
     parser.add_argument("--tag", default="", help="added to the results file's name")
+    parser.add_argument("--stores", action="store_true", help="the large scale in every store, and bytes a state")
     args = parser.parse_args()
+    if args.stores:
+        record_stores(args.memory or "256m", args.tag)
+        return
     scale = SCALES[args.scale]
     memory = args.memory or scale["memory"]
     runs = [run_kmc(scale["sets"], memory, args.probe, args.spill_dir)]
@@ -127,6 +139,35 @@ def main() -> None:
     tag = f"-{args.tag}" if args.tag else ""
     probe = f"-probe{args.probe}" if args.probe else ""
     out = HERE / "results" / f"{record['date']}-bfs-spill-{args.scale}{probe}{tag}.json"
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"recorded {out.relative_to(HERE.parent)}")
+
+
+def record_stores(memory: str, tag: str) -> None:
+    """The large scale in each store, beside a one-state run that measures the process's fixed size."""
+    fixed = run_kmc(["replicas=1", "max_leader_epoch=0", "max_records=0"], None, None, None)
+    print(json.dumps(fixed), flush=True)
+    sets = SCALES["large"]["sets"]
+    runs = []
+    for store, budget in (("states", None), ("fingerprints", None), ("fingerprints", memory)):
+        run = run_kmc(sets, budget, None, None, store)
+        run["store"] = store if budget is None else f"{store} --memory {budget}"
+        run["bytes_per_state_beyond_fixed"] = round(
+            (run["peak_rss_mb"] - fixed["peak_rss_mb"]) * 2**20 / run["distinct_states"], 1
+        )
+        print(json.dumps(run), flush=True)
+        runs.append(run)
+    if len({run["distinct_states"] for run in runs}) != 1:
+        raise SystemExit("the stores found different numbers of states")
+    record = {
+        "benchmark": "bfs-stores",
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "fixed_peak_rss_mb": fixed["peak_rss_mb"],
+        "runs": runs,
+    }
+    suffix = f"-{tag}" if tag else ""
+    out = HERE / "results" / f"{record['date']}-bfs-stores{suffix}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"recorded {out.relative_to(HERE.parent)}")
 

@@ -8,7 +8,8 @@ it while that one is no larger, so there are O(log n) runs and each fingerprint 
 O(log n) times (TLC rewrites its one file at every flush instead).
 Lookups go in batches: a sorted array of candidates is searched in each memory-mapped run with
 ``np.searchsorted``, never one seek per state. A level's states (:class:`DiskLevel`) are a list in
-memory, written out as pickled chunks under the same budget and read back in discovery order.
+memory, written out as chunks in the codec's compact form under the same budget and read back in
+discovery order.
 
 With ``durable`` (a checkpoint) every file's SHA-256 is kept, for ``meta.json`` to name, and a file
 is deleted only once the next ``meta.json`` no longer needs it (:meth:`collect`).
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 from kmc.checker.errors import UserError
-from kmc.checker.storage.checkpoint import interned
+from kmc.checker.storage.codec import StateCodec
 
 ENTRY_BYTES = 100
 """What one fingerprint costs in the dict: its int, its slot and the dict's spare room (measured)."""
@@ -256,11 +257,13 @@ def check_digest(paths: list[Path], digest: str, sizes: list[int] | None = None)
 
 class DiskLevel:
     """One BFS level's ``(state, fingerprint)`` pairs in discovery order: ``buffer`` in memory, and
-    before it chunks pickled to ``level-N.pkl`` files when it is spilled."""
+    before it chunks written to ``level-N.pkl`` files when it is spilled (the states in the codec's
+    form, with the class table they refer to, and the fingerprints as uint64)."""
 
-    def __init__(self, directory: Path, durable: bool = False) -> None:
+    def __init__(self, directory: Path, durable: bool = False, codec: StateCodec | None = None) -> None:
         self.directory = directory
         self.durable = durable
+        self.codec = codec if codec is not None else StateCodec()
         self.buffer: list[tuple[Any, int]] = []
         self.files: list[list[Any]] = []
         """[name, count, sha256] of each chunk written, in order."""
@@ -278,8 +281,9 @@ class DiskLevel:
         Returns the next free file name."""
         for start in range(0, len(self.buffer), chunk):
             part = self.buffer[start : start + chunk]
-            states = interned([state for state, _fp in part])  # equal parts written once: about half the size
-            payload = pickle.dumps((states, [fp for _state, fp in part]), protocol=pickle.HIGHEST_PROTOCOL)
+            encoded = self.codec.encode([state for state, _fp in part])
+            fps = np.fromiter((fp for _state, fp in part), dtype=np.uint64, count=len(part)).tobytes()
+            payload = pickle.dumps((list(self.codec.types), encoded, fps), protocol=pickle.HIGHEST_PROTOCOL)
             name += 1
             path = self.directory / f"level-{name}.pkl"
             with open(path, "wb") as fh:
@@ -295,8 +299,9 @@ class DiskLevel:
         """The states in discovery order, a chunk at a time."""
         for name, _count, _digest in self.files:
             with open(self.directory / f"level-{name}.pkl", "rb") as fh:
-                states, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
-            yield list(zip(states, fps, strict=True))
+                types, encoded, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
+            states = self.codec.decode(encoded, types)
+            yield list(zip(states, np.frombuffer(fps, dtype=np.uint64).tolist(), strict=True))
         yield self.buffer
 
     def paths(self) -> list[Path]:

@@ -47,10 +47,11 @@ from kmc.checker.search.observers import Coverage, SearchObserver
 from kmc.checker.search.path import step_trace, trace_from_keys
 from kmc.checker.search.progress import NoProgress, Progress
 from kmc.checker.storage.checkpoint import check_resumable, checkpoint_key, load_meta, save_meta
+from kmc.checker.storage.codec import StateCodec
 from kmc.checker.storage.fingerprint import collision_probability
 from kmc.checker.storage.fpset import ENTRY_BYTES, DiskFPSet, DiskLevel, check_digest, combined_digest, remove_files
 
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 """Bumped whenever the files of a BFS checkpoint change shape; a checkpoint of another format is refused."""
 BATCH = 2048
 """States expanded before their successors are looked up on disk together."""
@@ -138,6 +139,8 @@ class _Search:
         self.all_hold: Any = None
         self.keyfn = make_keyfn(model, options.symmetry, "fingerprints")
         self.visited = DiskFPSet(directory, self.durable)
+        self.codec = StateCodec()
+        """One table of NamedTuple classes for every level this search writes."""
         self.checks = PropertyChecks(model, props, options.keep_going)
         self.generated = 0
         self.expanded = 0
@@ -222,7 +225,7 @@ class _Search:
     def initial_level(self) -> DiskLevel:
         recent, checks = self.visited.recent, self.checks
         cap = self.options.max_states if self.options.max_states is not None else -1
-        level = DiskLevel(self.directory, self.durable)
+        level = DiskLevel(self.directory, self.durable, self.codec)
         for s in initial_states(self.model):
             self.generated += 1
             k = self.keyfn(s)
@@ -243,7 +246,7 @@ class _Search:
 
     def expand_level(self, frontier: DiskLevel) -> DiskLevel:
         """Expand one level in batches; the next level, its states in the order they were found."""
-        nxt = DiskLevel(self.directory, self.durable)
+        nxt = DiskLevel(self.directory, self.durable, self.codec)
         measured = False
         self.all_hold = self.checks.quiet_check()  # the quiet check, as in memory.py
         for chunk in frontier.chunks():
@@ -367,7 +370,7 @@ class _Search:
 
     def within_budget(self, nxt: DiskLevel) -> None:
         """The budget in three shares: half for the visited dict (past it, a sorted run on disk), a
-        quarter for the next level's states (past it, pickled chunks) and a quarter for the chunk
+        quarter for the next level's states (past it, chunks in the codec's bytes) and a quarter for the chunk
         of the level being expanded (the size of the chunks a level is spilled in)."""
         if ENTRY_BYTES * len(self.visited.recent) > self.budget // 2:
             self.visited.flush()
@@ -439,7 +442,7 @@ class _Search:
         progress = load_meta(self.directory, self.key, CHECKPOINT_FORMAT, self.job, same)
         try:
             self.visited.restore(progress["runs"])
-            frontier = DiskLevel(self.directory, self.durable)
+            frontier = DiskLevel(self.directory, self.durable, self.codec)
             frontier.restore(progress["level"])
             if progress["violations"]:
                 name, digest = progress["violations"]

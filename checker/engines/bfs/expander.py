@@ -35,6 +35,7 @@ from kmc.checker.search.kernel import (
     peak_rss,
 )
 from kmc.checker.search.observers import SearchObserver
+from kmc.checker.storage.codec import StateCodec
 from kmc.checker.storage.fingerprint import Candidates, candidates, fingerprint
 
 
@@ -59,6 +60,7 @@ class Expander:
         self.candidates: list[State] = []
         self.expanded = 0
         self.rss_start = current_rss()
+        self.codec = StateCodec()
 
     # -- a level ------------------------------------------------------------------------------
     def take_frontier(self, states: bytes) -> None:
@@ -176,10 +178,10 @@ class Expander:
         self, chosen: bytes, keep: tuple[int, int], out: Sequence[tuple[int, int, int]]
     ) -> dict[int, bytes]:
         """Select the new frontier, keep ``frontier[keep[0]:keep[1]]``; the slices ``(target, start,
-        end)`` go to other workers, pickled."""
+        end)`` go to other workers, in the codec's bytes."""
         self.select(chosen)
         frontier = self.frontier
-        sent = {t: pickle.dumps(frontier[a:b], protocol=pickle.HIGHEST_PROTOCOL) for t, a, b in out}
+        sent = {t: self.codec.pack(frontier[a:b]) for t, a, b in out}
         self.frontier = frontier[keep[0] : keep[1]]
         return sent
 
@@ -190,10 +192,10 @@ class Expander:
         the whole new frontier is checked (`check_new`)."""
         head: list[State] = []
         for chunk in before:
-            head.extend(pickle.loads(chunk))
+            head.extend(self.codec.unpack(chunk))
         tail: list[State] = []
         for chunk in after:
-            tail.extend(pickle.loads(chunk))
+            tail.extend(self.codec.unpack(chunk))
         self.frontier = head + self.frontier + tail
         return self.check_new(violated)
 
