@@ -1,11 +1,12 @@
 """The C extensions (everything else is in pyproject.toml): state fingerprints, the canonical
-encoding, the in-memory visited set of fingerprints, the compact form of a level's states, the coverage observer's counting, and the
-successor functions of the `replication`, `kraft-replication`, `kraft-quorum` and `group` models.
+encoding, the in-memory visited set of fingerprints, the compact form of a level's states, the
+coverage observer's counting, and the successor functions of the `replication`,
+`kraft-replication`, `kraft-quorum` and `group` models.
 
 Each is optional: where no C compiler is found the install goes on, and the Python each one
 twins runs instead with the same results: the pure-Python fingerprints give the same numbers,
-the encoder the same bytes, the visited set the same answers, the level codec the same states, the coverage observer the same
-counts, a model's Python the same successors.
+the encoder the same bytes, the visited set the same answers, the level codec (pickle) the same
+states, the coverage observer the same counts, a model's Python the same successors.
 
 A model's C twin is every ``.c`` file of its package's ``_c/`` folder, built as
 ``kmc.models.<model>._successors``; the headers there and the shared ``models/common/_c`` ones are

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections.abc import Hashable, Iterator, Sequence
+from itertools import count
 from typing import Any
 
 from kmc.checker import interrupts
@@ -40,7 +41,23 @@ from kmc.checker.search.progress import NoProgress, Progress
 from kmc.checker.storage import visited
 from kmc.checker.storage.fingerprint import collision_probability
 
-Frontier = list[tuple[State, Hashable]]
+
+class Frontier:
+    """One level: its states and their keys in discovery order, as two lists rather than a list of
+    pairs (a pair costs a tuple, and a fingerprint an int object, a state). Fingerprints sit in an
+    array of uint64. A state is let go once it is expanded: the parts its successors share with it
+    stay, the rest is freed while the next level grows."""
+
+    __slots__ = ("keys", "states")
+
+    def __init__(self, fingerprints: bool) -> None:
+        self.states: list[State | None] = []
+        self.keys: Any = array("Q") if fingerprints else []
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+
 FIRST_NUMBERS = 2**62
 """While the initial states are numbered, every state counts as one of them."""
 
@@ -117,12 +134,12 @@ class MemorySearch:
         frontier = self.initial_level()
         interrupted = False
         try:
-            while frontier and not self.checks.stop:
+            while len(frontier) and not self.checks.stop:
                 if self.rows is not None:
                     frontier = self.expand_level_numbered(frontier)
                 else:
                     frontier = self.expand_level(frontier)
-                if frontier and not self.checks.stop:
+                if len(frontier) and not self.checks.stop:
                     self.depth += 1
         except KeyboardInterrupt:  # Ctrl-C: report what was explored, never as complete
             interrupted = True
@@ -135,7 +152,7 @@ class MemorySearch:
 
     def initial_level(self) -> Frontier:
         parents, checks = self.parents, self.checks
-        frontier: Frontier = []
+        frontier = self.new_level()
         for s in initial_states(self.model):
             self.generated += 1
             k = self.key(s)
@@ -149,15 +166,19 @@ class MemorySearch:
                 k = parents[k]
             else:
                 self.add_key(k, None)
-            frontier.append((s, k))
+            frontier.states.append(s)
+            frontier.keys.append(k)
             for hook in self.seen_hooks:
                 hook(s)
             checks.check_state(s, lambda k=k: self.trace_to(k))
             if checks.stop:
                 break
         self.initial = len(parents)  # the initial states' numbers are those below
-        self.depth = 1 if frontier else 0
+        self.depth = 1 if len(frontier) else 0
         return frontier
+
+    def new_level(self) -> Frontier:
+        return Frontier(self.options.store == "fingerprints" and self.rows is None)
 
     def expansions(self, frontier: Frontier) -> Iterator[tuple[State, Hashable, list[Any], bool]]:
         """Each state of a level whose successors are to be followed, with them: expanded, observed,
@@ -168,8 +189,10 @@ class MemorySearch:
         model, within, hooks, careful = self.model, self.within, self.expand_hooks, self.careful_expansion
         determinism_checks = self.determinism_checks
         expanded, generated = self.expanded, self.generated
+        states = frontier.states
         try:
-            for s, ks in frontier:
+            for i, s, ks in zip(count(), states, frontier.keys):
+                states[i] = None  # let go: the next level keeps what it shares with this state
                 if within is not None and not within(s):
                     self.cut_off(ks)
                     continue
@@ -231,8 +254,8 @@ class MemorySearch:
 
     def expand_level(self, frontier: Frontier) -> Frontier:
         """Expand one level; the next, its states in the order they were found."""
-        next_frontier: Frontier = []
-        append = next_frontier.append
+        next_frontier = self.new_level()
+        append_state, append_key = next_frontier.states.append, next_frontier.keys.append
         parents, keyfn, cap, checks = self.parents, self.keyfn, self.cap, self.checks
         setdefault = self.add_key
         seen_hooks = self.seen_hooks
@@ -252,7 +275,8 @@ class MemorySearch:
                     del parents[k]
                     self._bounded(f"max states {self.options.max_states}")
                     break
-                append((t, k))
+                append_state(t)
+                append_key(k)
                 for hook in seen_hooks:
                     hook(t)
                 if all_hold is not None and all_hold(t):
@@ -273,8 +297,8 @@ class MemorySearch:
         """The same level, numbering the states and keeping every edge as arrays for the liveness check."""
         rows = self.rows
         assert rows is not None
-        next_frontier: Frontier = []
-        append = next_frontier.append
+        next_frontier = self.new_level()
+        append_state, append_key = next_frontier.states.append, next_frontier.keys.append
         parents, cap, checks = self.parents, self.cap, self.checks
         setdefault = parents.setdefault
         seen_hooks = self.seen_hooks
@@ -302,7 +326,8 @@ class MemorySearch:
                     rows.close_row(succs, parents, self.beyond)
                     self._bounded(f"max states {self.options.max_states}")
                     break
-                append((t, tid))
+                append_state(t)
+                append_key(tid)
                 for hook in seen_hooks:
                     hook(t)
                 if all_hold is not None and all_hold(t):
