@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from kmc.checker.errors import UserError
 from kmc.checker.result import CheckResult, Status
 from kmc.checker.runner import Check
 from kmc.checker.search.progress import NoProgress
-from kmc.checker.storage import fpset
+from kmc.checker.storage import codec, fpset
 from kmc.checker.storage.fpset import parse_size
 from kmc.checker.traces.files import write_traces
 
@@ -192,6 +194,20 @@ def test_resume_refuses_another_check_and_a_tampered_checkpoint(tmp_path: Path, 
     meta.write_text(json.dumps(doc))
     code, _out, err = kmc("check", "replication", "-p", "kip-320", *resume)
     assert code == 2 and "meta.json is damaged or was not written by your kmc" in err
+
+
+@pytest.mark.skipif(not codec.ACCELERATED, reason="the C codec was not built")
+def test_a_checkpoint_resumed_by_a_build_without_the_codec_is_refused_in_one_line(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    kip320(max_depth=4, checkpoint=str(checkpoint), memory="1m")
+    args = ["check", "replication", "-p", "kip-320", "--store", "fingerprints", "--resume", str(checkpoint)]
+    env = {**os.environ, "KMC_PURE_PYTHON": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "kmc.checker.cli", *args, "--no-progress"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert "the checkpoint's levels are in the 'statecodec-1' form and this kmc writes 'pickle'" in line
 
 
 def test_checkpoint_and_resume_must_name_one_directory(tmp_path: Path) -> None:

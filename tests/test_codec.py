@@ -126,3 +126,30 @@ def test_a_packed_level_unpacks_in_a_codec_that_never_met_its_classes() -> None:
     writer, reader = StateCodec(), StateCodec()
     assert all(alike(s, t) for s, t in zip(states, reader.unpack(writer.pack(states)), strict=True))
     assert reader.unpack(writer.pack(states[:10])) == states[:10]  # the writer's table is no longer empty
+
+
+@pytest.mark.skipif(not codec_module.ACCELERATED, reason="the C codec was not built")
+def test_what_only_looks_like_a_named_tuple_goes_through_pickle() -> None:
+    """A C struct sequence keeps fields beyond its items, a lone surrogate has no UTF-8, a value the
+    fallback writes twice is one object again, and a fallback that empties the list it is given
+    changes nothing."""
+    import time
+
+    codec = StateCodec()
+    stamp = time.gmtime(0)
+    note = Note("shared")
+    (back,) = codec.decode(codec.encode([(stamp, "\ud800", note, note)]))
+    assert back[0] == stamp and back[0].tm_zone == stamp.tm_zone and back[1] == "\ud800"
+    assert back[2] is back[3] and codec.types == []
+
+    states: list[Any] = []
+
+    class Emptying:
+        def __reduce__(self) -> tuple[Any, ...]:
+            states.clear()
+            return (str, ("x",))
+
+    states.extend([(Emptying(), "y" * 10, ("z",)), ("w",)])
+    assert codec.decode(codec.encode(states)) == [("x", "y" * 10, ("z",)), ("w",)]
+    with pytest.raises(TypeError, match="NamedTuple class"):
+        codec.decode(codec.encode([stamp]), [type(stamp)])

@@ -27,6 +27,9 @@ class StateCodec:
     """Encodes and decodes lists of states; one codec per search, since its table of NamedTuple
     classes (filled as they are met) is what the bytes refer to."""
 
+    form = "statecodec-1" if _c is not None else "pickle"
+    """What the bytes are: a run resumed from another build's files must be told, not misread."""
+
     def __init__(self) -> None:
         self.types: list[type] = []
 

@@ -283,7 +283,9 @@ class DiskLevel:
             part = self.buffer[start : start + chunk]
             encoded = self.codec.encode([state for state, _fp in part])
             fps = np.fromiter((fp for _state, fp in part), dtype=np.uint64, count=len(part)).tobytes()
-            payload = pickle.dumps((list(self.codec.types), encoded, fps), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(
+                (self.codec.form, list(self.codec.types), encoded, fps), protocol=pickle.HIGHEST_PROTOCOL
+            )
             name += 1
             path = self.directory / f"level-{name}.pkl"
             with open(path, "wb") as fh:
@@ -299,7 +301,13 @@ class DiskLevel:
         """The states in discovery order, a chunk at a time."""
         for name, _count, _digest in self.files:
             with open(self.directory / f"level-{name}.pkl", "rb") as fh:
-                types, encoded, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
+                form, types, encoded, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
+            if form != self.codec.form:
+                raise UserError(
+                    f"--resume: the checkpoint's levels are in the {form!r} form and this kmc writes "
+                    f"{self.codec.form!r} (its C extensions were built for one and not the other, or "
+                    "KMC_PURE_PYTHON differs): resume with the build that wrote it, or start again"
+                )
             states = self.codec.decode(encoded, types)
             yield list(zip(states, np.frombuffer(fps, dtype=np.uint64).tolist(), strict=True))
         yield self.buffer

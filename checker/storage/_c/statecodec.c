@@ -28,7 +28,7 @@ enum {
     OP_BYTES = 10,
 };
 
-#define MAX_DEPTH 200
+#define MAX_DEPTH 900 /* about pickle's own limit */
 
 /* -- encoding ----------------------------------------------------------------------------------- */
 typedef struct {
@@ -148,18 +148,38 @@ static int remember(Encoder *e, PyObject *key) {
     return 0;
 }
 
-/* The class's index in the table, appended when it is new; -1 with an exception set. */
-static Py_ssize_t type_index(Encoder *e, PyTypeObject *type) {
+
+/* A NamedTuple (a Python class over tuple with _fields and no instance dict), which decoding can
+ * rebuild from its items alone. A C struct sequence (time.struct_time) also subclasses tuple but
+ * keeps fields beyond its items: it goes through the fallback. */
+static int is_named_tuple(PyTypeObject *type) {
+    if (type->tp_dictoffset != 0 || type->tp_basicsize != PyTuple_Type.tp_basicsize ||
+        type->tp_itemsize != PyTuple_Type.tp_itemsize) {
+        return 0;
+    }
+    PyObject *fields = PyObject_GetAttrString((PyObject *)type, "_fields");
+    if (fields == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = PyTuple_Check(fields);
+    Py_DECREF(fields);
+    return ok;
+}
+
+/* A tuple subclass's number in the table (appended when it is a NamedTuple met for the first time);
+ * -1 when it is not a NamedTuple, -2 with an exception set. */
+static Py_ssize_t named_index(Encoder *e, PyTypeObject *type) {
     Py_ssize_t n = PyList_GET_SIZE(e->types);
     for (Py_ssize_t i = 0; i < n; i++) {
         if (PyList_GET_ITEM(e->types, i) == (PyObject *)type) {
             return i;
         }
     }
-    if (PyList_Append(e->types, (PyObject *)type) < 0) {
+    if (!is_named_tuple(type)) {
         return -1;
     }
-    return n;
+    return PyList_Append(e->types, (PyObject *)type) < 0 ? -2 : n;
 }
 
 static int encode(Encoder *e, PyObject *v, int depth);
@@ -176,7 +196,7 @@ static int encode_other(Encoder *e, PyObject *v) {
     }
     int rc = put_byte(&e->out, OP_OTHER) < 0 ? -1 : put_bytes(&e->out, PyBytes_AS_STRING(blob), PyBytes_GET_SIZE(blob));
     Py_DECREF(blob);
-    return rc;
+    return rc < 0 ? -1 : remember(e, v); /* met again: a reference, as pickle shares it */
 }
 
 static int encode_items(Encoder *e, PyObject *seq, int depth) {
@@ -219,20 +239,31 @@ static int encode(Encoder *e, PyObject *v, int depth) {
         uint64_t zigzag = ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
         return put_byte(&e->out, OP_INT) < 0 ? -1 : put_varint(&e->out, zigzag);
     }
-    int shareable = type == &PyUnicode_Type || type == &PyBytes_Type || type == &PyFrozenSet_Type ||
-                    (PyTuple_Check(v) && (type == &PyTuple_Type || type->tp_dictoffset == 0));
-    if (!shareable) {
-        return encode_other(e, v);
-    }
     Py_ssize_t ref = seen_index(e, v);
     if (ref >= 0) {
         return put_byte(&e->out, OP_REF) < 0 ? -1 : put_varint(&e->out, (uint64_t)ref);
+    }
+    Py_ssize_t named = -1;
+    if (type != &PyTuple_Type && PyTuple_Check(v) && (named = named_index(e, type)) == -2) {
+        return -1;
+    }
+    int shareable = type == &PyUnicode_Type || type == &PyBytes_Type || type == &PyFrozenSet_Type ||
+                    type == &PyTuple_Type || named >= 0;
+    if (!shareable) {
+        return encode_other(e, v);
     }
     int rc;
     if (type == &PyUnicode_Type) {
         Py_ssize_t n;
         const char *utf8 = PyUnicode_AsUTF8AndSize(v, &n);
-        rc = utf8 == NULL || put_byte(&e->out, OP_STR) < 0 ? -1 : put_bytes(&e->out, utf8, n);
+        if (utf8 == NULL) { /* a lone surrogate: pickle writes it */
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                return -1;
+            }
+            PyErr_Clear();
+            return encode_other(e, v);
+        }
+        rc = put_byte(&e->out, OP_STR) < 0 ? -1 : put_bytes(&e->out, utf8, n);
     } else if (type == &PyBytes_Type) {
         rc = put_byte(&e->out, OP_BYTES) < 0 ? -1 : put_bytes(&e->out, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
     } else if (type == &PyTuple_Type) {
@@ -245,10 +276,7 @@ static int encode(Encoder *e, PyObject *v, int depth) {
         rc = put_byte(&e->out, OP_FROZENSET) < 0 ? -1 : encode_items(e, items, depth);
         Py_DECREF(items);
     } else {
-        Py_ssize_t index = type_index(e, type);
-        rc = index < 0 || put_byte(&e->out, OP_NAMED) < 0 || put_varint(&e->out, (uint64_t)index) < 0
-                 ? -1
-                 : encode_items(e, v, depth);
+        rc = put_byte(&e->out, OP_NAMED) < 0 || put_varint(&e->out, (uint64_t)named) < 0 ? -1 : encode_items(e, v, depth);
     }
     return rc < 0 ? -1 : remember(e, v);
 }
@@ -258,14 +286,18 @@ static PyObject *codec_encode(PyObject *Py_UNUSED(module), PyObject *const *args
         PyErr_SetString(PyExc_TypeError, "encode(states: list, types: list, fallback) takes three arguments");
         return NULL;
     }
-    PyObject *states = args[0];
+    /* a tuple of its own: whatever the fallback runs, every value met stays alive until the end */
+    PyObject *states = PyList_AsTuple(args[0]);
+    if (states == NULL) {
+        return NULL;
+    }
     Encoder e = {{NULL, 0, 0}, NULL, 0, 0, 0, args[1], args[2]};
     PyObject *result = NULL;
-    Py_ssize_t n = PyList_GET_SIZE(states);
+    Py_ssize_t n = PyTuple_GET_SIZE(states);
     if (put_varint(&e.out, (uint64_t)n) == 0) {
         Py_ssize_t i = 0;
         for (; i < n; i++) {
-            if (encode(&e, PyList_GET_ITEM(states, i), 0) < 0) {
+            if (encode(&e, PyTuple_GET_ITEM(states, i), 0) < 0) {
                 break;
             }
         }
@@ -275,6 +307,7 @@ static PyObject *codec_encode(PyObject *Py_UNUSED(module), PyObject *const *args
     }
     PyMem_Free(e.out.data);
     PyMem_Free(e.seen);
+    Py_DECREF(states);
     return result;
 }
 
@@ -389,7 +422,7 @@ static PyObject *decode(Decoder *d, int depth) {
         }
         PyObject *value = PyObject_CallOneArg(d->loads, blob);
         Py_DECREF(blob);
-        return value;
+        return shared(d, value);
     case OP_TUPLE:
         return shared(d, decode_items(d, &PyTuple_Type, depth));
     case OP_NAMED: {
@@ -400,12 +433,8 @@ static PyObject *decode(Decoder *d, int depth) {
             malformed();
             return NULL;
         }
-        PyObject *type = PyList_GET_ITEM(d->types, (Py_ssize_t)v);
-        if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type)) {
-            PyErr_SetString(PyExc_TypeError, "the codec's type table holds something other than a tuple class");
-            return NULL;
-        }
-        return shared(d, decode_items(d, (PyTypeObject *)type, depth));
+        /* every entry was checked to be a NamedTuple class when the decoding began */
+        return shared(d, decode_items(d, (PyTypeObject *)PyList_GET_ITEM(d->types, (Py_ssize_t)v), depth));
     }
     case OP_FROZENSET: {
         PyObject *items = decode_items(d, &PyTuple_Type, depth);
@@ -435,6 +464,14 @@ static PyObject *codec_decode(PyObject *Py_UNUSED(module), PyObject *const *args
     if (nargs != 3 || !PyList_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "decode(data, types: list, loads) takes three arguments");
         return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(args[1]); i++) {
+        PyObject *type = PyList_GET_ITEM(args[1], i);
+        if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type) ||
+            !is_named_tuple((PyTypeObject *)type)) {
+            PyErr_SetString(PyExc_TypeError, "the codec's type table holds something other than a NamedTuple class");
+            return NULL;
+        }
     }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
