@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kmc.checker import Check
 from kmc.checker.engines.spark.cluster import LocalCluster
-from kmc.checker.engines.spark.context import spark_context
+from kmc.checker.engines.spark.context import slots_available, spark_context
 from kmc.checker.result import Status
 
 pytestmark = pytest.mark.spark
@@ -27,6 +27,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def sc(cluster: LocalCluster):
     context = spark_context(cluster.master_url, app="kmc-tests")
+    # Each executor is a JVM the workers start after the context: on a loaded machine that takes
+    # longer than a search waits for its first one, so the tests start once both have registered.
+    deadline = time.monotonic() + 180
+    while slots_available(context) < cluster.workers and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert slots_available(context) == cluster.workers, f"executors did not register; see {cluster.workdir}"
     yield context
     context.stop()
 
@@ -93,13 +99,11 @@ def test_worker_killed_mid_run_does_not_change_the_result(sc, cluster: LocalClus
 
 
 def test_a_worker_joining_mid_run_gets_work(sc, cluster: LocalCluster, tmp_path: Path) -> None:
-    from kmc.checker.engines.spark.context import slots_available as _slots
-
     cluster.kill_worker(1)  # if the test above has not already
     deadline = time.time() + 60
-    while _slots(sc) != 1 and time.time() < deadline:
+    while slots_available(sc) != 1 and time.time() < deadline:
         time.sleep(0.2)
-    assert _slots(sc) == 1
+    assert slots_available(sc) == 1
     checkpoint = tmp_path / "ckpt"
     # long enough (about 30 s on one worker) that the new worker registers before the search ends
     search = _Background(sc, 6, {"partitions": 2, "checkpoint": str(checkpoint)})

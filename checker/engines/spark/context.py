@@ -116,7 +116,7 @@ def slots_available(sc: Any) -> int:
         return int(sc.defaultParallelism)
 
 
-def wait_for_slots(sc: Any, wanted: int, timeout: float = 25.0, settle: float = 1.0) -> int:
+def wait_for_slots(sc: Any, wanted: int, timeout: float = 60.0, settle: float = 1.0) -> int:
     """The slots to run on. A cluster's executors register after the context starts, one by one:
     wait for the first, then until there are ``wanted`` or none has come for ``settle`` seconds.
     (One that comes later still gets work: the search rescales onto it.)"""
