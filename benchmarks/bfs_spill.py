@@ -122,23 +122,30 @@ def main() -> None:
         print(json.dumps(runs[-1]), flush=True)
         if runs[0]["distinct_states"] != runs[1]["distinct_states"]:
             raise SystemExit("the spilled run and the run in memory found different numbers of states")
-    record = {
-        "benchmark": "bfs-spill",
-        "date": datetime.date.today().isoformat(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "scale": args.scale,
-        "probe": args.probe,
-        "runs": runs,
-    }
+    record = new_record("bfs-spill", scale=args.scale, probe=args.probe, runs=runs)
     if len(runs) == 2:
         record["spilled_over_in_memory"] = {
             "search_time": round(runs[0]["search_s"] / runs[1]["search_s"], 2),
             "cpu_time": round(runs[0]["cpu_s"] / runs[1]["cpu_s"], 2),
             "peak_rss": round(runs[0]["peak_rss_mb"] / runs[1]["peak_rss_mb"], 2),
         }
-    tag = f"-{args.tag}" if args.tag else ""
     probe = f"-probe{args.probe}" if args.probe else ""
-    out = HERE / "results" / f"{record['date']}-bfs-spill-{args.scale}{probe}{tag}.json"
+    write_record(record, f"bfs-spill-{args.scale}{probe}", args.tag)
+
+
+def new_record(benchmark: str, **fields: object) -> dict[str, object]:
+    return {
+        "benchmark": benchmark,
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        **fields,
+    }
+
+
+def write_record(record: dict[str, object], name: str, tag: str) -> None:
+    """benchmarks/results/DATE-NAME[-TAG].json"""
+    suffix = f"-{tag}" if tag else ""
+    out = HERE / "results" / f"{record['date']}-{name}{suffix}.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"recorded {out.relative_to(HERE.parent)}")
 
@@ -159,17 +166,8 @@ def record_stores(memory: str, tag: str) -> None:
         runs.append(run)
     if len({run["distinct_states"] for run in runs}) != 1:
         raise SystemExit("the stores found different numbers of states")
-    record = {
-        "benchmark": "bfs-stores",
-        "date": datetime.date.today().isoformat(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "fixed_peak_rss_mb": fixed["peak_rss_mb"],
-        "runs": runs,
-    }
-    suffix = f"-{tag}" if tag else ""
-    out = HERE / "results" / f"{record['date']}-bfs-stores{suffix}.json"
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"recorded {out.relative_to(HERE.parent)}")
+    record = new_record("bfs-stores", fixed_peak_rss_mb=fixed["peak_rss_mb"], runs=runs)
+    write_record(record, "bfs-stores", tag)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from kmc.checker.errors import NondeterministicModelError, UserError
 from kmc.checker.properties import PropertySet, model_properties, select_properties
 from kmc.checker.result import CheckResult
 from kmc.checker.runner import Check
+from kmc.checker.storage import codec as codec_module
 from toy_models import CounterGrid, TwoPhaseCommit
 
 KMC = [sys.executable, "-m", "kmc.checker.cli"]
@@ -186,8 +187,8 @@ def test_resumed_on_other_workers_it_ends_as_one_uninterrupted_run(tmp_path: Any
     ]
 
 
-def kmc_error(*args: str) -> str:
-    done = subprocess.run([*KMC, "check", *args, "--no-progress"], capture_output=True, text=True, timeout=60)
+def kmc_error(*args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run([*KMC, "check", *args, "--no-progress"], capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     return line
@@ -206,6 +207,20 @@ def test_each_bfs_search_refuses_the_others_checkpoint_in_one_line(tmp_path: Any
     )
     assert kmc_error("replication", "--workers", "2", "--memory", "1g") == (
         "kmc: error: bfs --workers keeps its visited set in memory: drop --memory, or run with --workers 1"
+    )
+
+
+@pytest.mark.skipif(not codec_module.ACCELERATED, reason="the C codec was not built")
+def test_a_checkpoint_resumed_by_a_build_without_the_codec_is_refused_in_one_line(tmp_path: Any) -> None:
+    checkpoint = str(tmp_path / "checkpoint")
+    check("replication", None, {}, {"workers": 2, "checkpoint": checkpoint, "max_depth": 3})
+    line = kmc_error(
+        "replication", "--workers", "2", "--resume", checkpoint, env={**os.environ, "KMC_PURE_PYTHON": "1"}
+    )
+    assert line == (
+        "kmc: error: --resume: the checkpoint's levels are in the 'statecodec-1' form and this kmc writes 'pickle' "
+        "(its C extensions were built for one and not the other, or KMC_PURE_PYTHON differs): resume with the "
+        "build that wrote it, or start again"
     )
 
 

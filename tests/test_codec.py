@@ -13,7 +13,7 @@ import pytest
 from kmc.checker.registry import load_model_class, registered_models
 from kmc.checker.search.kernel import expand, initial_states
 from kmc.checker.storage import codec as codec_module
-from kmc.checker.storage.codec import StateCodec
+from kmc.checker.storage.codec import OtherFormError, StateCodec
 from kmc.checker.storage.fingerprint import fingerprint
 
 
@@ -153,3 +153,13 @@ def test_what_only_looks_like_a_named_tuple_goes_through_pickle() -> None:
     assert codec.decode(codec.encode(states)) == [("x", "y" * 10, ("z",)), ("w",)]
     with pytest.raises(TypeError, match="NamedTuple class"):
         codec.decode(codec.encode([stamp]), [type(stamp)])
+
+
+def test_bytes_of_another_form_are_refused_not_misread() -> None:
+    """A checkpoint written by a build with the C codec and resumed by one without it, or the other
+    way round, names both forms."""
+    packed = StateCodec().pack(first_states("replication", 10))
+    other = StateCodec()
+    other.form = "statecodec-0"
+    with pytest.raises(OtherFormError, match="'statecodec-0'"):
+        other.unpack(packed)

@@ -23,6 +23,16 @@ def _pickled(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+class OtherFormError(ValueError):
+    """Packed bytes in a form this build does not write: another build's, with or without the C
+    extension (a checkpoint resumed by a different build)."""
+
+    def __init__(self, form: str, own: str) -> None:
+        super().__init__(f"the states are in the {form!r} form and this kmc writes {own!r}")
+        self.form = form
+        self.own = own
+
+
 class StateCodec:
     """Encodes and decodes lists of states; one codec per search, since its table of NamedTuple
     classes (filled as they are met) is what the bytes refer to."""
@@ -52,10 +62,14 @@ class StateCodec:
             return pickle.loads(data)  # bytes this run wrote, or a checkpoint's, checked before
 
     def pack(self, states: list[Any]) -> bytes:
-        """The states with the class table they need: bytes another process's codec can ``unpack``."""
+        """The states with their form and the class table they need: bytes that another process's
+        codec, or this search resumed, can ``unpack``."""
         encoded = self.encode(states)  # first: it may add classes to the table
-        return _pickled((list(self.types), encoded))
+        return _pickled((self.form, list(self.types), encoded))
 
-    def unpack(self, data: bytes) -> list[Any]:
-        types, encoded = pickle.loads(data)  # sent by another worker of this search
+    def unpack(self, data: bytes | memoryview) -> list[Any]:
+        """What ``pack`` wrote; OtherFormError if another build wrote it."""
+        form, types, encoded = pickle.loads(data)  # this search's own bytes, or a checkpoint's, checked before
+        if form != self.form:
+            raise OtherFormError(form, self.form)
         return self.decode(encoded, types)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 from kmc.checker.errors import UserError
-from kmc.checker.storage.codec import StateCodec
+from kmc.checker.storage.codec import OtherFormError, StateCodec
 
 ENTRY_BYTES = 100
 """What one fingerprint costs in the dict: its int, its slot and the dict's spare room (measured)."""
@@ -255,6 +255,18 @@ def check_digest(paths: list[Path], digest: str, sizes: list[int] | None = None)
         )
 
 
+def unpack_resumed(codec: StateCodec, packed: bytes, what: str) -> list[Any]:
+    """A checkpoint's states; one error line if another build of kmc wrote them."""
+    try:
+        return codec.unpack(packed)
+    except OtherFormError as exc:
+        raise UserError(
+            f"--resume: the checkpoint's {what} are in the {exc.form!r} form and this kmc writes "
+            f"{exc.own!r} (its C extensions were built for one and not the other, or "
+            "KMC_PURE_PYTHON differs): resume with the build that wrote it, or start again"
+        ) from None
+
+
 class DiskLevel:
     """One BFS level's ``(state, fingerprint)`` pairs in discovery order: ``buffer`` in memory, and
     before it chunks written to ``level-N.pkl`` files when it is spilled (the states in the codec's
@@ -281,11 +293,9 @@ class DiskLevel:
         Returns the next free file name."""
         for start in range(0, len(self.buffer), chunk):
             part = self.buffer[start : start + chunk]
-            encoded = self.codec.encode([state for state, _fp in part])
+            packed = self.codec.pack([state for state, _fp in part])
             fps = np.fromiter((fp for _state, fp in part), dtype=np.uint64, count=len(part)).tobytes()
-            payload = pickle.dumps(
-                (self.codec.form, list(self.codec.types), encoded, fps), protocol=pickle.HIGHEST_PROTOCOL
-            )
+            payload = pickle.dumps((packed, fps), protocol=pickle.HIGHEST_PROTOCOL)
             name += 1
             path = self.directory / f"level-{name}.pkl"
             with open(path, "wb") as fh:
@@ -301,14 +311,8 @@ class DiskLevel:
         """The states in discovery order, a chunk at a time."""
         for name, _count, _digest in self.files:
             with open(self.directory / f"level-{name}.pkl", "rb") as fh:
-                form, types, encoded, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
-            if form != self.codec.form:
-                raise UserError(
-                    f"--resume: the checkpoint's levels are in the {form!r} form and this kmc writes "
-                    f"{self.codec.form!r} (its C extensions were built for one and not the other, or "
-                    "KMC_PURE_PYTHON differs): resume with the build that wrote it, or start again"
-                )
-            states = self.codec.decode(encoded, types)
+                packed, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
+            states = unpack_resumed(self.codec, packed, "levels")
             yield list(zip(states, np.frombuffer(fps, dtype=np.uint64).tolist(), strict=True))
         yield self.buffer
 

@@ -51,7 +51,7 @@ from kmc.checker.storage.codec import StateCodec
 from kmc.checker.storage.fingerprint import collision_probability
 from kmc.checker.storage.fpset import ENTRY_BYTES, DiskFPSet, DiskLevel, check_digest, combined_digest, remove_files
 
-CHECKPOINT_FORMAT = 3
+CHECKPOINT_FORMAT = 4
 """Bumped whenever the files of a BFS checkpoint change shape; a checkpoint of another format is refused."""
 BATCH = 2048
 """States expanded before their successors are looked up on disk together."""

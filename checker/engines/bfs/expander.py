@@ -11,7 +11,6 @@ cross processes only when the frontiers are evened out.
 from __future__ import annotations
 
 import gc
-import pickle
 import signal
 import time
 import traceback
@@ -64,7 +63,7 @@ class Expander:
 
     # -- a level ------------------------------------------------------------------------------
     def take_frontier(self, states: bytes) -> None:
-        self.frontier = pickle.loads(states)
+        self.frontier = self.codec.unpack(states)
 
     def expand(self, probe: bool, violated: Sequence[str]) -> dict[str, Any]:
         """Expand the frontier: the candidates (each successor's fingerprint, first met first, with its
@@ -200,7 +199,7 @@ class Expander:
         return self.check_new(violated)
 
     def save_frontier(self, path: str) -> list[Any]:
-        return write_frontier(Path(path), self.frontier)
+        return write_frontier(Path(path), self.frontier, self.codec)
 
     def counts(self) -> list[dict[str, Any] | None]:
         """What the observers counted here so far (for a checkpoint)."""

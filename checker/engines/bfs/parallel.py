@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +51,7 @@ from kmc.checker.search.kernel import (
 from kmc.checker.search.observers import SearchObserver
 from kmc.checker.search.path import step_trace, trace_from_keys
 from kmc.checker.search.progress import NoProgress, Progress
+from kmc.checker.storage.codec import StateCodec
 from kmc.checker.storage.fingerprint import collision_probability, fingerprint
 from kmc.checker.storage.visited import VisitedFingerprints
 
@@ -317,9 +317,8 @@ class ParallelSearch:
         fps = self.frontier_fps[0]
         bounds = np.linspace(0, len(frontier), len(workers) + 1).astype(int)
         slices = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
-        workers.ask(
-            "take_frontier", [(pickle.dumps(frontier[a:b], protocol=pickle.HIGHEST_PROTOCOL),) for a, b in slices]
-        )
+        codec = StateCodec()
+        workers.ask("take_frontier", [(codec.pack(frontier[a:b]),) for a, b in slices])
         self.frontier_fps = [fps[a:b] for a, b in slices]
 
     def level(self, workers: Workers) -> None:

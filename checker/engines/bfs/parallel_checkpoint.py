@@ -26,14 +26,14 @@ from kmc.checker.result import Violation
 from kmc.checker.storage.checkpoint import (
     check_resumable,
     checkpoint_key,
-    interned,
     load_meta,
     save_meta,
     write_atomically,
 )
-from kmc.checker.storage.fpset import check_digest, combined_digest, remove_files
+from kmc.checker.storage.codec import StateCodec
+from kmc.checker.storage.fpset import check_digest, combined_digest, remove_files, unpack_resumed
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever these files change shape; a checkpoint of another format is refused."""
 SAME = "model, config, properties, symmetry and deadlock"
 
@@ -42,9 +42,9 @@ def digest_of(payload: bytes) -> str:
     return combined_digest([hashlib.sha256(payload).digest()])
 
 
-def write_frontier(path: Path, states: list[Any]) -> list[Any]:
-    """A worker's slice of the level, pickled (equal parts of states written once): [name, count, digest]."""
-    payload = pickle.dumps(interned(states), protocol=pickle.HIGHEST_PROTOCOL)
+def write_frontier(path: Path, states: list[Any], codec: StateCodec) -> list[Any]:
+    """A worker's slice of the level, in the codec's form: [name, count, digest]."""
+    payload = codec.pack(states)
     write_atomically(path, lambda fh: fh.write(payload))
     return [path.name, len(states), digest_of(payload)]
 
@@ -122,8 +122,9 @@ class LevelCheckpoint:
             tables = [self.read(entry, lambda data: np.load(io.BytesIO(data))) for entry in files["visited"]]
             self.visited_files = [list(entry) for entry in files["visited"]]
             states: list[Any] = []
+            codec = StateCodec()
             for entry in files["frontier"]:
-                states.extend(self.read(entry, pickle.loads))
+                states.extend(self.read(entry, lambda data: unpack_resumed(codec, data, "levels")))
             found = self.read(files["violations"], pickle.loads) if files["violations"] else []
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"--resume {self.directory}: meta.json is malformed ({exc})") from None

@@ -57,7 +57,8 @@ def await_files(paths: list[Path], check: Callable[[], None]) -> None:
 
 
 def write_states(path: Path, fps: list[int], states: list[State], key: bytes) -> None:
-    # One pickle per file: parts the states share are written once.
+    # One pickle per file, parts the states share written once. Not the bfs engine's StateCodec: a
+    # cluster's executors may run builds with and without its C extension, and pickle reads on all.
     import numpy as np
 
     piece = (np.array(fps, dtype=np.uint64), interned(states))
