@@ -26,6 +26,7 @@ from kmc.models.kraft_replication.state import (
     Record,
     end_offset_for_epoch,
 )
+from suite_entries import checked_whole
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = sorted((ROOT / "counterexamples" / "kraft-replication").glob("*.itf.json"))
@@ -374,6 +375,9 @@ def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
         done = replay(read_trace(PRE_KIP_320_TRACE))
         assert done.model.config_dict() == KraftReplicationModel.build(preset).config_dict()
         assert expected == {confirm_violation(done): "violated"}
+        return
+    if checked_whole("kraft-replication", preset):  # the CI suite searches it
+        assert set(expected.values()) == {"holds"}
         return
     result = bfs(
         KraftReplicationModel.build(preset),

@@ -27,6 +27,7 @@ from kmc.models.streams_group.state import (
     StreamsGroupState,
     TasksTuple,
 )
+from suite_entries import checked_whole
 
 TRACES = Path(__file__).resolve().parent.parent / "counterexamples" / "streams-group"
 
@@ -38,6 +39,9 @@ def _tasks(active: str = "", standby: str = "") -> TasksTuple:
 @pytest.mark.parametrize("preset", sorted(StreamsGroupModel.presets))
 def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
     expected = StreamsGroupModel.presets[preset].expected
+    if checked_whole("streams-group", preset):  # the CI suite searches it
+        assert set(expected.values()) == {"holds"}
+        return
     result = Check("streams-group", preset=preset, settings={"keep_going": True}).run()
     violated = {v.property for v in result.violations}
     assert violated == {name for name, verdict in expected.items() if verdict == "violated"}
