@@ -4,7 +4,8 @@ A checkpoint holds ``meta.json`` -- what check it is, how far it got -- carrying
 kept in ~/.config/kmc; the other files are either sealed with an HMAC of their own (spark) or named
 in ``meta.json`` with their SHA-256 (bfs). A file is unpickled only after that check: a file written
 by anyone else is never loaded. Shared by the engines that checkpoint (spark, bfs), with the
-interning that makes a pickled level small and quick to load.
+interning that makes Spark's pickled levels small and quick to load, and the reading of bfs's levels
+(in the codec's form, which names itself).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kmc.checker.errors import UserError
+from kmc.checker.storage.codec import OtherFormError, StateCodec
 
 MAC_BYTES = 32
 
@@ -167,3 +169,15 @@ def interned(states: list[Any]) -> list[Any]:
             state = tuple.__new__(cls, parts)
         out.append(state)
     return out
+
+
+def unpack_resumed(codec: StateCodec, packed: bytes) -> list[Any]:
+    """A checkpoint's states; one error line if another build of kmc wrote them."""
+    try:
+        return codec.unpack(packed)
+    except OtherFormError as exc:
+        raise UserError(
+            f"--resume: the checkpoint's levels are in the {exc.form!r} form and this kmc writes "
+            f"{exc.own!r} (its C extensions were built for one and not the other, or "
+            "KMC_PURE_PYTHON differs): resume with the build that wrote it, or start again"
+        ) from None

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 from kmc.checker.errors import UserError
-from kmc.checker.storage.codec import OtherFormError, StateCodec
+from kmc.checker.storage.checkpoint import unpack_resumed
+from kmc.checker.storage.codec import StateCodec
 
 ENTRY_BYTES = 100
 """What one fingerprint costs in the dict: its int, its slot and the dict's spare room (measured)."""
@@ -255,18 +256,6 @@ def check_digest(paths: list[Path], digest: str, sizes: list[int] | None = None)
         )
 
 
-def unpack_resumed(codec: StateCodec, packed: bytes, what: str) -> list[Any]:
-    """A checkpoint's states; one error line if another build of kmc wrote them."""
-    try:
-        return codec.unpack(packed)
-    except OtherFormError as exc:
-        raise UserError(
-            f"--resume: the checkpoint's {what} are in the {exc.form!r} form and this kmc writes "
-            f"{exc.own!r} (its C extensions were built for one and not the other, or "
-            "KMC_PURE_PYTHON differs): resume with the build that wrote it, or start again"
-        ) from None
-
-
 class DiskLevel:
     """One BFS level's ``(state, fingerprint)`` pairs in discovery order: ``buffer`` in memory, and
     before it chunks written to ``level-N.pkl`` files when it is spilled (the states in the codec's
@@ -312,7 +301,7 @@ class DiskLevel:
         for name, _count, _digest in self.files:
             with open(self.directory / f"level-{name}.pkl", "rb") as fh:
                 packed, fps = pickle.load(fh)  # this run's own file, or one checked by restore()
-            states = unpack_resumed(self.codec, packed, "levels")
+            states = unpack_resumed(self.codec, packed)
             yield list(zip(states, np.frombuffer(fps, dtype=np.uint64).tolist(), strict=True))
         yield self.buffer
 

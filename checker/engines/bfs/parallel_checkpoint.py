@@ -28,10 +28,11 @@ from kmc.checker.storage.checkpoint import (
     checkpoint_key,
     load_meta,
     save_meta,
+    unpack_resumed,
     write_atomically,
 )
 from kmc.checker.storage.codec import StateCodec
-from kmc.checker.storage.fpset import check_digest, combined_digest, remove_files, unpack_resumed
+from kmc.checker.storage.fpset import check_digest, combined_digest, remove_files
 
 FORMAT = 2
 """Bumped whenever these files change shape; a checkpoint of another format is refused."""
@@ -124,7 +125,7 @@ class LevelCheckpoint:
             states: list[Any] = []
             codec = StateCodec()
             for entry in files["frontier"]:
-                states.extend(self.read(entry, lambda data: unpack_resumed(codec, data, "levels")))
+                states.extend(self.read(entry, lambda data: unpack_resumed(codec, data)))
             found = self.read(files["violations"], pickle.loads) if files["violations"] else []
         except (KeyError, TypeError, ValueError) as exc:
             raise UserError(f"--resume {self.directory}: meta.json is malformed ({exc})") from None
