@@ -359,3 +359,9 @@ def test_a_search_that_stopped_early_says_what_it_did_not_reach_not_what_never_h
     doc = json.loads(out)
     assert doc["complete"] is False
     assert doc["vacuity"] == ["action RevokePartitions was not taken before the search stopped"]
+
+
+def test_help_shows_square_brackets_as_written(kmc) -> None:  # type: ignore[no-untyped-def]
+    """The help is rendered as rich markup, where [[check]] would vanish unless escaped."""
+    code, out, _ = kmc("ci", "--help")
+    assert code == 0 and "A TOML suite of [[check]] entries." in " ".join(out.split())

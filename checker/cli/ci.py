@@ -13,7 +13,7 @@ from kmc.checker.errors import UserError
 
 
 def ci(
-    suite: Annotated[Path, typer.Argument(help="A TOML suite of [[check]] entries.")],
+    suite: Annotated[Path, typer.Argument(help=r"A TOML suite of \[\[check]] entries.")],
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write traces of violations found under DIR/<model>/.")] = None,
     jobs: Annotated[int, typer.Option(help="Run this many entries at a time, each in its own process.")] = 1,

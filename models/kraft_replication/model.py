@@ -125,8 +125,23 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
         self.use_c_twin("kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: twin_context(self))
 
     def inactive_actions(self) -> tuple[str, ...]:
-        inactive = () if self.config.max_controller_failovers else ("ControllerFailover",)
-        return inactive + (() if self.config.max_reassignments else ("AlterPartitionReassignments",))
+        """What the configuration turns off: a fault whose bound is 0, the restarts and fencing that
+        only follow a fault, and OffsetsForLeaderEpoch unless truncation is by it."""
+        c = self.config
+        off = [] if c.max_controller_failovers else ["ControllerFailover"]
+        if not c.max_reassignments:
+            off.append("AlterPartitionReassignments")
+        if c.truncation != "offsets_for_leader_epoch":
+            off += ["SendOffsetsForLeaderEpoch", "HandleOffsetsForLeaderEpoch", "HandleOffsetsForLeaderEpochResponse"]
+        if not c.max_crashes:
+            off.append("BrokerCrash")
+        if not c.max_shutdowns:
+            off.append("ControlledShutdown")
+        if not (c.max_crashes or c.max_shutdowns):
+            off.append("BrokerRestart")  # only a broker that went down restarts
+            if not c.max_fences:
+                off += ["FenceBroker", "UnfenceBroker"]  # nor is a running broker fenced
+        return tuple(off)
 
     # -- the initial state ---------------------------------------------------------------------
     def init_states(self) -> list[KraftReplicationState]:
