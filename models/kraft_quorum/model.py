@@ -233,10 +233,12 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
         return [QuorumState((fresh,) * len(self.replica_ids), frozenset(), (), 0, 0, 0)]
 
     def inactive_actions(self) -> tuple[str, ...]:
-        """KIP-853's actions where the config has no voter changes or lost disks, and the faults and
-        writes whose bound is 0."""
+        """KIP-853's actions where the config has no voter changes or lost disks, the faults and
+        writes whose bound is 0, and a check-quorum resignation without check-quorum (KIP-996)."""
         cfg = self.config
         off = ["AddVoter", "RemoveVoter", "ResignRemoved"] if self.static_voters else []
+        if not cfg.check_quorum:
+            off.append("CheckQuorumResign")
         if not cfg.max_disk_losses:
             off.append("LoseDisk")
         if not cfg.max_partitions:
