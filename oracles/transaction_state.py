@@ -4,13 +4,16 @@ Kafka's request validation (``TransactionCoordinator``) is Scala in the broker a
 here; what the kafka-transaction-coordinator jar decides on its own is which state transitions are
 legal (``TransactionState.validPreviousStates``, checked by ``prepareTransitionTo``), what each
 transition does to the producer id and epochs (``prepareIncrementProducerEpoch``,
-``prepareFenceProducerEpoch``, ``prepareAddPartitions``, ``prepareAbortOrCommit``,
-``prepareComplete``) and whether the result may be installed (``completeTransitionTo``).
+``prepareProducerIdRotation``, ``prepareFenceProducerEpoch``, ``prepareAddPartitions``,
+``prepareAbortOrCommit``, ``prepareComplete``) and whether the result may be installed
+(``completeTransitionTo``). Which producer id a rotation allocates, and whether the coordinator
+rotates at all, is the Scala coordinator's choice: the model's is passed in.
 
 At every step that changes the coordinator's metadata, a real ``TransactionMetadata`` is built
 from the model's metadata before the step, the same prepare method is called with the inputs the
 coordinator would pass, the transit is completed, and the resulting (state, producerId,
-producerEpoch, lastProducerEpoch, topicPartitions) -- or Kafka's exception -- is compared with
+producerEpoch, lastProducerEpoch, topicPartitions, prevProducerId, nextProducerId) -- or Kafka's
+exception -- is compared with
 the model's metadata after the step. Every reachable metadata is also asked, for each target
 state, whether the transition is legal, and whether it allows expiration.
 """
@@ -85,8 +88,8 @@ class TransactionStateOracle(Oracle):
         return self.Metadata(
             TRANSACTIONAL_ID,
             meta.producerId,
-            -1,
-            -1,
+            meta.prevProducerId,
+            meta.nextProducerId,
             meta.producerEpoch,
             meta.lastProducerEpoch,
             TIMEOUT_MS,
@@ -97,18 +100,25 @@ class TransactionStateOracle(Oracle):
             self.tv,
         )
 
-    def _result(self, md: Any) -> tuple:
+    def _result(self, md: Any, transit: Any) -> tuple:
         parts = frozenset(int(tp.partition()) for tp in md.topicPartitions())
         state = str(md.state().stateName())
-        return (state, int(md.producerId()), int(md.producerEpoch()), int(md.lastProducerEpoch()), parts)
+        epochs = (int(md.producerEpoch()), int(md.lastProducerEpoch()))
+        ids = (int(md.prevProducerId()), int(transit.nextProducerId()))
+        return (state, int(md.producerId()), *epochs, parts, *ids)
 
     @staticmethod
     def _ours(meta: TxnMeta) -> tuple:
-        return (meta.state, meta.producerId, meta.producerEpoch, meta.lastProducerEpoch, meta.topicPartitions)
+        epochs = (meta.producerEpoch, meta.lastProducerEpoch)
+        ids = (meta.prevProducerId, meta.nextProducerId)
+        return (meta.state, meta.producerId, *epochs, meta.topicPartitions, *ids)
 
-    def _kafka(self, kind: str, before: TxnMeta | None, action: Action, expected_epoch: int = -1) -> tuple | str:
+    def _kafka(
+        self, kind: str, before: TxnMeta | None, action: Action, after: TxnMeta, expected_epoch: int = -1
+    ) -> tuple | str:
         """Ask Kafka's metadata for the transition the coordinator makes for this request;
-        ``expected_epoch`` is the epoch an InitProducerId carries (KIP-360), -1 for none."""
+        ``expected_epoch`` is the epoch an InitProducerId carries (KIP-360), -1 for none. The
+        coordinator's own choices -- a new producer id on exhaustion -- are read from ``after``."""
         try:
             if before is None:  # a new transactional id: handleInitProducerId creates it in Empty
                 empty = self.states[tcm.EMPTY]
@@ -130,9 +140,13 @@ class TransactionStateOracle(Oracle):
                 md = self._metadata(before)
             state = str(md.state().stateName())
             if kind == "timeout" and not self.model.config.kafka_6119:  # the abort alone, at the same epoch
-                transit = md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, -1, NOW, False)
+                transit = md.prepareAbortOrCommit(
+                    self.states[tcm.PREPARE_ABORT], self.tv, after.nextProducerId, NOW, False
+                )
             elif (kind == "init" and state == tcm.ONGOING) or kind == "timeout":
-                transit = self._fence_and_abort(md)
+                transit = self._fence_and_abort(md, after.nextProducerId)
+            elif kind == "init" and before is not None and after.producerId != before.producerId:
+                transit = md.prepareProducerIdRotation(after.producerId, TIMEOUT_MS, NOW, expected_epoch != -1)
             elif kind == "init":
                 expected = self.Optional.empty()
                 if expected_epoch != -1:
@@ -144,17 +158,17 @@ class TransactionStateOracle(Oracle):
             elif kind == "end":
                 target = tcm.PREPARE_COMMIT if action.args["commit"] else tcm.PREPARE_ABORT
                 empty = state != tcm.ONGOING
-                transit = md.prepareAbortOrCommit(self.states[target], self.tv, -1, NOW, empty)
+                transit = md.prepareAbortOrCommit(self.states[target], self.tv, after.nextProducerId, NOW, empty)
             else:
                 transit = md.prepareComplete(NOW)
             md.completeTransitionTo(transit)
-            return self._result(md)
+            return self._result(md, transit)
         except Exception as exc:  # a Kafka exception is Kafka's answer
             if jvm.is_java_exception(exc):
                 return jvm.java_exception_text(exc)
             raise
 
-    def _fence_and_abort(self, md: Any) -> Any:
+    def _fence_and_abort(self, md: Any, next_producer_id: int) -> Any:
         """What abortTimedOutTransactions and InitProducerId on an open transaction do: prepare the
         epoch fence, drop it as pending, and prepare the abort instead. Transaction version 1
         (endTransactionWithTV1) installs the fenced epoch first; so did version 2 before
@@ -164,7 +178,7 @@ class TransactionStateOracle(Oracle):
         if not (self.tv2 and self.model.config.kafka_19367):
             md.setProducerEpoch(fence.producerEpoch())
             md.setLastProducerEpoch(-1)
-        return md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, -1, NOW, False)
+        return md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, next_producer_id, NOW, False)
 
     # -- the comparisons -----------------------------------------------------------------------
     def compare_step(
@@ -180,7 +194,7 @@ class TransactionStateOracle(Oracle):
             request = request_in_flight(state, "InitProducerId", client)
             assert request is not None, "an InitProducerId was handled with none in flight"
             expected = request.producerEpoch
-        theirs = self._kafka(kind, before, action, expected)
+        theirs = self._kafka(kind, before, action, after, expected)
         inputs = {"before": self._ours(before) if before else None, "action": repr(action)}
         yield Comparison(f"{kind} transition", self._ours(after), theirs, inputs)
 

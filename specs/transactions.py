@@ -129,7 +129,7 @@ def CoordinatorEpochNeverRegresses(s: TransactionsState) -> bool:
 @step
 def LegalCoordinatorTransition(s: TransactionsState, action: Action, t: TransactionsState) -> bool:
     """Every change of the coordinator's state is one TransactionState allows, and the producer epoch
-    never goes back."""
+    never goes back (a rotation on epoch exhaustion starts again at 0 under a newer producer id)."""
     before, after = s.transactionLog, t.transactionLog
     if before is None or after is None or before == after:
         return True
@@ -137,7 +137,7 @@ def LegalCoordinatorTransition(s: TransactionsState, action: Action, t: Transact
         return False
     if after.state == before.state and before.state not in (ONGOING,) and action.name != "HandleInitProducerId":
         return False
-    return after.producerEpoch >= before.producerEpoch
+    return (after.producerId, after.producerEpoch) >= (before.producerId, before.producerEpoch)
 
 
 @invariant

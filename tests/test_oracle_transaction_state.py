@@ -6,7 +6,7 @@ import os
 
 import pytest
 from kmc.checker.conformance.run import conform
-from kmc.models.transactions.coordinator import EMPTY, PREPARE_COMMIT
+from kmc.models.transactions.coordinator import COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, PREPARE_COMMIT
 from kmc.models.transactions.model import TransactionsModel, TransactionsState
 
 pytestmark = pytest.mark.skipif(os.environ.get("KMC_SKIP_KAFKA") == "1", reason="needs the Kafka jars")
@@ -23,8 +23,10 @@ def _conform(model: TransactionsModel):
 @pytest.mark.parametrize(
     ("preset", "overrides", "states", "steps", "comparisons"),
     [
-        ("zombie", {}, 4876, 1348, 45205),
-        ("txn-timeout", {}, 9799, 2811, 90984),
+        ("zombie", {}, 5372, 1480, 49801),
+        ("txn-timeout", {}, 9209, 2553, 85416),
+        ("epoch-exhaustion", {}, 15553, 5562, 145539),
+        ("pre-kafka-20090", {}, 15415, 5538, 144273),
         ("kip-890-part-1", {"partitions": 1}, 2704, 675, 24993),
         ("pre-kip-890", {"partitions": 1}, 1128, 322, 10456),
         ("pre-kafka-6119", {"partitions": 1}, 276, 100, 2566),
@@ -80,3 +82,19 @@ def test_oracle_catches_a_kip_360_bump_that_forgets_the_last_epoch() -> None:
     _result, tally = _conform(model)
     assert tally.mismatches == 1
     assert tally.first_mismatch.question == "init transition"
+
+
+class CompletionKeepsTheExhaustedProducerId(TransactionsModel):
+    """Broken on purpose: a completion does not move to the producer id allocated on exhaustion."""
+
+    def _apply(self, s: TransactionsState, meta, responses, drop):  # type: ignore[no-untyped-def]
+        if meta.state in (COMPLETE_COMMIT, COMPLETE_ABORT) and meta.prevProducerId != meta.producerId:
+            meta = meta._replace(producerId=meta.prevProducerId, producerEpoch=32767)
+        return super()._apply(s, meta, responses, drop)
+
+
+def test_oracle_catches_a_completion_that_does_not_rotate_the_producer_id() -> None:
+    model = CompletionKeepsTheExhaustedProducerId(TransactionsModel.make_config("epoch-exhaustion"))
+    _result, tally = _conform(model)
+    assert tally.mismatches == 1
+    assert tally.first_mismatch.question == "complete transition"

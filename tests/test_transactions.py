@@ -11,8 +11,9 @@ from kmc.checker.result import Status
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.transactions import coordinator as tc
-from kmc.models.transactions.log import aborted_index, read_committed
+from kmc.models.transactions.log import ProducerEntry, aborted_index, read_committed
 from kmc.models.transactions.model import TransactionsModel
+from kmc.models.transactions.state import Message
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = sorted((ROOT / "counterexamples" / "transactions").glob("*.itf.json"))
@@ -27,12 +28,19 @@ def _check(preset: str, names: list[str] | None = None, **overrides: object):
 def test_kip_890_part_2_safety_holds_completely() -> None:
     result = _check("kip-890-part-2", SAFETY)
     assert result.status is Status.HOLDS_COMPLETE, result.violations
-    assert (result.stats.distinct_states, result.stats.depth) == (57381, 45)
+    assert (result.stats.distinct_states, result.stats.depth) == (59389, 45)
 
 
 @pytest.mark.parametrize(
     ("preset", "states"),
-    [("read-committed", 52100), ("zombie", 4876), ("txn-timeout", 9799), ("failover", 7066), ("offsets", 7066)],
+    [
+        ("read-committed", 52396),
+        ("zombie", 5372),
+        ("txn-timeout", 9209),
+        ("failover", 7138),
+        ("offsets", 7138),
+        ("epoch-exhaustion", 15553),
+    ],
 )
 def test_fixed_presets_hold_every_property_including_liveness(preset: str, states: int) -> None:
     result = Check("transactions", preset=preset).run()
@@ -64,6 +72,9 @@ def test_fixed_presets_hold_every_property_including_liveness(preset: str, state
         ("pre-kafka-5355", "AbortedNeverVisible", 13),
         ("pre-kafka-5376", "AbortedNeverVisible", 15),
         ("pre-kafka-5376", "ReadCommittedSeesOnlyCommitted", 15),
+        ("pre-kafka-20090", "LastStableOffsetAdvances", 39),
+        ("pre-kafka-18660", "FencedOnlyByANewerProducer", 29),
+        ("pre-kafka-18660", "TransactionFailsOnlyByAFault", 34),
     ],
 )
 def test_each_bug_before_its_fix(preset: str, prop: str, length: int) -> None:
@@ -142,7 +153,7 @@ def test_fifo_delivery_changes_the_state_space_not_the_verdict() -> None:
     assert result.stats.distinct_states == FIFO_STATES
 
 
-FIFO_STATES = 1028  # with "any" delivery: 1,645
+FIFO_STATES = 1046  # with "any" delivery: 1,701
 
 
 def test_read_committed_skips_aborted_data_and_stops_at_the_lso() -> None:
@@ -176,7 +187,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 18
+    assert len(TRACES) == 20
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
 
@@ -239,11 +250,12 @@ def test_an_abort_after_the_bump_is_followed_by_init_producer_id_with_the_curren
 def test_the_coordinator_answers_kip_360_init_producer_id() -> None:
     """prepareIncrementProducerEpoch with an expected epoch: bump, a retry at the last epoch, fenced."""
     done = tc.TxnMeta(0, 3, -1, tc.COMPLETE_ABORT, frozenset())
-    bump = tc.handle_init_producer_id(done, False, 3)
+    bump = tc.handle_init_producer_id(done, False, 3, expected_id=0)
     assert (bump.error, bump.meta[1:4]) == (tc.NONE, (4, 3, tc.EMPTY))
-    retry = tc.handle_init_producer_id(bump.meta, False, 3)
+    retry = tc.handle_init_producer_id(bump.meta, False, 3, expected_id=0)
     assert (retry.error, retry.meta[1:4]) == (tc.NONE, (4, 3, tc.EMPTY))
-    assert tc.handle_init_producer_id(bump.meta, False, 2).error == tc.PRODUCER_FENCED
+    assert tc.handle_init_producer_id(bump.meta, False, 2, expected_id=0).error == tc.PRODUCER_FENCED
+    assert tc.handle_init_producer_id(bump.meta, False, 3, expected_id=7).error == tc.PRODUCER_FENCED
     fresh = tc.handle_init_producer_id(bump.meta, False)
     assert fresh.meta[1:3] == (5, -1)
 
@@ -303,7 +315,7 @@ def test_a_delayed_fetch_completes_with_what_the_fix_restored(flag: str, given: 
     else:
         assert last.partitions[0].log[1].control and not last.partitions[0].log[1].commit  # an aborted record
     fixed = Check("transactions", preset=preset, overrides={flag: True}).run()
-    assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 6042)
+    assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 6162)
 
 
 def _trace(name: str):
@@ -346,3 +358,103 @@ def test_kafka_18575_the_marker_clears_the_guard_of_the_next_transaction() -> No
     names = [a.name for a in trace.actions[1:]]
     assert names.index("HandleWriteTxnMarkers") < names.index("WriteTxnCompletion") < len(names) - 3
     assert names[-3:] == ["HandleVerifyPartition", "HandleVerifyResponse", "HandleProduceResponse"]
+
+
+def test_init_producer_id_rotates_an_exhausted_producer_id_and_answers_its_retry() -> None:
+    exhausted = tc.TxnMeta(0, 32766, -1, tc.COMPLETE_COMMIT, frozenset(), 0)
+    new_producer = tc.handle_init_producer_id(exhausted, tv2=True)
+    assert (new_producer.method, new_producer.producerId, new_producer.producerEpoch) == (
+        "prepareProducerIdRotation",
+        1,
+        0,
+    )
+    assert new_producer.meta is not None and new_producer.meta.lastProducerEpoch == -1
+    bump = tc.handle_init_producer_id(exhausted, tv2=True, expected_epoch=32766, expected_id=0)
+    assert bump.meta == tc.TxnMeta(1, 0, 32766, tc.EMPTY, frozenset(), 0)
+    # the same request again, its answer lost: the old id at its exhausted epoch is still valid
+    retry = tc.handle_init_producer_id(bump.meta, tv2=True, expected_epoch=32766, expected_id=0)
+    assert (retry.error, retry.producerId, retry.producerEpoch) == (tc.NONE, 1, 0)
+    stale = tc.handle_init_producer_id(bump.meta, tv2=True, expected_epoch=32765, expected_id=0)
+    assert stale.error == tc.PRODUCER_FENCED
+
+
+def test_end_txn_that_exhausts_the_epoch_answers_with_the_next_producer_id() -> None:
+    ongoing = tc.TxnMeta(0, 32766, 32765, tc.ONGOING, frozenset({0}), 0)
+    fixed = tc.handle_end_txn(ongoing, 0, 32766, True, tv2=True)
+    assert fixed.meta is not None and (fixed.meta.producerEpoch, fixed.meta.nextProducerId) == (32767, 1)
+    assert (fixed.producerId, fixed.producerEpoch) == (1, 0)
+    assert tc.prepare_complete(fixed.meta) == tc.TxnMeta(1, 0, 32766, tc.COMPLETE_COMMIT, frozenset(), 0)
+    before_kafka_18660 = tc.handle_end_txn(ongoing, 0, 32766, True, tv2=True, kafka_18660=False)
+    assert (before_kafka_18660.producerId, before_kafka_18660.producerEpoch) == (0, 32767)
+    # a retry of that EndTxn once it completed: the old id at Short.MaxValue - 1 (retryOnOverflow)
+    completed = tc.prepare_complete(fixed.meta)
+    retry = tc.handle_end_txn(completed, 0, 32766, True, tv2=True)
+    assert (retry.error, retry.meta, retry.producerId, retry.producerEpoch) == (tc.NONE, None, 1, 0)
+
+
+def test_kafka_20090_the_fence_at_the_last_epoch_rotates_and_at_short_max_value_no_longer_throws() -> None:
+    last = tc.TxnMeta(0, 32766, 32765, tc.ONGOING, frozenset({0}), 0)
+    assert tc.abort_timed_out(last, tv2=True).nextProducerId == 1
+    assert tc.abort_timed_out(last, tv2=True, kafka_20090=False).nextProducerId == tc.NO_PRODUCER_ID
+    at_max = tc.TxnMeta(0, 32767, 32766, tc.ONGOING, frozenset({0}), 0)
+    with pytest.raises(tc.EpochOverflowError):
+        tc.abort_timed_out(at_max, tv2=True, kafka_20090=False)
+    aborted = tc.abort_timed_out(at_max, tv2=True)
+    assert (aborted.state, aborted.producerEpoch, aborted.nextProducerId) == (tc.PREPARE_ABORT, 32767, 1)
+    commit = tc.handle_end_txn(at_max, 0, 32767, True, tv2=True)
+    assert (commit.error, commit.meta) == (tc.UNKNOWN_SERVER_ERROR, None)  # the epoch would pass Short.MaxValue
+
+
+def test_kafka_20090_the_producer_is_answered_short_max_value_and_its_transaction_hangs() -> None:
+    trace = _trace("pre-kafka-20090-LastStableOffsetAdvances")
+    timeout = next(i for i, a in enumerate(trace.actions) if a is not None and a.name == "TxnTimeout")
+    before, after = trace.states[timeout - 1].coordinator.metadata, trace.states[timeout].coordinator.metadata
+    assert (before.producerEpoch, after.producerEpoch, after.nextProducerId) == (32766, 32767, -1)
+    fixed = TransactionsModel.build("pre-kafka-20090", {"kafka_20090": True})
+    [rotated] = [t for a, t in fixed.successors(trace.states[timeout - 1]) if a.name == "TxnTimeout"]
+    assert rotated.coordinator.metadata.nextProducerId == 1
+    epochs = [s.clients[0].producerEpoch for s in trace.states]
+    assert max(epochs) == 32767 and trace.states[-1].clients[0].state == "FATAL_ERROR"
+    refused = [m for s in trace.states for m in s.network if m.api == "EndTxnResponse" and m.error != tc.NONE]
+    assert {m.error for m in refused} == {tc.UNKNOWN_SERVER_ERROR}
+    model = TransactionsModel.build("pre-kafka-20090")
+    for s in trace.states[trace.loop :]:
+        assert (s.coordinator.metadata.state, s.coordinator.metadata.producerEpoch) == (tc.ONGOING, 32767)
+        assert s.partitions[0].currentTxnFirstOffset < len(s.partitions[0].log)
+        assert not any(a.name in ("TxnTimeout", "AbortTimedOutTransaction") for a, _t in model.successors(s))
+
+
+def test_kafka_18660_the_answer_carried_the_old_producer_id_and_the_next_transaction_is_refused() -> None:
+    trace = _trace("pre-kafka-18660-FencedOnlyByANewerProducer")
+    last = trace.states[-1]
+    assert last.clients[0].state == "FATAL_ERROR"
+    assert last.coordinator.metadata.producerId == 1
+    answers = [m for s in trace.states for m in s.network if m.api == "EndTxnResponse"]
+    assert (answers[-1].producerId, answers[-1].producerEpoch) == (0, 32767)
+    refusals = {m.error for s in trace.states for m in s.network if m.api == "ProduceResponse" and m.error != tc.NONE}
+    assert refusals == {tc.INVALID_PRODUCER_ID_MAPPING}
+
+
+def test_a_late_request_of_the_old_producer_id_is_fenced_by_its_own_entry() -> None:
+    """After a rotation the leader keeps the old producer id's state: a late produce of it is refused
+    by that entry's epoch, whatever the new id's entry holds."""
+    model = TransactionsModel.build("epoch-exhaustion")
+    init = model.init_states()[0]
+    entries = (ProducerEntry(0, 32767, 0), ProducerEntry(1, 0, 0, 2))
+    partition = init.partitions[0]._replace(producers=entries)
+    late = Message("Produce", "producer 0", "leader 0", client=0, partition=0, producerEpoch=32766, txn=1, producerId=0)
+    state = init._replace(partitions=(partition,), network=(late,))
+    [(_a, after)] = [(a, t) for a, t in model.successors(state) if a.name == "HandleProduce"]
+    [answer] = after.network
+    assert (answer.api, answer.error) == ("ProduceResponse", tc.PRODUCER_FENCED)
+    assert after.partitions[0].producers == entries
+
+
+def test_a_trace_that_starts_near_short_max_value_is_not_driven_yet() -> None:
+    from kmc.checker.errors import UserError
+    from kmc.cluster.drive.transactions import TransactionsDriver
+    from kmc.cluster.release import Release
+
+    with pytest.raises(UserError, match="producer epoch 32764: bringing a real coordinator there"):
+        TransactionsDriver.check_release(Release.parse("4.3.1"), TransactionsModel.build("epoch-exhaustion"))
+    TransactionsDriver.check_release(Release.parse("4.3.1"), TransactionsModel.build("kip-890-part-2"))

@@ -113,6 +113,11 @@ class TransactionsDriver:
     def check_release(cls, release: Release, model: Model) -> None:
         if model.config.transaction_version >= 2:
             release.require(FIRST_4X, "transaction version 2 (KIP-890 part 2: EndTxn v5, Produce v12) needs")
+        if model.config.initial_producer_epoch != -1:
+            raise UserError(
+                f"the trace starts with its transactional id at producer epoch {model.config.initial_producer_epoch}: "
+                "bringing a real coordinator there (one InitProducerId per epoch) is not driven yet"
+            )
 
     @classmethod
     def glued(cls, actions: Sequence[Action | None]) -> int | None:

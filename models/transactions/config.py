@@ -118,6 +118,26 @@ class TransactionsConfig:
         "KAFKA-19367 (4.0.1): under transaction version 2 the fence of an open transaction and its abort share "
         "one epoch bump (before: the fenced epoch was installed, then the abort bumped it again)",
     )
+    initial_producer_epoch: int = param(
+        -1,
+        "the epoch the transactional id's producer id has reached before the model starts (-1: a new "
+        "transactional id); 32764, Short.MaxValue - 3, brings epoch exhaustion within two transactions",
+        min=-1,
+        max=32766,
+    )
+    kafka_18660: bool = param(
+        True,
+        "KAFKA-18660 (4.0.0): under transaction version 2 an EndTxn that exhausts the epoch is answered with the "
+        "rotated producer id at epoch 0, and a pending completion is answered before the producer id is checked "
+        "(before: the answer carried the old id at Short.MaxValue, and the producer's next request was refused "
+        "INVALID_PRODUCER_ID_MAPPING)",
+    )
+    kafka_20090: bool = param(
+        True,
+        "KAFKA-20090 (4.3.0): the coordinator's abort of a fenced transaction rotates an exhausted producer id "
+        "too, and an abort or fence at Short.MaxValue keeps it (before: a timeout at Short.MaxValue - 1 left the "
+        "producer id at Short.MaxValue, where the next transaction could neither commit nor be aborted)",
+    )
     consumer: bool = param(False, "a read_committed consumer fetches up to the LSO")
     kafka_5355: bool = param(
         True,
@@ -133,6 +153,11 @@ class TransactionsConfig:
     def __post_init__(self) -> None:
         if self.transaction_version >= 2 and not self.verification:
             raise ValueError("transaction_version 2 adds partitions through the leader's verification")
+        if self.initial_producer_epoch != -1 and not self.verification:
+            raise ValueError(
+                "initial_producer_epoch needs verification: without it a late record of a rotated producer id "
+                "could open a transaction beside the new id's, and the model reads a log one producer id at a time"
+            )
 
 
 _PROPS = (
@@ -155,6 +180,7 @@ _ALL_HOLD = {name: "holds" for name in _PROPS}
 
 
 _TV1 = {"transaction_version": 1}
+_EXHAUSTION = {"partitions": 1, "initial_producer_epoch": 32764, "max_transactions": 3, "max_txn_timeouts": 1}
 
 PRESETS = {
     "kip-890-part-2": Preset.of(
@@ -263,6 +289,7 @@ PRESETS = {
         "markers is told PRODUCER_FENCED, and the producer fences itself",
         {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated"},
         kafka_18464=False,
+        kafka_18660=False,
     ),
     "pre-kafka-18575": Preset.of(
         "kip-890-part-2 as first written, with no fault: the next transaction's first record is verified while "
@@ -271,6 +298,7 @@ PRESETS = {
         {**_ALL_HOLD, "TransactionFailsOnlyByAFault": "violated"},
         max_request_timeouts=0,
         kafka_18575=False,
+        kafka_18660=False,
     ),
     "failover": Preset.of(
         "kip-890-part-2 with one coordinator failover (one transaction): the new coordinator reloads "
@@ -323,6 +351,28 @@ PRESETS = {
         offsets=True,
         max_transactions=1,
         max_failovers=1,
+    ),
+    "epoch-exhaustion": Preset.of(
+        "kip-890-part-2 on one partition, its transactional id two epochs from Short.MaxValue, with a coordinator "
+        "timeout: the epoch is exhausted and the producer id rotated by an EndTxn or by the timeout's abort",
+        _ALL_HOLD,
+        **_EXHAUSTION,
+    ),
+    "pre-kafka-20090": Preset.of(
+        "epoch-exhaustion before KAFKA-20090 (4.0.0-4.2): the timeout's abort at Short.MaxValue - 1 does not rotate "
+        "the producer id, the producer's late abort is answered as a retry at Short.MaxValue, and its next "
+        "transaction can neither commit (the epoch would overflow) nor be aborted (the fence throws): the LSO hangs",
+        {**_ALL_HOLD, "LastStableOffsetAdvances": "violated"},
+        **_EXHAUSTION,
+        kafka_20090=False,
+    ),
+    "pre-kafka-18660": Preset.of(
+        "epoch-exhaustion as first written for transaction version 2 (fixed by KAFKA-18660 before 4.0.0 shipped): "
+        "the EndTxn that exhausts the epoch answers with the old producer id at Short.MaxValue, and the producer's "
+        "next transaction is refused INVALID_PRODUCER_ID_MAPPING",
+        {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated", "TransactionFailsOnlyByAFault": "violated"},
+        **_EXHAUSTION,
+        kafka_18660=False,
     ),
     "txn-timeout": Preset.of(
         "kip-890-part-2 where the coordinator times out and aborts an open transaction",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from kmc.checker import Action
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
-from kmc.models.transactions.coordinator import NONE, TxnMeta
-from kmc.models.transactions.log import aborted_index, last_stable_offset
+from kmc.models.transactions.coordinator import NONE, PRODUCER_ID, TxnMeta
+from kmc.models.transactions.log import Partition, aborted_index, last_stable_offset
 from kmc.models.transactions.state import COORDINATOR, TransactionsState, client_lane, leader_lane
 
 
@@ -29,9 +29,8 @@ class TransactionsDrawing(Drawing):
         note = name
         if sent:
             m = sent[0]
-            note = (
-                f"{m.api}(p{m.partition}, e{m.producerEpoch})" if m.partition >= 0 else f"{m.api}(e{m.producerEpoch})"
-            )
+            epoch = f"e{m.producerEpoch}" if m.producerId <= PRODUCER_ID else f"pid {m.producerId}, e{m.producerEpoch}"
+            note = f"{m.api}(p{m.partition}, {epoch})" if m.partition >= 0 else f"{m.api}({epoch})"
             if m.error != NONE:
                 note = f"{m.api}: {m.error}"
             if m.api == "WriteTxnMarkers":
@@ -82,11 +81,23 @@ class TransactionsDrawing(Drawing):
         )
         producers = Table(
             "producers",
-            ["", "state", "producerEpoch", "txn", "added", "produced", "completed", "awaiting", "epochBumpRequired"],
+            [
+                "",
+                "state",
+                "producerId",
+                "producerEpoch",
+                "txn",
+                "added",
+                "produced",
+                "completed",
+                "awaiting",
+                "epochBumpRequired",
+            ],
             [
                 [
                     client_lane(c),
                     cl.state,
+                    str(cl.producerId),
                     str(cl.producerEpoch),
                     str(cl.txn),
                     describe(cl.added),
@@ -116,8 +127,8 @@ class TransactionsDrawing(Drawing):
                     entries,
                     str(len(p.log)),
                     str(last_stable_offset(p)),
-                    str(p.producerEpoch),
-                    str(p.coordinatorEpoch),
+                    _per_producer_id(p, "producerEpoch"),
+                    _per_producer_id(p, "coordinatorEpoch"),
                     index,
                     f"{state.consumerPositions[i]}{' (fetch waiting)' if i in state.delayedFetches else ''}, "
                     f"given {describe(frozenset(state.consumed[i]))}",
@@ -134,3 +145,10 @@ class TransactionsDrawing(Drawing):
             [[" ".join(f"{m.api}->{m.dst}" for m in state.network) or "-"]],
         )
         return [txn, producers, partitions, flight]
+
+
+def _per_producer_id(p: Partition, field: str) -> str:
+    """A field of the leader's producer state: its value, or each producer id's once there are two."""
+    if len(p.producers) <= 1:
+        return str(getattr(p, field))
+    return " ".join(f"pid {e.producerId}: {getattr(e, field)}" for e in p.producers)

@@ -69,7 +69,7 @@ class PartitionLeaders:
         )
         if not (idle or (not self.config.kafka_9144 and _batches_cleared_by_marker(p))):
             return
-        forgotten = p._replace(producerEpoch=NO_PRODUCER_EPOCH, coordinatorEpoch=-1)
+        forgotten = p._replace(producers=())
         nxt = s._replace(partitions=self._set_partition(s, pi, forgotten), expirations=s.expirations + 1)
         out.append((Action("ExpireProducer", partition=pi), nxt))
 
@@ -78,16 +78,17 @@ class PartitionLeaders:
         action = Action(
             "HandleProduce", partition=m.partition, client=m.client, producerEpoch=m.producerEpoch, txn=m.txn
         )
-        if m.producerEpoch < p.producerEpoch:
+        entry = p.entry(m.producerId)
+        if m.producerEpoch < entry.producerEpoch:
             error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
             resp = m._replace(api="ProduceResponse", src=m.dst, dst=m.src, error=error)
             out.append((action, s._replace(network=self._send(s, resp, drop=m))))
             return
-        ongoing = has_ongoing_transaction(p, m.producerEpoch)
+        ongoing = has_ongoing_transaction(p, m.producerId, m.producerEpoch)
         if self.config.verification and not ongoing:
-            guard = p.verificationGuard if p.verificationGuard != -1 else len(p.log)
-            parked = p._replace(
-                verificationGuard=guard, verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard))
+            guard = entry.verificationGuard if entry.verificationGuard != -1 else len(p.log)
+            parked = p.with_entry(entry._replace(verificationGuard=guard))._replace(
+                verifying=(*p.verifying, (m.client, m.producerEpoch, m.txn, guard, m.producerId))
             )
             verify = Message(
                 "VerifyPartition",
@@ -97,6 +98,7 @@ class PartitionLeaders:
                 partition=m.partition,
                 producerEpoch=m.producerEpoch,
                 txn=m.txn,
+                producerId=m.producerId,
             )
             out.append(
                 (
@@ -107,32 +109,42 @@ class PartitionLeaders:
                 )
             )
             return
-        self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m)
+        self._append(s, m, out, action, drop=m)
 
     def _append(
         self,
         s: TransactionsState,
-        pi: int,
-        c: int,
-        epoch: int,
-        txn: int,
+        m: Message,
         out: list[Step],
         action: Action,
         drop: Message,
         verifying: tuple | None = None,
     ) -> None:
+        pi, c, epoch, txn = m.partition, m.client, m.producerEpoch, m.txn
         p = s.partitions[pi]
-        first = p.currentTxnFirstOffset if p.currentTxnFirstOffset != NO_OFFSET else len(p.log)
+        entry = p.entry(m.producerId)
+        # The coordinator lets a newer producer id add a partition only once the older id's transaction
+        # is complete, its marker written here: transactions of two ids never interleave in one log.
+        assert all(e.currentTxnFirstOffset == NO_OFFSET for e in p.producers if e.producerId != m.producerId), (
+            "two producer ids' transactions open on one partition"
+        )
+        first = entry.currentTxnFirstOffset if entry.currentTxnFirstOffset != NO_OFFSET else len(p.log)
         batch = Batch(False, epoch, c, txn, False, -1)
-        new = p._replace(
-            log=(*p.log, batch),
-            producerEpoch=max(epoch, p.producerEpoch),
-            currentTxnFirstOffset=first,
-            verificationGuard=-1,
-            verifying=p.verifying if verifying is None else verifying,
+        entry = entry._replace(
+            producerEpoch=max(epoch, entry.producerEpoch), currentTxnFirstOffset=first, verificationGuard=-1
+        )
+        new = p.with_entry(entry)._replace(
+            log=(*p.log, batch), verifying=p.verifying if verifying is None else verifying
         )
         resp = Message(
-            "ProduceResponse", leader_lane(pi), client_lane(c), client=c, partition=pi, producerEpoch=epoch, txn=txn
+            "ProduceResponse",
+            leader_lane(pi),
+            client_lane(c),
+            client=c,
+            partition=pi,
+            producerEpoch=epoch,
+            txn=txn,
+            producerId=m.producerId,
         )
         out.append(
             (action, s._replace(partitions=self._set_partition(s, pi, new), network=self._send(s, resp, drop=drop)))
@@ -141,16 +153,20 @@ class PartitionLeaders:
     def _on_VerifyResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         p = s.partitions[m.partition]
         action = Action("HandleVerifyResponse", partition=m.partition)
-        entry = next(e for e in p.verifying if e[0] == m.client and e[1] == m.producerEpoch and e[2] == m.txn)
+        entry = next(
+            e for e in p.verifying if (e[0], e[1], e[2], e[4]) == (m.client, m.producerEpoch, m.txn, m.producerId)
+        )
         rest = list(p.verifying)
         rest.remove(entry)
-        ongoing = has_ongoing_transaction(p, m.producerEpoch)
-        guard_ok = not self.config.verification_guard or entry[3] == p.verificationGuard or ongoing
-        if m.error == NONE and guard_ok and m.producerEpoch >= p.producerEpoch:
-            self._append(s, m.partition, m.client, m.producerEpoch, m.txn, out, action, drop=m, verifying=tuple(rest))
+        ongoing = has_ongoing_transaction(p, m.producerId, m.producerEpoch)
+        producer = p.entry(m.producerId)
+        guard_ok = not self.config.verification_guard or entry[3] == producer.verificationGuard or ongoing
+        fenced = m.producerEpoch < producer.producerEpoch
+        if m.error == NONE and guard_ok and not fenced:
+            self._append(s, m, out, action, drop=m, verifying=tuple(rest))
             return
         error = m.error if m.error != NONE else tc.INVALID_TXN_STATE
-        if m.producerEpoch < p.producerEpoch:
+        if fenced:
             error = PRODUCER_FENCED if self.tv2 else INVALID_PRODUCER_EPOCH
         resp = Message(
             "ProduceResponse",
@@ -161,6 +177,7 @@ class PartitionLeaders:
             producerEpoch=m.producerEpoch,
             txn=m.txn,
             error=error,
+            producerId=m.producerId,
         )
         new = p._replace(verifying=tuple(rest))
         out.append(
@@ -173,19 +190,23 @@ class PartitionLeaders:
     def _on_WriteTxnMarkers(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         """ProducerAppendInfo.appendEndTxnMarker: fence an older coordinator and an older producer epoch
         (under TV 2 a marker must carry a newer epoch, or the same one as a retry when no transaction is
-        open), close the open transaction and clear the verification guard."""
+        open, or, since KAFKA-20090, Short.MaxValue), close the open transaction and clear the
+        verification guard. A newer producer id's first marker starts its entry."""
         p = s.partitions[m.partition]
+        entry = p.entry(m.producerId)
         action = Action(
             "HandleWriteTxnMarkers", partition=m.partition, commit=m.commit, coordinatorEpoch=m.coordinatorEpoch
         )
         error = NONE
-        if m.coordinatorEpoch < p.coordinatorEpoch:
+        if m.coordinatorEpoch < entry.coordinatorEpoch:
             error = TRANSACTION_COORDINATOR_FENCED
         elif self.tv2:
-            open_txn = p.currentTxnFirstOffset != NO_OFFSET
-            if m.producerEpoch < p.producerEpoch or (m.producerEpoch == p.producerEpoch and open_txn):
+            open_txn = entry.currentTxnFirstOffset != NO_OFFSET
+            at_max = self.config.kafka_20090 and m.producerEpoch == tc.SHORT_MAX_VALUE
+            same_epoch = m.producerEpoch == entry.producerEpoch
+            if m.producerEpoch < entry.producerEpoch or (same_epoch and open_txn and not at_max):
                 error = INVALID_PRODUCER_EPOCH
-        elif m.producerEpoch < p.producerEpoch:
+        elif m.producerEpoch < entry.producerEpoch:
             error = INVALID_PRODUCER_EPOCH
         resp = Message(
             "WriteTxnMarkersResponse",
@@ -202,18 +223,23 @@ class PartitionLeaders:
         marker = Batch(True, m.producerEpoch, -1, m.txn, m.commit, m.coordinatorEpoch)
         # KAFKA-18575: under TV 2 the next transaction, already at the marker's bumped epoch, may be
         # verifying; its guard (VerificationStateEntry.supportsEpochBump) survives the marker.
+        # A newer producer id's verification is its own VerificationStateEntry: a marker of another id
+        # never clears it.
         keep_guard = (
             self.tv2
             and self.config.kafka_18575
-            and any(e[3] == p.verificationGuard and e[1] == m.producerEpoch for e in p.verifying)
+            and any(
+                e[3] == entry.verificationGuard and e[1] == m.producerEpoch and e[4] == m.producerId
+                for e in p.verifying
+            )
         )
-        new = p._replace(
-            log=(*p.log, marker),
+        entry = entry._replace(
             producerEpoch=m.producerEpoch,
             coordinatorEpoch=m.coordinatorEpoch,
             currentTxnFirstOffset=NO_OFFSET,
-            verificationGuard=p.verificationGuard if keep_guard else -1,
+            verificationGuard=entry.verificationGuard if keep_guard else -1,
         )
+        new = p.with_entry(entry)._replace(log=(*p.log, marker))
         out.append(
             (
                 action,

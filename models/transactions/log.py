@@ -22,22 +22,60 @@ class Batch(NamedTuple):
     coordinatorEpoch: int
 
 
+class ProducerEntry(NamedTuple):
+    """A leader's ProducerStateEntry for one producer id, with its VerificationStateEntry's guard."""
+
+    producerId: int
+    producerEpoch: int = -1
+    coordinatorEpoch: int = -1
+    currentTxnFirstOffset: int = NO_OFFSET
+    verificationGuard: int = -1
+    """KAFKA-14884: the guard of a verification in progress (-1 none); the log end when it was made."""
+
+
 class Partition(NamedTuple):
-    """A partition leader's log and its ProducerStateEntry for the producer id."""
+    """A partition leader's log and its producer state: one entry per producer id of the
+    transactional id (a new one after each rotation on epoch exhaustion), oldest first."""
 
     log: tuple[Batch, ...]
-    producerEpoch: int
-    coordinatorEpoch: int
-    currentTxnFirstOffset: int
-    verificationGuard: int
-    """KAFKA-14884: the guard of a verification in progress (-1 none); the log end when it was made."""
-    verifying: tuple[tuple[int, int, int, int], ...]
-    """Produce requests parked while the coordinator is asked: (client, producerEpoch, txn, guard)."""
+    producers: tuple[ProducerEntry, ...]
+    verifying: tuple[tuple[int, int, int, int, int], ...]
+    """Produce requests parked while the coordinator is asked: (client, producerEpoch, txn, guard,
+    producerId)."""
+
+    def entry(self, producer_id: int) -> ProducerEntry:
+        """The entry of ``producer_id`` (an empty one for an id the leader has no state of)."""
+        return next((e for e in self.producers if e.producerId == producer_id), ProducerEntry(producer_id))
+
+    def with_entry(self, entry: ProducerEntry) -> Partition:
+        rest = [e for e in self.producers if e.producerId != entry.producerId]
+        return self._replace(producers=tuple(sorted((*rest, entry))))
+
+    @property
+    def newest(self) -> ProducerEntry:
+        return self.producers[-1] if self.producers else ProducerEntry(-1)
+
+    @property
+    def producerEpoch(self) -> int:
+        """The newest producer id's epoch."""
+        return self.newest.producerEpoch
+
+    @property
+    def coordinatorEpoch(self) -> int:
+        return self.newest.coordinatorEpoch
+
+    @property
+    def currentTxnFirstOffset(self) -> int:
+        """The first offset of the earliest open transaction of any producer id (NO_OFFSET: none)."""
+        return min(
+            (e.currentTxnFirstOffset for e in self.producers if e.currentTxnFirstOffset != NO_OFFSET), default=NO_OFFSET
+        )
 
 
-def has_ongoing_transaction(p: Partition, producer_epoch: int) -> bool:
+def has_ongoing_transaction(p: Partition, producer_id: int, producer_epoch: int) -> bool:
     """UnifiedLog.hasOngoingTransaction: the producer's open transaction here is of this epoch."""
-    return p.currentTxnFirstOffset != NO_OFFSET and p.producerEpoch == producer_epoch
+    e = p.entry(producer_id)
+    return e.currentTxnFirstOffset != NO_OFFSET and e.producerEpoch == producer_epoch
 
 
 def last_stable_offset(p: Partition) -> int:

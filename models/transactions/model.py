@@ -38,8 +38,10 @@ Flags, each a fix in Kafka's history:
 * ``kafka_6119`` -- 0.11.0.2: the coordinator fences the producer's epoch before it aborts a
   timed-out transaction.
 * ``kafka_9144``, ``kafka_9777``, ``kafka_18575``, ``kafka_19367`` -- the leader's producer-state
-  expiry, the completion after the last marker, the guard a marker keeps, the fence's one bump:
-  see :mod:`kmc.models.transactions.config` and the model's page.
+  expiry, the completion after the last marker, the guard a marker keeps, the fence's one bump;
+  ``kafka_18660``, ``kafka_20090`` -- the producer-id rotation on epoch exhaustion, which
+  ``initial_producer_epoch`` brings within reach: see :mod:`kmc.models.transactions.config` and
+  the model's page.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from kmc.models.transactions.coordinator import (
     TxnMeta,
 )
 from kmc.models.transactions.leader import PartitionLeaders
-from kmc.models.transactions.log import NO_OFFSET, Partition, fetch, last_stable_offset
+from kmc.models.transactions.log import Partition, fetch, last_stable_offset
 from kmc.models.transactions.state import (
     ABORTABLE_ERROR,
     ABORTING_TRANSACTION,
@@ -137,13 +139,19 @@ class TransactionsModel(PartitionLeaders, Model):
     # -- the initial state ---------------------------------------------------------------------
     def init_states(self) -> list[TransactionsState]:
         client = Client(UNINITIALIZED, -1, NO_PRODUCER_EPOCH, -1, frozenset(), frozenset(), frozenset(), "", False)
-        partition = Partition((), NO_PRODUCER_EPOCH, -1, NO_OFFSET, -1, ())
+        partition = Partition((), (), ())
         n = self.n_partitions
+        metadata = None
+        if self.config.initial_producer_epoch != NO_PRODUCER_EPOCH:
+            # An earlier producer of the transactional id bumped its epoch this far and went away;
+            # the leaders have long expired its state.
+            epoch = self.config.initial_producer_epoch
+            metadata = TxnMeta(tc.PRODUCER_ID, epoch, NO_PRODUCER_EPOCH, tc.EMPTY, frozenset(), tc.PRODUCER_ID)
         return [
             TransactionsState(
                 (client,) * self.config.producers,
-                Coordinator(0, None, frozenset(), -1, False),
-                None,
+                Coordinator(0, metadata, frozenset(), -1, False),
+                metadata,
                 (partition,) * n,
                 (),
                 (0,) * n,
@@ -264,6 +272,7 @@ class TransactionsModel(PartitionLeaders, Model):
                         partition=p,
                         producerEpoch=cl.producerEpoch,
                         txn=cl.txn,
+                        producerId=cl.producerId,
                     )
                     new = cl._replace(awaiting="AddPartitionsToTxn")
                     api = "AddOffsetsToTxn" if p == self.offsets_partition else "AddPartitionsToTxn"
@@ -275,7 +284,14 @@ class TransactionsModel(PartitionLeaders, Model):
                     )
                 elif self.tv2 or p in cl.added:
                     msg = Message(
-                        "Produce", me, leader_lane(p), client=c, partition=p, producerEpoch=cl.producerEpoch, txn=cl.txn
+                        "Produce",
+                        me,
+                        leader_lane(p),
+                        client=c,
+                        partition=p,
+                        producerEpoch=cl.producerEpoch,
+                        txn=cl.txn,
+                        producerId=cl.producerId,
                     )
                     new = cl._replace(produced=cl.produced | {p})
                     api = "TxnOffsetCommit" if p == self.offsets_partition else "Produce"
@@ -312,7 +328,14 @@ class TransactionsModel(PartitionLeaders, Model):
     def _end_txn(self, s: TransactionsState, c: int, commit: bool, out: list[Step]) -> None:
         cl = s.clients[c]
         msg = Message(
-            "EndTxn", client_lane(c), COORDINATOR, client=c, producerEpoch=cl.producerEpoch, commit=commit, txn=cl.txn
+            "EndTxn",
+            client_lane(c),
+            COORDINATOR,
+            client=c,
+            producerEpoch=cl.producerEpoch,
+            commit=commit,
+            txn=cl.txn,
+            producerId=cl.producerId,
         )
         new = cl._replace(state=COMMITTING_TRANSACTION if commit else ABORTING_TRANSACTION, awaiting="EndTxn")
         aborted = s.aborted if commit else s.aborted | {cl.txn}
@@ -351,6 +374,7 @@ class TransactionsModel(PartitionLeaders, Model):
                 producerEpoch=cl.producerEpoch,
                 commit=commit,
                 txn=cl.txn,
+                producerId=cl.producerId,
             )
             out.append(
                 (
@@ -376,11 +400,16 @@ class TransactionsModel(PartitionLeaders, Model):
     def _on_InitProducerIdResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         cl = s.clients[m.client]
         if m.error == NONE:
-            new = cl._replace(state=READY, producerId=tc.PRODUCER_ID, producerEpoch=m.producerEpoch, awaiting="")
+            new = cl._replace(state=READY, producerId=m.producerId, producerEpoch=m.producerEpoch, awaiting="")
             self._client_response(s, m, "HandleInitProducerIdResponse", out, new)
         elif m.error == CONCURRENT_TRANSACTIONS:  # retry, with the same expected epoch
             retry = Message(
-                "InitProducerId", client_lane(m.client), COORDINATOR, client=m.client, producerEpoch=cl.producerEpoch
+                "InitProducerId",
+                client_lane(m.client),
+                COORDINATOR,
+                client=m.client,
+                producerEpoch=cl.producerEpoch,
+                producerId=cl.producerId,
             )
             self._retry(s, m, "HandleInitProducerIdResponse", retry, out)
         else:  # PRODUCER_FENCED: another incarnation bumped the epoch first
@@ -391,8 +420,9 @@ class TransactionsModel(PartitionLeaders, Model):
         out.append((Action(name, **args), s._replace(network=self._send(s, retry, drop=m))))
 
     def _fail(self, cl: Client, error: str) -> Client:
-        """TransactionManager: a fenced producer is fatal; other errors make the transaction abortable."""
-        if error in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, tc.INVALID_PRODUCER_ID_MAPPING):
+        """TransactionManager: a fenced producer, an unknown producer id and an error it has no rule
+        for (UNKNOWN_SERVER_ERROR) are fatal; other errors make the transaction abortable."""
+        if error in (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, tc.INVALID_PRODUCER_ID_MAPPING, tc.UNKNOWN_SERVER_ERROR):
             return cl._replace(state=FATAL_ERROR, awaiting="")
         return cl._replace(state=ABORTABLE_ERROR, awaiting="")
 
@@ -407,7 +437,13 @@ class TransactionsModel(PartitionLeaders, Model):
         if cl.txn != m.txn or cl.state != IN_TRANSACTION:
             return self._client_response(s, m, "HandleAddPartitionsToTxnResponse", out, cl._replace(awaiting=""))
         if m.error == CONCURRENT_TRANSACTIONS:
-            retry = m._replace(api="AddPartitionsToTxn", src=m.dst, dst=m.src, producerEpoch=cl.producerEpoch)
+            retry = m._replace(
+                api="AddPartitionsToTxn",
+                src=m.dst,
+                dst=m.src,
+                producerEpoch=cl.producerEpoch,
+                producerId=cl.producerId,
+            )
             return self._retry(s, m, "HandleAddPartitionsToTxnResponse", retry, out)
         new = cl._replace(added=cl.added | {m.partition}, awaiting="") if m.error == NONE else self._fail(cl, m.error)
         self._client_response(s, m, "HandleAddPartitionsToTxnResponse", out, new)
@@ -418,7 +454,14 @@ class TransactionsModel(PartitionLeaders, Model):
         if cl.txn != m.txn or not waiting or m.partition in cl.completed:
             return self._client_response(s, m, "HandleProduceResponse", out, None)
         if m.error == CONCURRENT_TRANSACTIONS:  # the leader could not verify yet: send the record again
-            retry = m._replace(api="Produce", src=m.dst, dst=m.src, producerEpoch=cl.producerEpoch, error=NONE)
+            retry = m._replace(
+                api="Produce",
+                src=m.dst,
+                dst=m.src,
+                producerEpoch=cl.producerEpoch,
+                producerId=cl.producerId,
+                error=NONE,
+            )
             return self._retry(s, m, "HandleProduceResponse", retry, out)
         completed = cl.completed | {m.partition}
         if m.error == NONE:
@@ -442,12 +485,15 @@ class TransactionsModel(PartitionLeaders, Model):
                 producerEpoch=cl.producerEpoch,
                 commit=cl.state == COMMITTING_TRANSACTION,
                 txn=cl.txn,
+                producerId=cl.producerId,
             )
             return self._retry(s, m, "HandleEndTxnResponse", retry, out)
         if m.error == NONE:
             epoch = m.producerEpoch if self.tv2 else cl.producerEpoch
+            producer_id = m.producerId if self.tv2 else cl.producerId
             new = cl._replace(
                 state=READY,
+                producerId=producer_id,
                 producerEpoch=epoch,
                 txn=-1,
                 added=frozenset(),
@@ -457,7 +503,9 @@ class TransactionsModel(PartitionLeaders, Model):
             )
             if cl.epochBumpRequired:  # KIP-360: the abort is done, now InitProducerId with the current epoch
                 new = new._replace(state=INITIALIZING, awaiting="InitProducerId", epochBumpRequired=False)
-                bump = Message("InitProducerId", m.dst, COORDINATOR, client=m.client, producerEpoch=epoch)
+                bump = Message(
+                    "InitProducerId", m.dst, COORDINATOR, client=m.client, producerEpoch=epoch, producerId=producer_id
+                )
                 nxt = s._replace(clients=self._set_client(s, m.client, new), network=self._send(s, bump, drop=m))
                 out.append((Action("HandleEndTxnResponse", client=m.client), nxt))
                 return
@@ -481,6 +529,7 @@ class TransactionsModel(PartitionLeaders, Model):
                 leader_lane(p),
                 partition=p,
                 producerEpoch=meta.producerEpoch,
+                producerId=meta.producerId,
                 commit=commit,
                 coordinatorEpoch=epoch,
                 txn=decision,
@@ -506,25 +555,47 @@ class TransactionsModel(PartitionLeaders, Model):
         return s._replace(coordinator=coordinator, transactionLog=meta, decisions=decisions, network=network)
 
     def _on_InitProducerId(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        r = tc.handle_init_producer_id(s.coordinator.metadata, self.tv2, m.producerEpoch, self.config.kafka_19367)
+        cfg = self.config
+        r = tc.handle_init_producer_id(
+            s.coordinator.metadata, self.tv2, m.producerEpoch, cfg.kafka_19367, m.producerId, cfg.kafka_20090
+        )
         resp = Message(
-            "InitProducerIdResponse", COORDINATOR, m.src, client=m.client, producerEpoch=r.producerEpoch, error=r.error
+            "InitProducerIdResponse",
+            COORDINATOR,
+            m.src,
+            client=m.client,
+            producerEpoch=r.producerEpoch,
+            error=r.error,
+            producerId=r.producerId,
         )
         nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
         out.append((Action("HandleInitProducerId", client=m.client), nxt))
 
     def _on_AddPartitionsToTxn(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        r = tc.handle_add_partitions(s.coordinator.metadata, tc.PRODUCER_ID, m.producerEpoch, frozenset({m.partition}))
+        r = tc.handle_add_partitions(s.coordinator.metadata, m.producerId, m.producerEpoch, frozenset({m.partition}))
         resp = m._replace(api="AddPartitionsToTxnResponse", src=COORDINATOR, dst=m.src, error=r.error)
         nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
         out.append((Action("HandleAddPartitionsToTxn", client=m.client, partition=m.partition), nxt))
 
     def _on_EndTxn(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        cfg = self.config
         r = tc.handle_end_txn(
-            s.coordinator.metadata, tc.PRODUCER_ID, m.producerEpoch, m.commit, self.tv2, self.config.kafka_18464
+            s.coordinator.metadata,
+            m.producerId,
+            m.producerEpoch,
+            m.commit,
+            self.tv2,
+            cfg.kafka_18464,
+            cfg.kafka_18660,
+            cfg.kafka_20090,
         )
         resp = m._replace(
-            api="EndTxnResponse", src=COORDINATOR, dst=m.src, error=r.error, producerEpoch=r.producerEpoch
+            api="EndTxnResponse",
+            src=COORDINATOR,
+            dst=m.src,
+            error=r.error,
+            producerEpoch=r.producerEpoch,
+            producerId=r.producerId,
         )
         nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
         out.append((Action("HandleEndTxn", client=m.client, commit=m.commit, producerEpoch=m.producerEpoch), nxt))
@@ -533,11 +604,13 @@ class TransactionsModel(PartitionLeaders, Model):
         """AddPartitionsToTxn from a leader: verifyOnly under TV 0/1, the implicit add under TV 2."""
         meta = s.coordinator.metadata
         if self.tv2:
-            r = tc.handle_add_partitions(meta, tc.PRODUCER_ID, m.producerEpoch, frozenset({m.partition}))
+            r = tc.handle_add_partitions(
+                meta, m.producerId, m.producerEpoch, frozenset({m.partition}), self.config.kafka_18660
+            )
             resp = m._replace(api="VerifyResponse", src=COORDINATOR, dst=m.src, error=r.error)
             nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
         else:
-            error = tc.handle_verify(meta, tc.PRODUCER_ID, m.producerEpoch, m.partition)
+            error = tc.handle_verify(meta, m.producerId, m.producerEpoch, m.partition)
             resp = m._replace(api="VerifyResponse", src=COORDINATOR, dst=m.src, error=error)
             nxt = s._replace(network=self._send(s, resp, drop=m))
         out.append((Action("HandleVerifyPartition", partition=m.partition), nxt))
@@ -546,7 +619,9 @@ class TransactionsModel(PartitionLeaders, Model):
         co = s.coordinator
         nxt = s._replace(network=self._send(s, drop=m))
         current = m.coordinatorEpoch == co.coordinatorEpoch and m.txn == co.decision
-        if current:
+        if current and m.error != NONE:
+            nxt = nxt._replace(coordinator=co._replace(completionLost=True))
+        elif current:
             nxt = nxt._replace(coordinator=co._replace(pendingMarkers=co.pendingMarkers - {m.partition}))
         out.append((Action("HandleWriteTxnMarkersResponse", partition=m.partition), nxt))
         if current and co.pendingMarkers == {m.partition} and s.stateLoads < self.config.max_state_loads:
@@ -562,16 +637,19 @@ class TransactionsModel(PartitionLeaders, Model):
         meta = co.metadata
         prepared = meta is not None and meta.state in (PREPARE_COMMIT, PREPARE_ABORT)
         if prepared and not co.pendingMarkers and not co.completionLost:
-            out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta), [], None)))
+            out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta, self.tv2), [], None)))
         if meta is not None and meta.state == ONGOING:
-            if s.txnTimeouts < self.config.max_txn_timeouts:
-                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367), [], None)
+            try:
+                aborted = tc.abort_timed_out(meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367, cfg.kafka_20090)
+            except tc.EpochOverflowError:  # the fence threw: the transaction stays open
+                aborted = None
+            if aborted is not None and s.txnTimeouts < self.config.max_txn_timeouts:
+                nxt = self._apply(s, aborted, [], None)
                 out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
-            if producers_stopped(s, self.config.max_transactions):
+            if aborted is not None and producers_stopped(s, self.config.max_transactions):
                 # Nobody will end it: transaction.timeout.ms passes and abortTimedOutTransactions,
                 # which runs every few seconds, fences and aborts it. A fair step, not a fault.
-                nxt = self._apply(s, tc.abort_timed_out(meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367), [], None)
-                out.append((Action("AbortTimedOutTransaction"), nxt))
+                out.append((Action("AbortTimedOutTransaction"), self._apply(s, aborted, [], None)))
         if s.failovers < self.config.max_failovers:
             epoch = co.coordinatorEpoch + 1
             log = s.transactionLog

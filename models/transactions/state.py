@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kmc.models.transactions.coordinator import NO_PRODUCER_EPOCH, NONE, TxnMeta
+from kmc.models.transactions.coordinator import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NONE, TxnMeta
 from kmc.models.transactions.log import Partition
 
 # Client (TransactionManager) states.
@@ -65,6 +65,7 @@ class Message(NamedTuple):
     coordinatorEpoch: int = -1
     txn: int = -1
     error: str = NONE
+    producerId: int = NO_PRODUCER_ID
 
 
 class Decision(NamedTuple):
@@ -83,8 +84,10 @@ class Coordinator(NamedTuple):
     decision: int
     """Ghost: the decision being written (-1 none)."""
     completionLost: bool
-    """Before KAFKA-9777: the last marker was acknowledged while the state lock was held, and the
-    DelayedTxnMarker that completes the transaction gave up; nothing completes it until a reload."""
+    """Nothing completes the prepared transaction until a reload: before KAFKA-9777 the last marker was
+    acknowledged while the state lock was held and the DelayedTxnMarker gave up; or a leader refused a
+    marker (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) and the coordinator cancelled the
+    rest (TransactionMarkerRequestCompletionHandler.removeMarkersForTxn)."""
 
 
 class TransactionsState(NamedTuple):
