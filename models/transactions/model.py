@@ -325,9 +325,9 @@ class TransactionsModel(PartitionLeaders, Model):
         if s.requestTimeouts < self.config.max_request_timeouts:
             self._request_timeouts(s, c, out)
 
-    def _end_txn(self, s: TransactionsState, c: int, commit: bool, out: list[Step]) -> None:
-        cl = s.clients[c]
-        msg = Message(
+    @staticmethod
+    def _end_txn_request(cl: Client, c: int, commit: bool) -> Message:
+        return Message(
             "EndTxn",
             client_lane(c),
             COORDINATOR,
@@ -337,6 +337,10 @@ class TransactionsModel(PartitionLeaders, Model):
             txn=cl.txn,
             producerId=cl.producerId,
         )
+
+    def _end_txn(self, s: TransactionsState, c: int, commit: bool, out: list[Step]) -> None:
+        cl = s.clients[c]
+        msg = self._end_txn_request(cl, c, commit)
         new = cl._replace(state=COMMITTING_TRANSACTION if commit else ABORTING_TRANSACTION, awaiting="EndTxn")
         aborted = s.aborted if commit else s.aborted | {cl.txn}
         out.append(
@@ -365,17 +369,7 @@ class TransactionsModel(PartitionLeaders, Model):
                     )
                 )
         if cl.awaiting == "EndTxn":
-            commit = cl.state == COMMITTING_TRANSACTION
-            msg = Message(
-                "EndTxn",
-                client_lane(c),
-                COORDINATOR,
-                client=c,
-                producerEpoch=cl.producerEpoch,
-                commit=commit,
-                txn=cl.txn,
-                producerId=cl.producerId,
-            )
+            msg = self._end_txn_request(cl, c, cl.state == COMMITTING_TRANSACTION)
             out.append(
                 (
                     Action("RequestTimeout", client=c, api="EndTxn", partition=-1),
@@ -432,18 +426,19 @@ class TransactionsModel(PartitionLeaders, Model):
         completing = cl.state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION)
         return cl.epochBumpRequired or (self.config.kip_360 and not self.tv2 and not completing)
 
+    @staticmethod
+    def _resent(m: Message, api: str, cl: Client, **changes: object) -> Message:
+        """The request ``m`` answers, sent again with the client's current producer id and epoch."""
+        return m._replace(
+            api=api, src=m.dst, dst=m.src, producerEpoch=cl.producerEpoch, producerId=cl.producerId, **changes
+        )
+
     def _on_AddPartitionsToTxnResponse(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         cl = s.clients[m.client]
         if cl.txn != m.txn or cl.state != IN_TRANSACTION:
             return self._client_response(s, m, "HandleAddPartitionsToTxnResponse", out, cl._replace(awaiting=""))
         if m.error == CONCURRENT_TRANSACTIONS:
-            retry = m._replace(
-                api="AddPartitionsToTxn",
-                src=m.dst,
-                dst=m.src,
-                producerEpoch=cl.producerEpoch,
-                producerId=cl.producerId,
-            )
+            retry = self._resent(m, "AddPartitionsToTxn", cl)
             return self._retry(s, m, "HandleAddPartitionsToTxnResponse", retry, out)
         new = cl._replace(added=cl.added | {m.partition}, awaiting="") if m.error == NONE else self._fail(cl, m.error)
         self._client_response(s, m, "HandleAddPartitionsToTxnResponse", out, new)
@@ -454,14 +449,7 @@ class TransactionsModel(PartitionLeaders, Model):
         if cl.txn != m.txn or not waiting or m.partition in cl.completed:
             return self._client_response(s, m, "HandleProduceResponse", out, None)
         if m.error == CONCURRENT_TRANSACTIONS:  # the leader could not verify yet: send the record again
-            retry = m._replace(
-                api="Produce",
-                src=m.dst,
-                dst=m.src,
-                producerEpoch=cl.producerEpoch,
-                producerId=cl.producerId,
-                error=NONE,
-            )
+            retry = self._resent(m, "Produce", cl, error=NONE)
             return self._retry(s, m, "HandleProduceResponse", retry, out)
         completed = cl.completed | {m.partition}
         if m.error == NONE:
@@ -477,16 +465,7 @@ class TransactionsModel(PartitionLeaders, Model):
         if cl.awaiting != "EndTxn" or cl.txn != m.txn:
             return self._client_response(s, m, "HandleEndTxnResponse", out, None)
         if m.error == CONCURRENT_TRANSACTIONS:
-            retry = Message(
-                "EndTxn",
-                m.dst,
-                m.src,
-                client=m.client,
-                producerEpoch=cl.producerEpoch,
-                commit=cl.state == COMMITTING_TRANSACTION,
-                txn=cl.txn,
-                producerId=cl.producerId,
-            )
+            retry = self._end_txn_request(cl, m.client, cl.state == COMMITTING_TRANSACTION)
             return self._retry(s, m, "HandleEndTxnResponse", retry, out)
         if m.error == NONE:
             epoch = m.producerEpoch if self.tv2 else cl.producerEpoch
