@@ -55,7 +55,7 @@ def check(model: str, preset: str | None, overrides: dict[str, Any], settings: d
         ("group", None, {}, {"max_states": 3000, "workers": 2}, (3000, 6657, None)),
         ("group", None, {}, {"max_depth": 7, "workers": 3}, (161, 463, None)),
         ("kraft-quorum", None, {}, {"max_states": 5000, "workers": 2}, (5000, 12034, None)),
-        ("transactions", None, {}, {"max_states": 5000, "workers": 2}, (5000, 12235, None)),
+        ("transactions", None, {}, {"max_states": 5000, "workers": 2}, (5000, 12038, None)),
         ("share-group-membership", "pre-kafka-19468", {}, {"workers": 2}, (2802, 6241, "NoRebalanceWithoutCause")),
         ("zk-controller", None, {}, {"workers": 2}, (45841, 160545, None)),
     ],
