@@ -41,6 +41,7 @@ TIMEOUT_MS = 60000
 
 _STEP_METHOD = {
     "HandleInitProducerId": "init",
+    "FenceAppendFails": "failed fence",
     "HandleAddPartitionsToTxn": "add",
     "HandleVerifyPartition": "add",
     "HandleEndTxn": "end",
@@ -114,11 +115,18 @@ class TransactionStateOracle(Oracle):
         return (meta.state, meta.producerId, *epochs, meta.topicPartitions, *ids)
 
     def _kafka(
-        self, kind: str, before: TxnMeta | None, action: Action, after: TxnMeta, expected_epoch: int = -1
+        self,
+        kind: str,
+        before: TxnMeta | None,
+        action: Action,
+        after: TxnMeta,
+        expected_epoch: int = -1,
+        failed_fence: bool = False,
     ) -> tuple | str:
         """Ask Kafka's metadata for the transition the coordinator makes for this request;
-        ``expected_epoch`` is the epoch an InitProducerId carries (KIP-360), -1 for none. The
-        coordinator's own choices -- a new producer id on exhaustion -- are read from ``after``."""
+        ``expected_epoch`` is the epoch an InitProducerId carries (KIP-360), -1 for none;
+        ``failed_fence`` is the metadata's hasFailedEpochFence (KAFKA-9666). The coordinator's own
+        choices -- a new producer id on exhaustion -- are read from ``after``."""
         try:
             if before is None:  # a new transactional id: handleInitProducerId creates it in Empty
                 empty = self.states[tcm.EMPTY]
@@ -138,7 +146,10 @@ class TransactionStateOracle(Oracle):
                 )
             else:
                 md = self._metadata(before)
+                md.hasFailedEpochFence(failed_fence)
             state = str(md.state().stateName())
+            if kind == "failed fence":
+                return self._result(md, self._failed_fence(md))
             if kind == "timeout" and not self.model.config.kafka_6119:  # the abort alone, at the same epoch
                 transit = md.prepareAbortOrCommit(
                     self.states[tcm.PREPARE_ABORT], self.tv, after.nextProducerId, NOW, False
@@ -168,6 +179,17 @@ class TransactionStateOracle(Oracle):
                 return jvm.java_exception_text(exc)
             raise
 
+    def _failed_fence(self, md: Any) -> Any:
+        """A fence whose append to __transaction_state failed: the fenced epoch prepared, the pending
+        state dropped, and under transaction version 1 (or 2 before KAFKA-19367) the epoch installed
+        in memory, as endTransaction did before it prepared the abort that was not written."""
+        fence = md.prepareFenceProducerEpoch()
+        md.pendingState(self.Optional.empty())
+        if not (self.tv2 and self.model.config.kafka_19367):
+            md.setProducerEpoch(fence.producerEpoch())
+            md.setLastProducerEpoch(-1)
+        return fence
+
     def _fence_and_abort(self, md: Any, next_producer_id: int) -> Any:
         """What abortTimedOutTransactions and InitProducerId on an open transaction do: prepare the
         epoch fence, drop it as pending, and prepare the abort instead. Transaction version 1
@@ -194,7 +216,7 @@ class TransactionStateOracle(Oracle):
             request = request_in_flight(state, "InitProducerId", client)
             assert request is not None, "an InitProducerId was handled with none in flight"
             expected = request.producerEpoch
-        theirs = self._kafka(kind, before, action, after, expected)
+        theirs = self._kafka(kind, before, action, after, expected, state.coordinator.hasFailedEpochFence)
         inputs = {"before": self._ours(before) if before else None, "action": repr(action)}
         yield Comparison(f"{kind} transition", self._ours(after), theirs, inputs)
 

@@ -27,6 +27,8 @@ def _conform(model: TransactionsModel):
         ("txn-timeout", {}, 9209, 2553, 85416),
         ("epoch-exhaustion", {}, 15553, 5562, 145539),
         ("pre-kafka-20090", {}, 15415, 5538, 144273),
+        ("pre-kafka-9666", {}, 1355, 445, 12640),
+        ("pre-kafka-9666", {"kafka_9666": True}, 1719, 577, 16048),
         ("kip-890-part-1", {"partitions": 1}, 2704, 675, 24993),
         ("pre-kip-890", {"partitions": 1}, 1128, 322, 10456),
         ("pre-kafka-6119", {"partitions": 1}, 276, 100, 2566),
@@ -98,3 +100,24 @@ def test_oracle_catches_a_completion_that_does_not_rotate_the_producer_id() -> N
     _result, tally = _conform(model)
     assert tally.mismatches == 1
     assert tally.first_mismatch.question == "complete transition"
+
+
+class FenceBumpsDespiteTheFailedAppend(TransactionsModel):
+    """Broken on purpose: a fence retried after a failed append bumps the epoch again (KAFKA-9666's bug
+    with the fix's flag set)."""
+
+    def _fence_append_fails(self, s: TransactionsState, m, out):  # type: ignore[no-untyped-def]
+        if s.coordinator.hasFailedEpochFence:
+            s = s._replace(coordinator=s.coordinator._replace(hasFailedEpochFence=False))
+            super()._fence_append_fails(s, m, out)
+            action, after = out.pop()
+            out.append((action, after._replace(coordinator=after.coordinator._replace(hasFailedEpochFence=True))))
+            return
+        super()._fence_append_fails(s, m, out)
+
+
+def test_oracle_catches_a_fence_that_bumps_again_after_a_failed_append() -> None:
+    model = FenceBumpsDespiteTheFailedAppend(TransactionsModel.make_config("pre-kafka-9666", {"kafka_9666": True}))
+    _result, tally = _conform(model)
+    assert tally.mismatches == 1
+    assert tally.first_mismatch.question == "failed fence transition"

@@ -73,6 +73,7 @@ def test_fixed_presets_hold_every_property_including_liveness(preset: str, state
         ("pre-kafka-5376", "AbortedNeverVisible", 15),
         ("pre-kafka-5376", "ReadCommittedSeesOnlyCommitted", 15),
         ("pre-kafka-20090", "LastStableOffsetAdvances", 39),
+        ("pre-kafka-9666", "LastStableOffsetAdvances", 23),
         ("pre-kafka-18660", "FencedOnlyByANewerProducer", 29),
         ("pre-kafka-18660", "TransactionFailsOnlyByAFault", 34),
     ],
@@ -187,7 +188,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 20
+    assert len(TRACES) == 21
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
 
@@ -458,3 +459,21 @@ def test_a_trace_that_starts_near_short_max_value_is_not_driven_yet() -> None:
     with pytest.raises(UserError, match="producer epoch 32764: bringing a real coordinator there"):
         TransactionsDriver.check_release(Release.parse("4.3.1"), TransactionsModel.build("epoch-exhaustion"))
     TransactionsDriver.check_release(Release.parse("4.3.1"), TransactionsModel.build("kip-890-part-2"))
+
+
+def test_kafka_9666_each_failed_fence_bumped_the_epoch_until_the_producer_could_not_be_fenced() -> None:
+    trace = _trace("pre-kafka-9666-LastStableOffsetAdvances")
+    failures = [i for i, a in enumerate(trace.actions) if a is not None and a.name == "FenceAppendFails"]
+    assert [trace.states[i].coordinator.metadata.producerEpoch for i in failures] == [32766, 32767]
+    assert {trace.states[i].transactionLog.producerEpoch for i in failures} == {32765}  # never written
+    answers = {m.error for s in trace.states for m in s.network if m.api == "InitProducerIdResponse" and m.client == 1}
+    assert answers == {tc.NONE, tc.COORDINATOR_NOT_AVAILABLE, tc.UNKNOWN_SERVER_ERROR} - {tc.NONE}
+    assert [c.state for c in trace.states[-1].clients] == ["FATAL_ERROR", "FATAL_ERROR"]
+    for s in trace.states[trace.loop :]:
+        meta = s.coordinator.metadata
+        assert (meta.state, meta.producerEpoch) == (tc.ONGOING, 32767)
+        assert s.partitions[0].currentTxnFirstOffset < len(s.partitions[0].log)
+    fixed = TransactionsModel.build("pre-kafka-9666", {"kafka_9666": True})
+    [after] = [t for a, t in fixed.successors(trace.states[failures[0] - 1]) if a.name == "FenceAppendFails"]
+    assert after.coordinator.hasFailedEpochFence and after.coordinator.metadata.producerEpoch == 32766
+    assert tc.fenced_epoch(after.coordinator.metadata, has_failed_epoch_fence=True) == 32766

@@ -24,6 +24,7 @@ ACTION_ARGS = {
     "HandleProduceResponse": ("client", "partition"),
     "HandleEndTxnResponse": ("client",),
     "HandleInitProducerId": ("client",),
+    "FenceAppendFails": ("client",),
     "HandleAddPartitionsToTxn": ("client", "partition"),
     "HandleEndTxn": ("client", "commit", "producerEpoch"),
     "HandleVerifyPartition": ("partition",),
@@ -44,7 +45,14 @@ ACTION_ARGS = {
 """Every action of the model and the names of its arguments."""
 
 
-FAULTS = ("RequestTimeout", "TxnTimeout", "CoordinatorFailover", "LoadTxnStatePartition", "ExpireProducer")
+FAULTS = (
+    "RequestTimeout",
+    "TxnTimeout",
+    "CoordinatorFailover",
+    "LoadTxnStatePartition",
+    "ExpireProducer",
+    "FenceAppendFails",
+)
 
 
 Delivery = Literal["fifo", "any"]
@@ -85,6 +93,18 @@ class TransactionsConfig:
         "state lock, just as a transaction's last marker is acknowledged",
         min=0,
         max=2,
+    )
+    max_fence_append_failures: int = param(
+        0,
+        "times the append of an epoch fence (InitProducerId on an open transaction) to __transaction_state fails: "
+        "fewer in-sync replicas than min.insync.replicas, the client told COORDINATOR_NOT_AVAILABLE",
+        min=0,
+        max=3,
+    )
+    kafka_9666: bool = param(
+        True,
+        "KAFKA-9666 (2.6.0): a fence whose append failed keeps its epoch in memory and the retry does not bump it "
+        "again (hasFailedEpochFence; before: every retry bumped it, towards exhaustion)",
     )
     kafka_9777: bool = param(
         True,
@@ -373,6 +393,22 @@ PRESETS = {
         {**_ALL_HOLD, "FencedOnlyByANewerProducer": "violated", "TransactionFailsOnlyByAFault": "violated"},
         **_EXHAUSTION,
         kafka_18660=False,
+    ),
+    "pre-kafka-9666": Preset.of(
+        "Kafka 2.5 under transaction version 1 (the leaders' verification on, which the fence does not use): a "
+        "second producer's InitProducerId fences the first one's open transaction two epochs from Short.MaxValue, "
+        "the fence's append fails twice, and each retry bumps the epoch again, to Short.MaxValue, where the fence "
+        "throws: the open transaction can never be aborted and the LSO hangs",
+        {**_ALL_HOLD, "LastStableOffsetAdvances": "violated"},
+        **_TV1,
+        producers=2,
+        partitions=1,
+        max_transactions=1,
+        max_request_timeouts=0,
+        initial_producer_epoch=32764,
+        max_fence_append_failures=2,
+        kafka_9666=False,
+        kafka_20090=False,
     ),
     "txn-timeout": Preset.of(
         "kip-890-part-2 where the coordinator times out and aborts an open transaction",

@@ -52,6 +52,7 @@ SHORT_MAX_VALUE = 32767
 
 NONE = "NONE"
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
+COORDINATOR_NOT_AVAILABLE = "COORDINATOR_NOT_AVAILABLE"
 CONCURRENT_TRANSACTIONS = "CONCURRENT_TRANSACTIONS"
 PRODUCER_FENCED = "PRODUCER_FENCED"
 INVALID_PRODUCER_ID_MAPPING = "INVALID_PRODUCER_ID_MAPPING"
@@ -160,20 +161,42 @@ def next_producer_id(meta: TxnMeta) -> int:
     return meta.producerId + 1
 
 
-def fence_and_abort(meta: TxnMeta, tv2: bool, kafka_19367: bool = True, kafka_20090: bool = True) -> TxnMeta:
-    """prepareFenceProducerEpoch (PrepareEpochFence, epoch + 1, never written), then the abort that
-    replaces it: endTransaction(ABORT) from the coordinator itself. Transaction version 1 installs
-    the fenced epoch and aborts at it. Version 2's abort bumps the epoch itself: since KAFKA-19367
-    (4.0.1) that bump is the fence, so the old epoch stays the last one; before, the fenced epoch
-    was installed first and the abort bumped once more. At Short.MaxValue the fence keeps the epoch
-    since KAFKA-20090 (4.3.0); before, it threw (EpochOverflowError)."""
+def fenced_epoch(meta: TxnMeta, kafka_20090: bool = True, has_failed_epoch_fence: bool = False) -> int:
+    """prepareFenceProducerEpoch's epoch: + 1, or the same once a fence's append failed (KAFKA-9666,
+    2.6.0: hasFailedEpochFence) or, since KAFKA-20090 (4.3.0), at Short.MaxValue; before KAFKA-20090
+    a fence at Short.MaxValue threw (EpochOverflowError)."""
     _prepare(meta, PREPARE_EPOCH_FENCE)
     if meta.producerEpoch == SHORT_MAX_VALUE and not kafka_20090:
         raise EpochOverflowError("cannot fence producer with epoch equal to Short.MaxValue since this would overflow")
+    if has_failed_epoch_fence or meta.producerEpoch == SHORT_MAX_VALUE:
+        return meta.producerEpoch
+    return meta.producerEpoch + 1
+
+
+def fence_append_failed(
+    meta: TxnMeta, tv2: bool, kafka_19367: bool = True, kafka_20090: bool = True, has_failed_epoch_fence: bool = False
+) -> TxnMeta:
+    """What stays in memory when the append of a fence and its abort to __transaction_state fails:
+    the fenced epoch, which endTransaction installed before it prepared the abort (the abort's
+    pending state is dropped). Under transaction version 2 since KAFKA-19367 nothing was installed."""
+    epoch = fenced_epoch(meta, kafka_20090, has_failed_epoch_fence)
+    if tv2 and kafka_19367:
+        return meta
+    return meta._replace(producerEpoch=epoch, lastProducerEpoch=NO_PRODUCER_EPOCH)
+
+
+def fence_and_abort(
+    meta: TxnMeta, tv2: bool, kafka_19367: bool = True, kafka_20090: bool = True, has_failed_epoch_fence: bool = False
+) -> TxnMeta:
+    """prepareFenceProducerEpoch (PrepareEpochFence, never written; see ``fenced_epoch``), then the
+    abort that replaces it: endTransaction(ABORT) from the coordinator itself. Transaction version 1
+    installs the fenced epoch and aborts at it. Version 2's abort bumps the epoch itself: since
+    KAFKA-19367 (4.0.1) that bump is the fence, so the old epoch stays the last one; before, the
+    fenced epoch was installed first and the abort bumped once more."""
+    epoch = fenced_epoch(meta, kafka_20090, has_failed_epoch_fence)
     if tv2 and kafka_19367:
         return _abort_or_commit_from_coordinator(meta, PREPARE_ABORT, kafka_20090)
-    fenced_epoch = min(meta.producerEpoch + 1, SHORT_MAX_VALUE)
-    fenced = meta._replace(producerEpoch=fenced_epoch, lastProducerEpoch=NO_PRODUCER_EPOCH)
+    fenced = meta._replace(producerEpoch=epoch, lastProducerEpoch=NO_PRODUCER_EPOCH)
     if tv2:
         return _abort_or_commit_from_coordinator(fenced, PREPARE_ABORT, kafka_20090)
     return prepare_abort_or_commit(fenced, PREPARE_ABORT, False)
@@ -190,13 +213,18 @@ def _abort_or_commit_from_coordinator(meta: TxnMeta, target: str, kafka_20090: b
 
 
 def abort_timed_out(
-    meta: TxnMeta, tv2: bool, kafka_6119: bool = True, kafka_19367: bool = True, kafka_20090: bool = True
+    meta: TxnMeta,
+    tv2: bool,
+    kafka_6119: bool = True,
+    kafka_19367: bool = True,
+    kafka_20090: bool = True,
+    has_failed_epoch_fence: bool = False,
 ) -> TxnMeta:
     """abortTimedOutTransactions: fence the producer, then abort. Before KAFKA-6119 (0.11.0.2) the
     abort kept the producer's epoch, so the producer was not fenced and could go on with the
     transactional id as if its transaction were still open."""
     if kafka_6119:
-        return fence_and_abort(meta, tv2, kafka_19367, kafka_20090)
+        return fence_and_abort(meta, tv2, kafka_19367, kafka_20090, has_failed_epoch_fence)
     return prepare_abort_or_commit(meta, PREPARE_ABORT, tv2, kafka_20090=kafka_20090)
 
 
@@ -243,6 +271,7 @@ def handle_init_producer_id(
     kafka_19367: bool = True,
     expected_id: int = NO_PRODUCER_ID,
     kafka_20090: bool = True,
+    has_failed_epoch_fence: bool = False,
 ) -> Transit:
     """InitProducerId: a new producer id for an unknown transactional id, else the next epoch, or a
     new producer id once the epoch is exhausted; an open transaction is first fenced and aborted and
@@ -265,7 +294,7 @@ def handle_init_producer_id(
         return Transit(PRODUCER_FENCED)  # isValidProducerId
     try:
         if meta.state == ONGOING:
-            fenced = fence_and_abort(meta, tv2, kafka_19367, kafka_20090)
+            fenced = fence_and_abort(meta, tv2, kafka_19367, kafka_20090, has_failed_epoch_fence)
             return Transit(CONCURRENT_TRANSACTIONS, fenced, NO_PRODUCER_EPOCH, "prepareFenceProducerEpoch")
         if is_epoch_exhausted(meta.producerEpoch) and (not expected or expected_epoch == meta.producerEpoch):
             new = rotate_producer_id(meta, expected)

@@ -75,7 +75,7 @@ class TransactionsDrawing(Drawing):
 
         txn = Table(
             f"transaction coordinator (coordinatorEpoch {co.coordinatorEpoch}, markers pending "
-            f"{describe(co.pendingMarkers)})",
+            f"{describe(co.pendingMarkers)}{', hasFailedEpochFence' if co.hasFailedEpochFence else ''})",
             ["", "state", "producerId", "producerEpoch", "lastProducerEpoch", "topicPartitions"],
             [meta_row("in memory", co.metadata), meta_row("__transaction_state", state.transactionLog)],
         )

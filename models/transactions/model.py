@@ -37,8 +37,9 @@ Flags, each a fix in Kafka's history:
   batch (InitProducerId with its producer id and epoch, once the abort is done).
 * ``kafka_6119`` -- 0.11.0.2: the coordinator fences the producer's epoch before it aborts a
   timed-out transaction.
-* ``kafka_9144``, ``kafka_9777``, ``kafka_18575``, ``kafka_19367`` -- the leader's producer-state
-  expiry, the completion after the last marker, the guard a marker keeps, the fence's one bump;
+* ``kafka_9144``, ``kafka_9666``, ``kafka_9777``, ``kafka_18575``, ``kafka_19367`` -- the leader's
+  producer-state expiry, the fence whose append failed, the completion after the last marker, the
+  guard a marker keeps, the fence's one bump;
   ``kafka_18660``, ``kafka_20090`` -- the producer-id rotation on epoch exhaustion, which
   ``initial_producer_epoch`` brings within reach: see :mod:`kmc.models.transactions.config` and
   the model's page.
@@ -134,6 +135,8 @@ class TransactionsModel(PartitionLeaders, Model):
             off.append("ExpireProducer")
         if self.config.max_state_loads == 0:
             off.append("LoadTxnStatePartition")
+        if self.config.max_fence_append_failures == 0:
+            off.append("FenceAppendFails")
         return tuple(off)
 
     # -- the initial state ---------------------------------------------------------------------
@@ -396,7 +399,7 @@ class TransactionsModel(PartitionLeaders, Model):
         if m.error == NONE:
             new = cl._replace(state=READY, producerId=m.producerId, producerEpoch=m.producerEpoch, awaiting="")
             self._client_response(s, m, "HandleInitProducerIdResponse", out, new)
-        elif m.error == CONCURRENT_TRANSACTIONS:  # retry, with the same expected epoch
+        elif m.error in (CONCURRENT_TRANSACTIONS, tc.COORDINATOR_NOT_AVAILABLE):  # retry, the same expected epoch
             retry = Message(
                 "InitProducerId",
                 client_lane(m.client),
@@ -527,17 +530,28 @@ class TransactionsModel(PartitionLeaders, Model):
             decisions = (*s.decisions, Decision(meta.state == PREPARE_COMMIT, meta.topicPartitions))
             pending = meta.topicPartitions
             markers = self._markers(meta, co.coordinatorEpoch, decision)
+        failed_fence = co.hasFailedEpochFence
         if meta.state in (COMPLETE_COMMIT, COMPLETE_ABORT):
-            decision = -1
-        coordinator = co._replace(metadata=meta, pendingMarkers=pending, decision=decision)
+            decision, failed_fence = -1, False  # prepareComplete clears hasFailedEpochFence
+        coordinator = co._replace(
+            metadata=meta, pendingMarkers=pending, decision=decision, hasFailedEpochFence=failed_fence
+        )
         network = self._send(s, *responses, *markers, drop=drop)
         return s._replace(coordinator=coordinator, transactionLog=meta, decisions=decisions, network=network)
 
     def _on_InitProducerId(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
-        cfg = self.config
+        cfg, co = self.config, s.coordinator
         r = tc.handle_init_producer_id(
-            s.coordinator.metadata, self.tv2, m.producerEpoch, cfg.kafka_19367, m.producerId, cfg.kafka_20090
+            co.metadata,
+            self.tv2,
+            m.producerEpoch,
+            cfg.kafka_19367,
+            m.producerId,
+            cfg.kafka_20090,
+            co.hasFailedEpochFence,
         )
+        if r.method == "prepareFenceProducerEpoch" and s.fenceAppendFailures < cfg.max_fence_append_failures:
+            self._fence_append_fails(s, m, out)
         resp = Message(
             "InitProducerIdResponse",
             COORDINATOR,
@@ -549,6 +563,25 @@ class TransactionsModel(PartitionLeaders, Model):
         )
         nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
         out.append((Action("HandleInitProducerId", client=m.client), nxt))
+
+    def _fence_append_fails(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
+        """The fence of an open transaction and its abort are not written (NOT_ENOUGH_REPLICAS on
+        __transaction_state): the client is told COORDINATOR_NOT_AVAILABLE and retries, and under
+        transaction version 1 the fenced epoch stays in memory, marked (KAFKA-9666) so that the next
+        fence does not bump it again."""
+        cfg, co = self.config, s.coordinator
+        assert co.metadata is not None
+        fenced = tc.fence_append_failed(co.metadata, self.tv2, cfg.kafka_19367, cfg.kafka_20090, co.hasFailedEpochFence)
+        marked = cfg.kafka_9666 and fenced != co.metadata
+        resp = Message(
+            "InitProducerIdResponse", COORDINATOR, m.src, client=m.client, error=tc.COORDINATOR_NOT_AVAILABLE
+        )
+        nxt = s._replace(
+            coordinator=co._replace(metadata=fenced, hasFailedEpochFence=co.hasFailedEpochFence or marked),
+            network=self._send(s, resp, drop=m),
+            fenceAppendFailures=s.fenceAppendFailures + 1,
+        )
+        out.append((Action("FenceAppendFails", client=m.client), nxt))
 
     def _on_AddPartitionsToTxn(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         r = tc.handle_add_partitions(s.coordinator.metadata, m.producerId, m.producerEpoch, frozenset({m.partition}))
@@ -619,7 +652,9 @@ class TransactionsModel(PartitionLeaders, Model):
             out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta, self.tv2), [], None)))
         if meta is not None and meta.state == ONGOING:
             try:
-                aborted = tc.abort_timed_out(meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367, cfg.kafka_20090)
+                aborted = tc.abort_timed_out(
+                    meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367, cfg.kafka_20090, co.hasFailedEpochFence
+                )
             except tc.EpochOverflowError:  # the fence threw: the transaction stays open
                 aborted = None
             if aborted is not None and s.txnTimeouts < self.config.max_txn_timeouts:

@@ -88,6 +88,9 @@ class Coordinator(NamedTuple):
     acknowledged while the state lock was held and the DelayedTxnMarker gave up; or a leader refused a
     marker (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) and the coordinator cancelled the
     rest (TransactionMarkerRequestCompletionHandler.removeMarkersForTxn)."""
+    hasFailedEpochFence: bool = False
+    """KAFKA-9666: the in-memory fence's append failed, so the next fence keeps its epoch (cleared by a
+    completion, lost on a reload)."""
 
 
 class TransactionsState(NamedTuple):
@@ -112,6 +115,7 @@ class TransactionsState(NamedTuple):
     failovers: int
     expirations: int
     stateLoads: int
+    fenceAppendFailures: int = 0
 
 
 def request_in_flight(s: TransactionsState, api: str, client: int) -> Message | None:
