@@ -149,7 +149,7 @@ class TransactionStateOracle(Oracle):
                 md.hasFailedEpochFence(failed_fence)
             state = str(md.state().stateName())
             if kind == "failed fence":
-                return self._result(md, self._failed_fence(md))
+                return self._result(md, self._install_fence(md))
             if kind == "timeout" and not self.model.config.kafka_6119:  # the abort alone, at the same epoch
                 transit = md.prepareAbortOrCommit(
                     self.states[tcm.PREPARE_ABORT], self.tv, after.nextProducerId, NOW, False
@@ -179,10 +179,10 @@ class TransactionStateOracle(Oracle):
                 return jvm.java_exception_text(exc)
             raise
 
-    def _failed_fence(self, md: Any) -> Any:
-        """A fence whose append to __transaction_state failed: the fenced epoch prepared, the pending
-        state dropped, and under transaction version 1 (or 2 before KAFKA-19367) the epoch installed
-        in memory, as endTransaction did before it prepared the abort that was not written."""
+    def _install_fence(self, md: Any) -> Any:
+        """Prepare the epoch fence and drop it as pending, as endTransaction does; under transaction
+        version 1 (or 2 before KAFKA-19367) the fenced epoch is installed in memory. That is all a
+        fence whose append to __transaction_state failed leaves behind."""
         fence = md.prepareFenceProducerEpoch()
         md.pendingState(self.Optional.empty())
         if not (self.tv2 and self.model.config.kafka_19367):
@@ -191,15 +191,10 @@ class TransactionStateOracle(Oracle):
         return fence
 
     def _fence_and_abort(self, md: Any, next_producer_id: int) -> Any:
-        """What abortTimedOutTransactions and InitProducerId on an open transaction do: prepare the
-        epoch fence, drop it as pending, and prepare the abort instead. Transaction version 1
-        (endTransactionWithTV1) installs the fenced epoch first; so did version 2 before
-        KAFKA-19367, whose abort then bumped it again."""
-        fence = md.prepareFenceProducerEpoch()
-        md.pendingState(self.Optional.empty())
-        if not (self.tv2 and self.model.config.kafka_19367):
-            md.setProducerEpoch(fence.producerEpoch())
-            md.setLastProducerEpoch(-1)
+        """What abortTimedOutTransactions and InitProducerId on an open transaction do: the fence
+        installed (``_install_fence``), then the abort prepared instead of it; under version 2 before
+        KAFKA-19367 the abort bumped the installed epoch again."""
+        self._install_fence(md)
         return md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, next_producer_id, NOW, False)
 
     # -- the comparisons -----------------------------------------------------------------------

@@ -173,12 +173,13 @@ def fenced_epoch(meta: TxnMeta, kafka_20090: bool = True, has_failed_epoch_fence
     return meta.producerEpoch + 1
 
 
-def fence_append_failed(
+def install_fence(
     meta: TxnMeta, tv2: bool, kafka_19367: bool = True, kafka_20090: bool = True, has_failed_epoch_fence: bool = False
 ) -> TxnMeta:
-    """What stays in memory when the append of a fence and its abort to __transaction_state fails:
-    the fenced epoch, which endTransaction installed before it prepared the abort (the abort's
-    pending state is dropped). Under transaction version 2 since KAFKA-19367 nothing was installed."""
+    """What endTransaction leaves in memory before it prepares the abort of a fenced transaction, and
+    what stays there when that abort cannot be appended to __transaction_state: the fenced epoch
+    with no last epoch (the fence's pending state is dropped). Under transaction version 2 since
+    KAFKA-19367 nothing is installed: the abort's own bump is the fence."""
     epoch = fenced_epoch(meta, kafka_20090, has_failed_epoch_fence)
     if tv2 and kafka_19367:
         return meta
@@ -188,18 +189,15 @@ def fence_append_failed(
 def fence_and_abort(
     meta: TxnMeta, tv2: bool, kafka_19367: bool = True, kafka_20090: bool = True, has_failed_epoch_fence: bool = False
 ) -> TxnMeta:
-    """prepareFenceProducerEpoch (PrepareEpochFence, never written; see ``fenced_epoch``), then the
+    """prepareFenceProducerEpoch (PrepareEpochFence, never written; see ``install_fence``), then the
     abort that replaces it: endTransaction(ABORT) from the coordinator itself. Transaction version 1
-    installs the fenced epoch and aborts at it. Version 2's abort bumps the epoch itself: since
-    KAFKA-19367 (4.0.1) that bump is the fence, so the old epoch stays the last one; before, the
-    fenced epoch was installed first and the abort bumped once more."""
-    epoch = fenced_epoch(meta, kafka_20090, has_failed_epoch_fence)
-    if tv2 and kafka_19367:
-        return _abort_or_commit_from_coordinator(meta, PREPARE_ABORT, kafka_20090)
-    fenced = meta._replace(producerEpoch=epoch, lastProducerEpoch=NO_PRODUCER_EPOCH)
+    aborts at the installed epoch. Version 2's abort bumps the epoch itself: since KAFKA-19367 (4.0.1)
+    that bump is the fence, so the old epoch stays the last one; before, the fenced epoch was
+    installed first and the abort bumped once more."""
+    installed = install_fence(meta, tv2, kafka_19367, kafka_20090, has_failed_epoch_fence)
     if tv2:
-        return _abort_or_commit_from_coordinator(fenced, PREPARE_ABORT, kafka_20090)
-    return prepare_abort_or_commit(fenced, PREPARE_ABORT, False)
+        return _abort_or_commit_from_coordinator(installed, PREPARE_ABORT, kafka_20090)
+    return prepare_abort_or_commit(installed, PREPARE_ABORT, False)
 
 
 def _abort_or_commit_from_coordinator(meta: TxnMeta, target: str, kafka_20090: bool) -> TxnMeta:

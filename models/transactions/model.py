@@ -571,7 +571,7 @@ class TransactionsModel(PartitionLeaders, Model):
         fence does not bump it again."""
         cfg, co = self.config, s.coordinator
         assert co.metadata is not None
-        fenced = tc.fence_append_failed(co.metadata, self.tv2, cfg.kafka_19367, cfg.kafka_20090, co.hasFailedEpochFence)
+        fenced = tc.install_fence(co.metadata, self.tv2, cfg.kafka_19367, cfg.kafka_20090, co.hasFailedEpochFence)
         marked = cfg.kafka_9666 and fenced != co.metadata
         resp = Message(
             "InitProducerIdResponse", COORDINATOR, m.src, client=m.client, error=tc.COORDINATOR_NOT_AVAILABLE
@@ -644,6 +644,18 @@ class TransactionsModel(PartitionLeaders, Model):
             nxt = nxt._replace(coordinator=lost, stateLoads=s.stateLoads + 1)
             out.append((Action("LoadTxnStatePartition", partition=m.partition), nxt))
 
+    def _abort_timed_out(self, co: Coordinator) -> TxnMeta | None:
+        """abortTimedOutTransactions' fence and abort of the open transaction; None when the fence
+        throws (at Short.MaxValue before KAFKA-20090) and the transaction stays open."""
+        cfg = self.config
+        assert co.metadata is not None
+        try:
+            return tc.abort_timed_out(
+                co.metadata, self.tv2, cfg.kafka_6119, cfg.kafka_19367, cfg.kafka_20090, co.hasFailedEpochFence
+            )
+        except tc.EpochOverflowError:
+            return None
+
     def _coordinator_steps(self, s: TransactionsState, out: list[Step]) -> None:
         cfg, co = self.config, s.coordinator
         meta = co.metadata
@@ -651,16 +663,13 @@ class TransactionsModel(PartitionLeaders, Model):
         if prepared and not co.pendingMarkers and not co.completionLost:
             out.append((Action("WriteTxnCompletion"), self._apply(s, tc.prepare_complete(meta, self.tv2), [], None)))
         if meta is not None and meta.state == ONGOING:
-            try:
-                aborted = tc.abort_timed_out(
-                    meta, self.tv2, cfg.kafka_6119, cfg.kafka_19367, cfg.kafka_20090, co.hasFailedEpochFence
-                )
-            except tc.EpochOverflowError:  # the fence threw: the transaction stays open
-                aborted = None
-            if aborted is not None and s.txnTimeouts < self.config.max_txn_timeouts:
+            fault = s.txnTimeouts < cfg.max_txn_timeouts
+            stopped = producers_stopped(s, cfg.max_transactions)
+            aborted = self._abort_timed_out(co) if fault or stopped else None
+            if aborted is not None and fault:
                 nxt = self._apply(s, aborted, [], None)
                 out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
-            if aborted is not None and producers_stopped(s, self.config.max_transactions):
+            if aborted is not None and stopped:
                 # Nobody will end it: transaction.timeout.ms passes and abortTimedOutTransactions,
                 # which runs every few seconds, fences and aborts it. A fair step, not a fault.
                 out.append((Action("AbortTimedOutTransaction"), self._apply(s, aborted, [], None)))
