@@ -14,7 +14,7 @@ from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.models.share_group.model import ShareGroupModel
 from kmc.models.share_group.state import ACQUIRED, ARCHIVED, AVAILABLE, ShareGroupState
-from suite_entries import checked_whole
+from suite_entries import searched_by_suite
 
 TRACES = Path(__file__).resolve().parent.parent / "counterexamples" / "share-group"
 
@@ -122,8 +122,7 @@ def test_an_acceptance_written_after_the_log_start_passed_the_cache_moves_the_st
 @pytest.mark.parametrize("preset", sorted(ShareGroupModel.presets))
 def test_presets_verdicts_are_what_kmc_list_says(preset: str) -> None:
     expected = ShareGroupModel.presets[preset].expected
-    if checked_whole("share-group", preset):  # the CI suite searches it
-        assert set(expected.values()) == {"holds"}
+    if searched_by_suite("share-group", preset, expected):
         return
     result = Check("share-group", preset=preset, settings={"keep_going": True}).run()
     assert result.complete
