@@ -26,6 +26,7 @@ from kmc.checker.outputs import check_output_dir, check_output_file, write_atomi
 from kmc.checker.result import CheckResult, Status
 from kmc.checker.runner import Check
 from kmc.checker.search.observers import vacuity_failures
+from kmc.checker.search.progress import PROGRESS_EVERY_S, make_progress
 from kmc.checker.traces.files import trace_stem, write_traces
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
@@ -53,6 +54,9 @@ def check(
         typer.Option("--fail-on-vacuity", help="Exit 1 if an action was never taken or a property never exercised."),
     ] = False,
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
+    progress_every: Annotated[
+        float, typer.Option(help="Seconds between progress lines when stderr is not a terminal.")
+    ] = PROGRESS_EVERY_S,
     quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the trace.")] = False,
     render: Annotated[
         Path | None, typer.Option(help="Write each trace's chart (SVG) and an HTML report of the check to DIR.")
@@ -60,8 +64,6 @@ def check(
     **settings: Any,
 ) -> None:
     """Check a model's properties; write each violation's trace as ITF."""
-    from kmc.checker.search.progress import make_progress
-
     given = {name: str(value) if isinstance(value, Path) else value for name, value in settings.items()}
     job = Check(
         model_name=model,
@@ -82,7 +84,7 @@ def check(
         check_output_file(junit, "--junit", (".xml",))
     if render is not None:
         check_output_dir(render, "--render")
-    bar = make_progress(f"kmc {engine}", enabled=progress and not as_json)
+    bar = make_progress(f"kmc {engine}", enabled=progress and not as_json, every=progress_every)
     try:
         result = job.run(bar)
     except KeyboardInterrupt:

@@ -25,7 +25,7 @@ from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.errors import UserError
 from kmc.checker.model import parse_sets
 from kmc.checker.registry import registered_oracles
-from kmc.checker.search.progress import make_progress
+from kmc.checker.search.progress import PROGRESS_EVERY_S, Progress, make_progress
 from kmc.checker.traces.itf import read_trace
 from kmc.checker.traces.replay import replay
 from kmc.checker.traces.text import trace_text
@@ -95,16 +95,18 @@ def run_conform(
     as_json: bool,
     progress: bool,
     show_trace: bool,
+    progress_every: float = PROGRESS_EVERY_S,
     limit: int | None = None,
 ) -> bool:
     """Run the job, print and write its report; True when any oracle disagreed. A run that compared
     nothing is an error, never a pass."""
     table = job.input_oracle()
     if table is not None:
-        return _run_table(table, out=out, junit=junit, as_json=as_json, progress=progress, limit=limit)
+        bar = make_progress(f"kmc conform {table.name}", enabled=progress and not as_json, every=progress_every)
+        return _run_table(table, out=out, junit=junit, as_json=as_json, progress=bar, limit=limit)
     if limit is not None:
         raise UserError("--limit applies to input oracles (tables of inputs) only")
-    result = job.run(make_progress(f"kmc conform {job.target}", enabled=progress and not as_json))
+    result = job.run(make_progress(f"kmc conform {job.target}", enabled=progress and not as_json, every=progress_every))
     release, model = result.release, result.check
     preset = model.preset
     write_mismatch_traces(result, out)
@@ -164,9 +166,9 @@ def conform_text(result: ConformResult, release: str | None, show_trace: bool = 
 
 
 def _run_table(
-    oracle: InputOracle, *, out: Path, junit: Path | None, as_json: bool, progress: bool, limit: int | None
+    oracle: InputOracle, *, out: Path, junit: Path | None, as_json: bool, progress: Progress, limit: int | None
 ) -> bool:
-    tally = conform_table(oracle, make_progress(f"kmc conform {oracle.name}", enabled=progress and not as_json), limit)
+    tally = conform_table(oracle, progress, limit)
     release = getattr(oracle, "release", None)
     path = out / f"{oracle.name}-mismatch.json"
     if tally.mismatches:
@@ -228,6 +230,9 @@ def conform(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     junit: Annotated[Path | None, typer.Option(help="Write a JUnit XML report (one case per oracle).")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
+    progress_every: Annotated[
+        float, typer.Option(help="Seconds between progress lines when stderr is not a terminal.")
+    ] = PROGRESS_EVERY_S,
     quiet_trace: Annotated[bool, typer.Option("--no-trace", help="Do not print the mismatch trace.")] = False,
     list_oracles: Annotated[bool, typer.Option("--list", help="List the oracles and what they call.")] = False,
     trace: Annotated[
@@ -258,7 +263,14 @@ def conform(
         bfs_options=_bfs_options(max_depth, max_states, store, checkpoint, resume),
     )
     mismatched = run_conform(
-        job, out=out, junit=junit, as_json=as_json, progress=progress, show_trace=not quiet_trace, limit=limit
+        job,
+        out=out,
+        junit=junit,
+        as_json=as_json,
+        progress=progress,
+        show_trace=not quiet_trace,
+        limit=limit,
+        progress_every=progress_every,
     )
     if mismatched:
         raise typer.Exit(EXIT_VIOLATED)

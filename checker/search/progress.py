@@ -6,6 +6,11 @@ import sys
 import time
 from typing import Protocol, TextIO
 
+from kmc.checker.errors import UserError
+
+PROGRESS_EVERY_S = 10.0
+"""Seconds between two plain progress lines, unless ``--progress-every`` says otherwise."""
+
 
 class Progress(Protocol):
     def update(self, *, distinct: int, generated: int, depth: int, queue: int) -> None: ...
@@ -31,7 +36,7 @@ def _line(distinct: int, generated: int, depth: int, queue: int, elapsed: float)
 class PlainProgress:
     """One line every ``every`` seconds, for logs and CI."""
 
-    def __init__(self, stream: TextIO | None = None, every: float = 10.0) -> None:
+    def __init__(self, stream: TextIO | None = None, every: float = PROGRESS_EVERY_S) -> None:
         self.stream = stream or sys.stderr
         self.every = every
         self.start = time.perf_counter()
@@ -67,9 +72,12 @@ class RichProgress:
         self.live.stop()
 
 
-def make_progress(label: str, enabled: bool = True) -> Progress:
+def make_progress(label: str, enabled: bool = True, every: float = PROGRESS_EVERY_S) -> Progress:
+    """A live line on a terminal; otherwise a plain line every ``every`` seconds (logs, CI, pipes)."""
+    if every <= 0:
+        raise UserError(f"--progress-every takes a number of seconds above 0, not {every:g}")
     if not enabled:
         return NoProgress()
     if sys.stderr.isatty():
         return RichProgress(label)
-    return PlainProgress()
+    return PlainProgress(every=every)
