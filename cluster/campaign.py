@@ -346,21 +346,28 @@ def spec_of(run_dir: Path) -> CampaignSpec:
 
 
 def _play(cluster: Cluster, nemesis: Nemesis, schedule: Schedule, progress: Progress) -> None:
-    """Each step at its time; the end of the campaign's duration, however many steps it holds."""
+    """Each step at its time; the end of the campaign's duration, however many steps it holds. A node
+    that dies with no fault behind it ends the schedule early: the run's verdict is already an error."""
     begin = time.monotonic()
+
+    def noticed_a_death() -> bool:
+        died = nemesis.notice_deaths()
+        for node_id in died:
+            progress(f"{time.monotonic() - begin:6.1f} s  node {node_id} died, and no fault stopped it")
+        if died:
+            progress(f"{time.monotonic() - begin:6.1f} s  the schedule ends here: a death no fault explains")
+        return bool(died)
+
     aimed: int | None = None
     for step in schedule.steps:
-        _sleep_until(begin + step.at_s)
-        for node_id in nemesis.notice_deaths():
-            progress(f"{time.monotonic() - begin:6.1f} s  node {node_id} died, and no fault stopped it")
+        if not _sleep_until(begin + step.at_s, noticed_a_death):
+            return
         target = _apply(nemesis, step, aimed)
         if step.action in AIMED:
             aimed = target
         shown = step.node if step.node is not None else target
         progress(f"{time.monotonic() - begin:6.1f} s  {step.action} {'' if shown is None else shown}")
-    _sleep_until(begin + schedule.duration_s)
-    for node_id in nemesis.notice_deaths():
-        progress(f"{time.monotonic() - begin:6.1f} s  node {node_id} died, and no fault stopped it")
+    _sleep_until(begin + schedule.duration_s, noticed_a_death)
 
 
 def _apply(nemesis: Nemesis, step: Step, aimed: int | None) -> int | None:
@@ -400,6 +407,12 @@ def _apply(nemesis: Nemesis, step: Step, aimed: int | None) -> int | None:
     return node
 
 
-def _sleep_until(moment: float) -> None:
-    while (left := moment - time.monotonic()) > 0:
+def _sleep_until(moment: float, stop: Callable[[], bool]) -> bool:
+    """Sleep until ``moment``, asking ``stop`` every half second; False when it said stop."""
+    while True:
+        if stop():
+            return False
+        left = moment - time.monotonic()
+        if left <= 0:
+            return True
         time.sleep(min(left, 0.5))

@@ -276,7 +276,8 @@ def test_sigterm_ends_a_campaign_with_its_nodes_stopped(runs: Path) -> None:
 
 def test_a_node_killed_from_outside_is_reported_not_taken_for_a_fault(runs: Path) -> None:
     """A Kafka process killed by someone else mid-campaign: the campaign says which node died with no
-    fault of its schedule behind it, its verdict is error (exit 2), and nothing is left running."""
+    fault of its schedule behind it, its verdict is error (exit 2), the schedule ends at once, and
+    nothing is left running."""
     run_dir = runs / "killed-from-outside"
     config = runs / "killed-from-outside.toml"
     config.write_text('duration_s = 8\nvalidate = false\nsteps = [{ at_s = 1, action = "heal" }]\n')
@@ -295,4 +296,5 @@ def test_a_node_killed_from_outside_is_reported_not_taken_for_a_fault(runs: Path
     )
     assert said in out and "verdict: error" in out, (out, err)
     assert f"node {victim['node_id']} died, and no fault stopped it" in err
+    assert "the schedule ends here: a death no fault explains" in err  # not after the 8 s the campaign was given
     assert leftovers(run_dir, read_info(run_dir / "cluster")["run_id"]) == []
