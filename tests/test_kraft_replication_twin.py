@@ -83,8 +83,8 @@ def test_c_successors_are_the_python_ones_on_every_reachable_state(case: str) ->
 def test_c_successors_are_the_python_ones_with_three_brokers(case: str) -> None:
     preset, overrides = FIRST_STATES[case]
     model = KraftReplicationModel.build(preset, overrides)
-    states = reachable(model, limit=5000)
-    assert len(states) >= 5000
+    states = reachable(model, limit=2500)
+    assert len(states) >= 2500
     assert_same_steps(model, states)
 
 
