@@ -53,7 +53,7 @@ def test_zk_controller_encoding_agrees_on_every_state_of_a_small_space() -> None
 
 
 @pytest.mark.parametrize(
-    ("preset", "stride", "sampled"), [("kip-380", 400, 115), ("pre-kip-380", 400, 135), ("pre-kafka-6082", 600, 140)]
+    ("preset", "stride", "sampled"), [("kip-380", 1000, 46), ("pre-kip-380", 1000, 54), ("pre-kafka-6082", 1500, 56)]
 )
 def test_zk_controller_encoding_agrees_on_a_sample_of_each_preset(preset: str, stride: int, sampled: int) -> None:
     assert _agree(ZkControllerModel.build(preset), stride) == sampled
