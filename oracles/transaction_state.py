@@ -102,10 +102,14 @@ class TransactionStateOracle(Oracle):
         )
 
     def _result(self, md: Any, transit: Any) -> tuple:
+        return self._fields(md, int(transit.nextProducerId()))
+
+    @staticmethod
+    def _fields(md: Any, next_producer_id: int) -> tuple:
         parts = frozenset(int(tp.partition()) for tp in md.topicPartitions())
         state = str(md.state().stateName())
         epochs = (int(md.producerEpoch()), int(md.lastProducerEpoch()))
-        ids = (int(md.prevProducerId()), int(transit.nextProducerId()))
+        ids = (int(md.prevProducerId()), next_producer_id)
         return (state, int(md.producerId()), *epochs, parts, *ids)
 
     @staticmethod
@@ -156,6 +160,9 @@ class TransactionStateOracle(Oracle):
                 )
             elif (kind == "init" and state == tcm.ONGOING) or kind == "timeout":
                 transit = self._fence_and_abort(md, after.nextProducerId)
+                if transit is None:  # the abort overflowed: the fence it left in memory, nothing prepared
+                    assert before is not None
+                    return self._fields(md, before.nextProducerId)
             elif kind == "init" and before is not None and after.producerId != before.producerId:
                 transit = md.prepareProducerIdRotation(after.producerId, TIMEOUT_MS, NOW, expected_epoch != -1)
             elif kind == "init":
@@ -190,11 +197,15 @@ class TransactionStateOracle(Oracle):
             md.setLastProducerEpoch(-1)
         return fence
 
-    def _fence_and_abort(self, md: Any, next_producer_id: int) -> Any:
+    def _fence_and_abort(self, md: Any, next_producer_id: int) -> Any | None:
         """What abortTimedOutTransactions and InitProducerId on an open transaction do: the fence
         installed (``_install_fence``), then the abort prepared instead of it; under version 2 before
-        KAFKA-19367 the abort bumped the installed epoch again."""
+        KAFKA-19367 the abort bumped the installed epoch again. None when that bump passes
+        Short.MaxValue: prepareTransitionTo throws before KAFKA-20090 (4.3.0, whose metadata keeps an
+        abort at Short.MaxValue), and the installed fence is all that is left."""
         self._install_fence(md)
+        if self.tv2 and int(md.producerEpoch()) == tcm.SHORT_MAX_VALUE and not self.model.config.kafka_20090:
+            return None
         return md.prepareAbortOrCommit(self.states[tcm.PREPARE_ABORT], self.tv, next_producer_id, NOW, False)
 
     # -- the comparisons -----------------------------------------------------------------------

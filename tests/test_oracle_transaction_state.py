@@ -29,6 +29,8 @@ def _conform(model: TransactionsModel):
         ("pre-kafka-20090", {}, 15415, 5538, 144273),
         ("pre-kafka-9666", {}, 1355, 445, 12640),
         ("pre-kafka-9666", {"kafka_9666": True}, 1719, 577, 16048),
+        ("pre-kafka-19367", {}, 501, 169, 4678),
+        ("kafka-19367", {}, 901, 320, 8429),
         ("kip-890-part-1", {"partitions": 1}, 2704, 675, 24993),
         ("pre-kip-890", {"partitions": 1}, 1128, 322, 10456),
         ("pre-kafka-6119", {"partitions": 1}, 276, 100, 2566),
@@ -121,3 +123,24 @@ def test_oracle_catches_a_fence_that_bumps_again_after_a_failed_append() -> None
     _result, tally = _conform(model)
     assert tally.mismatches == 1
     assert tally.first_mismatch.question == "failed fence transition"
+
+
+class OverflowKeepsTheLastEpoch(TransactionsModel):
+    """Broken on purpose: the fence an overflowing abort leaves in memory (transaction version 2 before
+    KAFKA-19367) keeps the last epoch, where Kafka's endTransaction clears it."""
+
+    def _on_InitProducerId(self, s: TransactionsState, m, out):  # type: ignore[no-untyped-def]
+        super()._on_InitProducerId(s, m, out)
+        action, after = out.pop()
+        meta, old = after.coordinator.metadata, s.coordinator.metadata
+        installed = after.transactionLog == s.transactionLog and meta is not None and old is not None
+        if installed and meta.producerEpoch != old.producerEpoch:  # changed in memory, nothing appended
+            meta = meta._replace(lastProducerEpoch=old.producerEpoch)
+            after = after._replace(coordinator=after.coordinator._replace(metadata=meta))
+        out.append((action, after))
+
+
+def test_oracle_catches_an_overflowed_fence_that_keeps_the_last_epoch() -> None:
+    _result, tally = _conform(OverflowKeepsTheLastEpoch(TransactionsModel.make_config("pre-kafka-19367")))
+    assert tally.mismatches == 1
+    assert tally.first_mismatch.question == "init transition"

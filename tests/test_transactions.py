@@ -74,6 +74,7 @@ def test_fixed_presets_hold_every_property_including_liveness(preset: str, state
         ("pre-kafka-5376", "ReadCommittedSeesOnlyCommitted", 15),
         ("pre-kafka-20090", "LastStableOffsetAdvances", 39),
         ("pre-kafka-9666", "LastStableOffsetAdvances", 23),
+        ("pre-kafka-19367", "LastStableOffsetAdvances", 16),
         ("pre-kafka-18660", "FencedOnlyByANewerProducer", 29),
         ("pre-kafka-18660", "TransactionFailsOnlyByAFault", 34),
     ],
@@ -188,7 +189,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 21
+    assert len(TRACES) == 22
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
 
@@ -477,3 +478,30 @@ def test_kafka_9666_each_failed_fence_bumped_the_epoch_until_the_producer_could_
     [after] = [t for a, t in fixed.successors(trace.states[failures[0] - 1]) if a.name == "FenceAppendFails"]
     assert after.coordinator.hasFailedEpochFence and after.coordinator.metadata.producerEpoch == 32766
     assert tc.fenced_epoch(after.coordinator.metadata, has_failed_epoch_fence=True) == 32766
+
+
+def test_kafka_19367_the_abort_bumped_the_fenced_epoch_past_short_max_value() -> None:
+    """Kafka 4.0.0: the second producer's InitProducerId sets the fenced epoch, Short.MaxValue, and its
+    abort overflows; the request fails, the epoch stays in memory unwritten and fences the first
+    producer's commit, and the transaction stays open for good. 4.0.1 aborts at Short.MaxValue."""
+    trace = _trace("pre-kafka-19367-LastStableOffsetAdvances")
+    [init] = [
+        i
+        for i, a in enumerate(trace.actions)
+        if a is not None and a.name == "HandleInitProducerId" and a.args["client"] == 1
+    ]
+    before, after = trace.states[init - 1], trace.states[init]
+    assert (before.coordinator.metadata.state, before.coordinator.metadata.producerEpoch) == (tc.ONGOING, 32766)
+    assert (after.coordinator.metadata.state, after.coordinator.metadata.producerEpoch) == (tc.ONGOING, 32767)
+    assert after.coordinator.metadata.lastProducerEpoch == -1 and after.transactionLog == before.transactionLog
+    assert [m.error for m in after.network if m.api == "InitProducerIdResponse"] == [tc.UNKNOWN_SERVER_ERROR]
+    assert [c.state for c in trace.states[-1].clients] == ["FATAL_ERROR", "FATAL_ERROR"]
+    hung = trace.states[-1]
+    assert hung.coordinator.metadata.state == tc.ONGOING and hung.partitions[0].currentTxnFirstOffset == 0
+    fixed = TransactionsModel.build("kafka-19367")
+    [(_, answered)] = [(a, t) for a, t in fixed.successors(before) if a == trace.actions[init]]
+    assert answered.coordinator.metadata.state == tc.PREPARE_ABORT
+    assert (answered.coordinator.metadata.producerEpoch, answered.coordinator.metadata.lastProducerEpoch) == (
+        32767,
+        32766,
+    )

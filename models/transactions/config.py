@@ -201,6 +201,17 @@ _ALL_HOLD = {name: "holds" for name in _PROPS}
 
 _TV1 = {"transaction_version": 1}
 _EXHAUSTION = {"partitions": 1, "initial_producer_epoch": 32764, "max_transactions": 3, "max_txn_timeouts": 1}
+_EPOCH_FENCE_AT_THE_LIMIT = {
+    "producers": 2,
+    "partitions": 1,
+    "max_transactions": 1,
+    "max_request_timeouts": 0,
+    "max_txn_timeouts": 1,
+    "initial_producer_epoch": 32765,
+    "kafka_20090": False,
+}
+"""Two incarnations of the transactional id, the first one's transaction open at Short.MaxValue - 1,
+before KAFKA-20090 (4.0.x)."""
 
 PRESETS = {
     "kip-890-part-2": Preset.of(
@@ -409,6 +420,21 @@ PRESETS = {
         max_fence_append_failures=2,
         kafka_9666=False,
         kafka_20090=False,
+    ),
+    "pre-kafka-19367": Preset.of(
+        "Kafka 4.0.0 under transaction version 2: a second producer's InitProducerId finds the first one's "
+        "transaction open at Short.MaxValue - 1; the fence sets Short.MaxValue and the abort bumps once more, past "
+        "it: the request fails UNKNOWN_SERVER_ERROR (fatal), the fenced epoch stays in memory and fences the first "
+        "producer's commit, and the coordinator's timeout cannot fence it again: the LSO hangs",
+        {**_ALL_HOLD, "LastStableOffsetAdvances": "violated"},
+        **_EPOCH_FENCE_AT_THE_LIMIT,
+        kafka_19367=False,
+    ),
+    "kafka-19367": Preset.of(
+        "Kafka 4.0.1 (KAFKA-19367): the abort's own bump is the fence, to Short.MaxValue; the second producer "
+        "gets a new producer id once the abort completes, and every property holds at the same bounds",
+        _ALL_HOLD,
+        **_EPOCH_FENCE_AT_THE_LIMIT,
     ),
     "txn-timeout": Preset.of(
         "kip-890-part-2 where the coordinator times out and aborts an open transaction",

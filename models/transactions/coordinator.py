@@ -86,12 +86,20 @@ class Transit(NamedTuple):
     producerEpoch: int = NO_PRODUCER_EPOCH
     method: str = ""
     producerId: int = NO_PRODUCER_ID
+    installed: TxnMeta | None = None
+    """Metadata changed in memory only, nothing appended: what a refused fence left behind."""
 
 
 class EpochOverflowError(Exception):
     """Kafka refuses a transition whose epoch would pass Short.MaxValue (the short wraps negative and
     prepareTransitionTo throws), or a fence at Short.MaxValue before KAFKA-20090; the request is
-    answered UNKNOWN_SERVER_ERROR and the metadata is unchanged."""
+    answered UNKNOWN_SERVER_ERROR. ``installed`` is what the refusal leaves in memory: the metadata
+    unchanged (None), or the fenced epoch endTransaction had already set when the abort after it
+    overflowed (transaction version 2 before KAFKA-19367)."""
+
+    def __init__(self, message: str, installed: TxnMeta | None = None) -> None:
+        super().__init__(message)
+        self.installed = installed
 
 
 def is_epoch_exhausted(producer_epoch: int) -> bool:
@@ -193,11 +201,15 @@ def fence_and_abort(
     abort that replaces it: endTransaction(ABORT) from the coordinator itself. Transaction version 1
     aborts at the installed epoch. Version 2's abort bumps the epoch itself: since KAFKA-19367 (4.0.1)
     that bump is the fence, so the old epoch stays the last one; before, the fenced epoch was
-    installed first and the abort bumped once more."""
+    installed first and the abort bumped once more, past Short.MaxValue from Short.MaxValue - 1
+    (EpochOverflowError, the fenced epoch left installed) unless KAFKA-20090 kept it there."""
     installed = install_fence(meta, tv2, kafka_19367, kafka_20090, has_failed_epoch_fence)
-    if tv2:
+    if not tv2:
+        return prepare_abort_or_commit(installed, PREPARE_ABORT, False)
+    try:
         return _abort_or_commit_from_coordinator(installed, PREPARE_ABORT, kafka_20090)
-    return prepare_abort_or_commit(installed, PREPARE_ABORT, False)
+    except EpochOverflowError as overflow:
+        raise EpochOverflowError(str(overflow), installed if installed != meta else None) from None
 
 
 def _abort_or_commit_from_coordinator(meta: TxnMeta, target: str, kafka_20090: bool) -> TxnMeta:
@@ -298,8 +310,8 @@ def handle_init_producer_id(
             new = rotate_producer_id(meta, expected)
             return Transit(NONE, new, new.producerEpoch, "prepareProducerIdRotation", new.producerId)
         new = increment_epoch(meta, expected_epoch)
-    except EpochOverflowError:
-        return Transit(UNKNOWN_SERVER_ERROR)
+    except EpochOverflowError as overflow:
+        return Transit(UNKNOWN_SERVER_ERROR, installed=overflow.installed)
     if new is None:
         return Transit(PRODUCER_FENCED)
     return Transit(NONE, new, new.producerEpoch, "prepareIncrementProducerEpoch", new.producerId)

@@ -561,7 +561,14 @@ class TransactionsModel(PartitionLeaders, Model):
             error=r.error,
             producerId=r.producerId,
         )
-        nxt = self._apply(s, r.meta, [resp], m) if r.meta else s._replace(network=self._send(s, resp, drop=m))
+        if r.installed is not None:  # refused after the fenced epoch was set: it stays, unwritten
+            nxt = s._replace(
+                coordinator=s.coordinator._replace(metadata=r.installed), network=self._send(s, resp, drop=m)
+            )
+        elif r.meta is not None:
+            nxt = self._apply(s, r.meta, [resp], m)
+        else:
+            nxt = s._replace(network=self._send(s, resp, drop=m))
         out.append((Action("HandleInitProducerId", client=m.client), nxt))
 
     def _fence_append_fails(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
@@ -644,17 +651,22 @@ class TransactionsModel(PartitionLeaders, Model):
             nxt = nxt._replace(coordinator=lost, stateLoads=s.stateLoads + 1)
             out.append((Action("LoadTxnStatePartition", partition=m.partition), nxt))
 
-    def _abort_timed_out(self, co: Coordinator) -> TxnMeta | None:
-        """abortTimedOutTransactions' fence and abort of the open transaction; None when the fence
-        throws (at Short.MaxValue before KAFKA-20090) and the transaction stays open."""
-        cfg = self.config
+    def _abort_timed_out(self, s: TransactionsState) -> TransactionsState | None:
+        """abortTimedOutTransactions' fence and abort of the open transaction, appended; when the abort
+        overflows after the fenced epoch was set (transaction version 2 before KAFKA-19367), that epoch
+        alone, in memory; None when the fence itself throws (at Short.MaxValue before KAFKA-20090)
+        and nothing changes."""
+        cfg, co = self.config, s.coordinator
         assert co.metadata is not None
         try:
-            return tc.abort_timed_out(
+            aborted = tc.abort_timed_out(
                 co.metadata, self.tv2, cfg.kafka_6119, cfg.kafka_19367, cfg.kafka_20090, co.hasFailedEpochFence
             )
-        except tc.EpochOverflowError:
-            return None
+        except tc.EpochOverflowError as overflow:
+            if overflow.installed is None:
+                return None
+            return s._replace(coordinator=co._replace(metadata=overflow.installed))
+        return self._apply(s, aborted, [], None)
 
     def _coordinator_steps(self, s: TransactionsState, out: list[Step]) -> None:
         cfg, co = self.config, s.coordinator
@@ -665,14 +677,13 @@ class TransactionsModel(PartitionLeaders, Model):
         if meta is not None and meta.state == ONGOING:
             fault = s.txnTimeouts < cfg.max_txn_timeouts
             stopped = producers_stopped(s, cfg.max_transactions)
-            aborted = self._abort_timed_out(co) if fault or stopped else None
+            aborted = self._abort_timed_out(s) if fault or stopped else None
             if aborted is not None and fault:
-                nxt = self._apply(s, aborted, [], None)
-                out.append((Action("TxnTimeout"), nxt._replace(txnTimeouts=s.txnTimeouts + 1)))
+                out.append((Action("TxnTimeout"), aborted._replace(txnTimeouts=s.txnTimeouts + 1)))
             if aborted is not None and stopped:
                 # Nobody will end it: transaction.timeout.ms passes and abortTimedOutTransactions,
                 # which runs every few seconds, fences and aborts it. A fair step, not a fault.
-                out.append((Action("AbortTimedOutTransaction"), self._apply(s, aborted, [], None)))
+                out.append((Action("AbortTimedOutTransaction"), aborted))
         if s.failovers < self.config.max_failovers:
             epoch = co.coordinatorEpoch + 1
             log = s.transactionLog
