@@ -169,7 +169,7 @@ def test_sigterm_ends_every_engine_with_its_partial_statistics(engine: str, extr
     argv = [sys.executable, "-m", "kmc.checker.cli", "check", "replication", "--preset", "kip-320", "--set"]
     argv += ["replicas=3", "--engine", engine, extra, "--no-progress", "--out", str(tmp_path)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)  # well into the search (the command starts in about a second; a minute or more uninterrupted)
+    time.sleep(8)  # well into the search (a minute or more uninterrupted)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=90)
     assert proc.returncode == 143, (out, err)
