@@ -361,13 +361,13 @@ def test_a_wrong_mapping_makes_the_drive_diverge(cluster: Cluster, monkeypatch: 
     assert fields == {"members.c0-0.targetAssignment", "members.c1-0.targetAssignment"}
 
 
-def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(
-    cluster: Cluster, kmc, tmp_path: Path, runs: Path
-) -> None:
+def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(cluster: Cluster, kmc, tmp_path: Path) -> None:
+    """On a running cluster (`--cluster`, as `kmc cluster start` leaves one): it is used and left running."""
     trace = tmp_path / KIP848.name
     shutil.copy(KIP848, trace)
-    code, out, _err = kmc("drive", trace, "--run-dir", runs / "own", "--no-progress")
+    code, out, _err = kmc("drive", trace, "--cluster", cluster.run_dir, "--no-progress")
     assert code == 0, out
+    assert all(node.running() for node in cluster.nodes)
     written = json.loads((tmp_path / "kip-848-NoDoubleClientAssignment.drive-4.3.1.json").read_text())
     assert (written["agreed"], written["violated_on_broker"], written["steps_driven"]) == (True, True, 29)
 
