@@ -249,7 +249,6 @@ class Cluster:
         self.format_storage(self.nodes)
         for node in self.nodes:
             self.start_node(node)
-        self.save()
         deadline = time.monotonic() + ready_timeout_s
         for node in self.nodes:
             node.wait_ready(deadline)
@@ -340,7 +339,10 @@ class Cluster:
         return done.stdout
 
     def start_node(self, node: Node) -> None:
+        """Start a node and record its process in run.json, where `kmc cluster status` and `kmc drive
+        --cluster` look for it."""
         node.start(java(), self.classpath, self.logging_option, die_with_parent=self.owned)
+        self.save()
 
     @property
     def logging_config(self) -> Path:

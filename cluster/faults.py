@@ -68,7 +68,6 @@ class Nemesis:
         node = self.cluster.node(node_id)
         self.cluster.start_node(node)
         self.stopped.discard(node_id)
-        self.cluster.save()
         self.history.fault("restart", [node_id])
         if wait:
             node.wait_ready(time.monotonic() + READY_TIMEOUT_S)
@@ -189,7 +188,6 @@ class Nemesis:
             time.sleep(0.2)
         self.cluster.start_node(node)
         self.stopped.discard(node_id)
-        self.cluster.save()
         node.wait_ready(time.monotonic() + READY_TIMEOUT_S)
         old = self._replaced.pop(node_id, None)
         if old is not None:

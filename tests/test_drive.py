@@ -115,6 +115,21 @@ def test_a_bug_fixed_before_the_release_diverges_where_the_fix_decides(cluster: 
     assert shown == {"response.error": ("OUT_OF_ORDER_SEQUENCE_NUMBER", "NONE"), "response.baseOffset": (-1, 0)}
 
 
+def test_kafka_19367_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
+    """4.0.0's second bump past Short.MaxValue (pre-kafka-19367), on the pinned release: the
+    transactional id is first brought to epoch 32,765 by a new producer's InitProducerId per epoch;
+    the second producer's InitProducerId is then answered CONCURRENT_TRANSACTIONS, the abort written
+    at Short.MaxValue, where 4.0.0 failed it UNKNOWN_SERVER_ERROR and kept the transaction open."""
+    result = drive_trace(
+        COUNTEREXAMPLES / "transactions" / "pre-kafka-19367-LastStableOffsetAdvances.itf.json", cluster=cluster
+    )
+    assert result.verdict == "diverged at step 9 (HandleInitProducerId(client=1))", result.verdict
+    assert result.steps[2].answered == {"error": "NONE", "producerEpoch": 32766}
+    shown = {d.field: (d.model, d.broker) for d in result.steps[-1].differences}
+    assert shown["response.error"] == ("UNKNOWN_SERVER_ERROR", "CONCURRENT_TRANSACTIONS")
+    assert shown["coordinator.state"] == ("Ongoing", "CompleteAbort")
+
+
 def test_kafka_8500_is_fixed_on_the_real_broker(cluster: Cluster) -> None:
     """A second process with a known group.instance.id joining mid-rebalance: before KAFKA-8500 it took
     over the old member id; Kafka gives it a new one (and fences the old process later)."""
@@ -365,8 +380,8 @@ def test_a_drive_writes_its_result_next_to_the_trace_and_exits_0(cluster: Cluste
     """On a running cluster (`--cluster`, as `kmc cluster start` leaves one): it is used and left running."""
     trace = tmp_path / KIP848.name
     shutil.copy(KIP848, trace)
-    code, out, _err = kmc("drive", trace, "--cluster", cluster.run_dir, "--no-progress")
-    assert code == 0, out
+    code, out, err = kmc("drive", trace, "--cluster", cluster.run_dir, "--no-progress")
+    assert code == 0, out + err
     assert all(node.running() for node in cluster.nodes)
     written = json.loads((tmp_path / "kip-848-NoDoubleClientAssignment.drive-4.3.1.json").read_text())
     assert (written["agreed"], written["violated_on_broker"], written["steps_driven"]) == (True, True, 29)

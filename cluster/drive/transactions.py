@@ -18,6 +18,7 @@ rest happen as one step with the trace's next ones:
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -49,6 +50,9 @@ CLIENT_ONLY = (
     "HandleEndTxnResponse",
 )
 TXN_TIMEOUT_MS = 120_000
+RAISE_EPOCH_TIMEOUT_S = 900.0
+"""How long the InitProducerIds that bring a transactional id to a trace's starting epoch may take
+(32,766 of them for an epoch of Short.MaxValue - 1)."""
 
 
 def _named(action: Action | None, name: str) -> bool:
@@ -113,11 +117,6 @@ class TransactionsDriver:
     def check_release(cls, release: Release, model: Model) -> None:
         if model.config.transaction_version >= 2:
             release.require(FIRST_4X, "transaction version 2 (KIP-890 part 2: EndTxn v5, Produce v12) needs")
-        if model.config.initial_producer_epoch != -1:
-            raise UserError(
-                f"the trace starts with its transactional id at producer epoch {model.config.initial_producer_epoch}: "
-                "bringing a real coordinator there (one InitProducerId per epoch) is not driven yet"
-            )
 
     @classmethod
     def glued(cls, actions: Sequence[Action | None]) -> int | None:
@@ -176,6 +175,8 @@ class TransactionsDriver:
         self.coordinator = self.session.find_coordinator(self.transactional_id, 1)
         # its transaction log loaded (a node back from an earlier drive's pause loads it again)
         self.session.until("load the transaction coordinator", lambda: "error" not in self._transaction() or None)
+        if self.config.initial_producer_epoch != -1:
+            self._raise_epoch(self.config.initial_producer_epoch)
         controller = self.session.active_controller()
         candidates = sorted(set(self.session.brokers) - self.session.down - {self.coordinator, controller})
         if not candidates:
@@ -187,6 +188,30 @@ class TransactionsDriver:
         if leaders is None or set(leaders.values()) != {self.leader}:
             raise UserError(f"the data partitions' leaders are {leaders}, not node {self.leader}")
         self.last_partitions = [self._partition_view(p) for p in range(partitions)]
+
+    def _raise_epoch(self, epoch: int) -> None:
+        """The transactional id at the epoch the trace starts from, as the earlier producers of a
+        long-lived one left it: from a new transactional id (epoch 0), one new producer's
+        InitProducerId per epoch, each bumping it by one (bounded in count and time)."""
+        request = message("InitProducerIdRequestData").setTransactionalId(self.transactional_id)
+        request.setTransactionTimeoutMs(TXN_TIMEOUT_MS).setProducerId(-1).setProducerEpoch(-1)
+        connection = self.session.connection("earlier-producers", self.coordinator)
+        deadline = time.monotonic() + RAISE_EPOCH_TIMEOUT_S
+        reached = -1
+        for _ in range(epoch + 1):
+            answer = connection.call("INIT_PRODUCER_ID", request)
+            while error_name(answer.errorCode()) in RETRIABLE and time.monotonic() < deadline:
+                time.sleep(0.1)
+                answer = connection.call("INIT_PRODUCER_ID", request)
+            if error_name(answer.errorCode()) != "NONE" or time.monotonic() > deadline:
+                break
+            reached = int(answer.producerEpoch())
+        self.session.close_connection("earlier-producers")
+        if reached != epoch:
+            raise UserError(
+                f"the transactional id reached producer epoch {reached}, not {epoch}, within "
+                f"{RAISE_EPOCH_TIMEOUT_S:.0f} s of InitProducerIds (one per epoch)"
+            )
 
     def plan(self, actions: list[Action]) -> None:
         self.actions = actions
