@@ -52,7 +52,7 @@ CLIENT_ONLY = (
 TXN_TIMEOUT_MS = 120_000
 RAISE_EPOCH_TIMEOUT_S = 900.0
 """How long the InitProducerIds that bring a transactional id to a trace's starting epoch may take
-(32,766 of them for an epoch of Short.MaxValue - 1)."""
+(32,766 of them for the epoch 32,765, Short.MaxValue - 2)."""
 
 
 def _named(action: Action | None, name: str) -> bool:
