@@ -75,6 +75,12 @@ class KraftReplicationConfig:
         "Partition.handleAlterPartitionError: a stale-epoch error keeps the pending ISR until metadata arrives "
         "(off: it is dropped at once)",
     )
+    kafka_14154: bool = param(
+        True,
+        "KAFKA-14154 (3.3.0): a controller that failed over answers NOT_CONTROLLER to an AlterPartition whose "
+        "epochs are ahead of its image (before: FENCED_LEADER_EPOCH or INVALID_UPDATE_VERSION, and the leader "
+        "gives up its ISR change)",
+    )
     shrink_keeps_leader_epoch: bool = param(
         True, "KAFKA-15021 (metadata.version 3.6): an ISR shrink does not bump the leader epoch"
     )
@@ -117,6 +123,18 @@ _REASSIGNMENT = {"max_reassignments": 1, "brokers": 3, "max_crashes": 0, "max_fe
 
 
 _FAILOVER = {"max_controller_failovers": 1, "brokers": 3, "max_leader_epoch": 0, "max_crashes": 0, "max_fences": 0}
+
+
+_STALE_CONTROLLER = {
+    **_FAILOVER,
+    "brokers": 2,
+    "max_records": 1,
+    "max_fences": 1,
+    "max_leader_epoch": 1,
+    "alter_partition_awaits_metadata": True,
+}
+"""controller-failover on 2 brokers with one record and one fence of a running broker, which the new
+controller takes out of the ISR (into the ELR; if it leads, the other is elected in epoch 1)."""
 
 
 PRESETS = {
@@ -187,6 +205,20 @@ PRESETS = {
         "after a lost answer the leader forgets an ISR expansion the controller committed",
         {"ReplicationQuorumSuperset": "violated", "LeaderCandidateCompleteness": "violated"},
         **_FAILOVER,
+    ),
+    "pre-kafka-14154": Preset.of(
+        "controller-failover with one fence, without KAFKA-14154 (KRaft 3.0 to 3.2): a controller that failed "
+        "over and has not yet learned it answers an AlterPartition from its stale image, and the leader gives "
+        "up its ISR change until the next metadata, which never comes",
+        {**_ALL_HOLD, "PendingIsrChangeResolved": "violated"},
+        **_STALE_CONTROLLER,
+        kafka_14154=False,
+    ),
+    "kafka-14154": Preset.of(
+        "pre-kafka-14154 with KAFKA-14154 (3.3.0): the stale controller answers NOT_CONTROLLER and the leader "
+        "sends its AlterPartition again to the active one",
+        {**_ALL_HOLD, "PendingIsrChangeResolved": _HOLDS},
+        **_STALE_CONTROLLER,
     ),
     "reassignment": Preset.of(
         "kip-966 with one partition reassignment: a replica moves from one of brokers 0-1 to broker 2; the "

@@ -2,7 +2,7 @@
 controlled shutdown, registration and unfencing of brokers, and the partition changes and leader
 elections of ``PartitionChangeBuilder`` (the ISR, KIP-966's eligible leader replicas, unclean
 election), and failovers of the active controller with the leader's handling of NOT_CONTROLLER and
-stale-epoch errors. Mixed into ``KraftReplicationModel``."""
+stale-epoch errors (and, before KAFKA-14154, of a stale controller's answer). Mixed into ``KraftReplicationModel``."""
 
 from __future__ import annotations
 
@@ -94,7 +94,19 @@ class KraftController:
             # NOT_CONTROLLER from a controller that has failed over: NodeToControllerChannelManager
             # finds the active controller and sends the same request again.
             resent = leader._replace(pendingAlterPartition=request._replace(sentTo=s.failovers))
-            out.append((action, self._update(s, leader_id, resent)))
+            cached = s.cachedActiveControllers
+            if not cached:
+                out.append((action, self._update(s, leader_id, resent)))
+                return
+            found = put(cached, leader_id, s.failovers)
+            out.append((action, self._update(s, leader_id, resent, cachedActiveControllers=found)))
+            # Before KAFKA-14154 a controller that has not yet learned that it failed over answers
+            # from its stale image: a request ahead of it gets a stale-epoch error, which the leader
+            # takes as the controller's word. (One that agrees with the image is written and never
+            # committed: NOT_CONTROLLER in the end, as above.)
+            stale = self._alter_partition_error(s.staleControllers[request.sentTo], leader_id, leader, request)
+            if stale != ERROR_NONE:
+                out.append((action, self._alter_partition_failed(s, leader_id, leader, request, stale)))
             return
         error = self._alter_partition_error(s.controller, leader_id, leader, request)
         if error == ERROR_NONE:
@@ -111,13 +123,25 @@ class KraftController:
             updated = Replica(*leader[:7], committed.partitionEpoch, committed.isr, None, *leader[10:])
             updated = self._maybe_increment_hw(updated, leader_id)
             out.append((action, self._update(s, leader_id, updated, controller=committed)))
-        elif error in (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION) and self.config.alter_partition_awaits_metadata:
-            # The request may have been applied by a controller whose answer was lost: keep the
-            # maximal ISR, propose nothing, and wait for the partition's next metadata.
-            waiting = leader._replace(pendingAlterPartition=request._replace(sentTo=AWAITING_METADATA))
-            out.append((action, self._update(s, leader_id, waiting)))
         else:
-            out.append((action, self._update(s, leader_id, with_pending(leader, None))))
+            out.append((action, self._alter_partition_failed(s, leader_id, leader, request, error)))
+
+    def _alter_partition_failed(
+        self, s: KraftReplicationState, leader_id: int, leader: Replica, request: AlterPartition, error: str
+    ) -> KraftReplicationState:
+        """Partition.handleAlterPartitionError: after a stale-epoch error the request may have been
+        applied by a controller whose answer was lost, so the leader keeps its maximal ISR, proposes
+        nothing and waits for the partition's next metadata; any other error drops the change."""
+        if error in (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION) and self.config.alter_partition_awaits_metadata:
+            waiting = leader._replace(pendingAlterPartition=request._replace(sentTo=AWAITING_METADATA))
+            return self._update(s, leader_id, waiting)
+        return self._update(s, leader_id, with_pending(leader, None))
+
+    def alter_partition_destination(self, s: KraftReplicationState, b: int) -> int:
+        """The controller (a failover number) broker b sends a new AlterPartition to: the one its
+        channel last found active before KAFKA-14154, else the active one."""
+        cached = s.cachedActiveControllers
+        return cached[b] if cached else s.failovers
 
     def _alter_partition_error(self, c: Controller, leader_id: int, leader: Replica, request: AlterPartition) -> str:
         """ReplicationControlManager.validateAlterPartitionData: a stale leader epoch, a stale partition
@@ -146,7 +170,7 @@ class KraftController:
         flight, to a controller that is gone."""
         if s.failovers >= self.config.max_controller_failovers:
             return
-        out.append((action_label("ControllerFailover", committed=NO_LEADER), s._replace(failovers=s.failovers + 1)))
+        out.append((action_label("ControllerFailover", committed=NO_LEADER), self._failed_over(s, s.controller)))
         for b in self.ids:
             leader = s.replicas[b]
             request = leader.pendingAlterPartition
@@ -156,8 +180,19 @@ class KraftController:
                 continue
             committed = self._commit_alter_partition(s.controller, request)
             if committed is not None:
-                nxt = s._replace(controller=committed, failovers=s.failovers + 1)
-                out.append((action_label("ControllerFailover", committed=b), nxt))
+                out.append((action_label("ControllerFailover", committed=b), self._failed_over(s, committed)))
+
+    def _failed_over(self, s: KraftReplicationState, image: Controller) -> KraftReplicationState:
+        """The next controller is active with ``image``, the committed metadata log. Before
+        KAFKA-14154 the one that failed over keeps the same image and answers from it, and every
+        broker that has not been told otherwise still sends to it."""
+        if self.config.kafka_14154:
+            return s._replace(controller=image, failovers=s.failovers + 1)
+        stale = (*s.staleControllers, image)
+        cached = s.cachedActiveControllers or (s.failovers,) * len(self.ids)
+        return s._replace(
+            controller=image, failovers=s.failovers + 1, staleControllers=stale, cachedActiveControllers=cached
+        )
 
     def _alter_partition_reassignments(self, s: KraftReplicationState, out: list[Step]) -> None:
         """ReplicationControlManager.alterPartitionReassignments: an administrator moves one replica
@@ -249,7 +284,12 @@ class KraftController:
         if self.config.truncation == "hw":
             log = log[:hw]  # makeFollower before KIP-101
         started = self._restarted_view(registered, b, epoch, log, hw)
-        out.append((action_label("BrokerRestart", broker=b), self._update(s, b, started, controller=registered)))
+        if s.cachedActiveControllers:  # a new process finds the active controller
+            found = put(s.cachedActiveControllers, b, s.failovers)
+            nxt = self._update(s, b, started, controller=registered, cachedActiveControllers=found)
+        else:
+            nxt = self._update(s, b, started, controller=registered)
+        out.append((action_label("BrokerRestart", broker=b), nxt))
 
     def _unfence(self, s: KraftReplicationState, b: int, out: list[Step]) -> None:
         """A heartbeat of a caught-up broker unfences it (handleBrokerUnfenced); a partition without a

@@ -76,14 +76,21 @@ class KraftReplicationDrawing(Drawing):
         if name in ("ShrinkIsr", "ExpandIsr"):
             proposed = after.replicas[args["leader"]].pendingAlterPartition
             isr = describe(proposed.isr) if proposed else "?"
-            return Arrow(self.brokers[args["leader"]], ("controller",), f"AlterPartition(ISR {isr})")
+            note = f"AlterPartition(ISR {isr})"
+            if proposed is not None and proposed.sentTo != after.failovers:
+                note += " to the controller that failed over"
+            return Arrow(self.brokers[args["leader"]], ("controller",), note)
         if name == "HandleAlterPartition":
             # Partition epochs are ranks (dense_partition_epochs): an accepted change may keep the number.
             ok = after.controller != before.controller
             pending = after.replicas[args["leader"]].pendingAlterPartition
             note = "accepted" if ok else "rejected"
-            if pending is not None:
-                note = "error: awaits metadata" if pending.sentTo == AWAITING_METADATA else "NOT_CONTROLLER: sent again"
+            if pending is not None and pending.sentTo != AWAITING_METADATA:
+                note = "NOT_CONTROLLER: sent again"
+            elif pending is not None:
+                sent = before.replicas[args["leader"]].pendingAlterPartition
+                stale = sent is not None and sent.sentTo != before.failovers
+                note = "stale controller's error: awaits metadata" if stale else "error: awaits metadata"
             return Arrow("controller", (self.brokers[args["leader"]],), note)
         if name == "ControllerFailover":
             b = args["committed"]

@@ -38,6 +38,9 @@ Every guard that a KIP or a JIRA added is a flag, so the protocol before the fix
   fails with FENCED_LEADER_EPOCH or INVALID_UPDATE_VERSION keeps the leader's pending (maximal) ISR
   until metadata arrives; off, it is dropped at once -- unsafe once ``max_controller_failovers`` lets a
   controller commit a request and fail over before answering it.
+* ``kafka_14154`` (3.3.0): a controller answers NOT_CONTROLLER to an AlterPartition whose epochs are
+  ahead of its image; before it, one that failed over answered from its stale image with a
+  stale-epoch error, and the leader gave up its ISR change until the next metadata.
 * ``shrink_keeps_leader_epoch`` (KAFKA-15021, metadata.version 3.6): the controller no longer bumps
   the leader epoch when the ISR shrinks; before it, every shrink started a new leader epoch.
 
@@ -122,7 +125,12 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
         self.controller_changes = {}
-        self.use_c_twin("kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: twin_context(self))
+        self.stale_controllers_answer = not self.config.kafka_14154 and self.config.max_controller_failovers > 0
+        """Before KAFKA-14154, with a failover: a controller that failed over answers from its image."""
+        if not self.stale_controllers_answer:  # the C twin sends every AlterPartition to the active controller
+            self.use_c_twin(
+                "kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: twin_context(self)
+            )
 
     def inactive_actions(self) -> tuple[str, ...]:
         """What the configuration turns off: a fault whose bound is 0, the restarts and fencing that
@@ -429,7 +437,8 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
                 lagging |= 1 << r
         for mask in self.out_of_sync_sets(lagging):
             removed = frozenset(r for r in self.ids if mask >> r & 1)
-            proposed = with_pending(leader, AlterPartition(leader.isr - removed, (), s.failovers))
+            request = AlterPartition(leader.isr - removed, (), self.alter_partition_destination(s, leader_id))
+            proposed = with_pending(leader, request)
             proposed = self._maybe_increment_hw(proposed, leader_id)
             action = action_label("ShrinkIsr", leader=leader_id, replicas=tuple(sorted(removed)))
             out.append((action, self._update(s, leader_id, proposed)))
@@ -453,7 +462,8 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
             leo = leader.followerState[r][0]
             if leo >= leader.highWatermark and leo >= leso:
                 epochs = ((r, leader.followerState[r][1]),) if self.config.isr_broker_epoch else ()
-                proposed = with_pending(leader, AlterPartition(leader.isr | {r}, epochs, s.failovers))
+                request = AlterPartition(leader.isr | {r}, epochs, self.alter_partition_destination(s, leader_id))
+                proposed = with_pending(leader, request)
                 action = action_label("ExpandIsr", leader=leader_id, replica=r)
                 out.append((action, self._update(s, leader_id, proposed)))
 

@@ -165,6 +165,16 @@ class KraftReplicationState(NamedTuple):
     """Controller failovers so far: which controller of the KRaft quorum is active."""
     reassignments: int = 0
     """AlterPartitionReassignments requests the controller has accepted so far."""
+    staleControllers: tuple[Controller, ...] = ()
+    """Before KAFKA-14154 only: the image each controller that failed over kept (by the failover that
+    ended it), which it still answers AlterPartition from. Empty with the fix: such a controller
+    answers NOT_CONTROLLER to a request ahead of its image, as the model's resend to the active one."""
+    cachedActiveControllers: tuple[int, ...] = ()
+    """Before KAFKA-14154 only, from the first failover: each broker's
+    BrokerToControllerRequestThread.activeController (a failover number), where its AlterPartition
+    goes until an answer of NOT_CONTROLLER or a restart. Empty before (every broker sends to the
+    first controller) and with the fix, where a request goes to the active controller (a resend
+    after NOT_CONTROLLER is one step)."""
 
 
 # -- building states on the hot path ------------------------------------------------------------
@@ -240,13 +250,16 @@ def epoch_start_offset(replica: Replica) -> int:
 
 
 def dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
-    """Partition epochs are only ever compared for equality (a leader's view against the
-    controller's, which is always the newest), so they are kept as ranks 0..k-1 of the values
-    present. Without this, every ISR shrink and expand would make a new state forever."""
+    """Partition epochs are only ever compared with each other (a leader's view against the
+    controller's, which is always the newest, or a stale controller's), so they are kept as ranks
+    0..k-1 of the values present, which keeps both equality and order. Without this, every ISR
+    shrink and expand would make a new state forever."""
     c = s.controller
     present = {c.partitionEpoch, UNDEFINED}
     for r in s.replicas:
         present.add(r.partitionEpoch)
+    for image in s.staleControllers:
+        present.add(image.partitionEpoch)
     present.discard(UNDEFINED)
     if c.partitionEpoch == len(present) - 1:
         return s
@@ -257,4 +270,7 @@ def dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
         for r in s.replicas
     )
     controller = tuple.__new__(Controller, (*c[:4], rank[c.partitionEpoch], *c[5:]))
+    if s.staleControllers:
+        stale = tuple(tuple.__new__(Controller, (*i[:4], rank[i.partitionEpoch], *i[5:])) for i in s.staleControllers)
+        return s._replace(controller=controller, replicas=replicas, staleControllers=stale)
     return tuple.__new__(KraftReplicationState, (controller, replicas, *s[2:]))
