@@ -289,6 +289,30 @@ def test_partition_epoch_ranks_cover_the_stale_controllers_image() -> None:
     assert ranked.staleControllers[0].partitionEpoch == 0
 
 
+@pytest.mark.parametrize(("fetch_in_leader_epoch", "states"), [(True, 35176), (False, 39250)])
+def test_a_re_elected_leader_keeping_its_followers_fetch_state_loses_nothing(
+    fetch_in_leader_epoch: bool, states: int
+) -> None:
+    """The ablation of resetReplicaState: with every ISR shrink bumping the leader epoch (before
+    KAFKA-15021) the leader is re-elected often, and keeping what its followers fetched in the
+    earlier epoch reaches more states -- but breaks no safety property: the leader's log only grew,
+    a follower's recorded LEO is still a prefix of it, and a follower that lost part of its log
+    since has a new broker epoch, which KIP-903 refuses."""
+    model = KraftReplicationModel.build(
+        "kip-966",
+        {
+            "max_records": 1,
+            "max_leader_epoch": 2,
+            "shrink_keeps_leader_epoch": False,
+            "isr_fetch_in_leader_epoch": fetch_in_leader_epoch,
+        },
+    )
+    names = ["AcknowledgedWriteNeverLost", "LeaderCompleteness", "LeaderCandidateCompleteness", "LogMatching"]
+    result = bfs(model, select_properties(KraftReplicationModel, names=names))
+    assert result.complete and not result.violations
+    assert result.stats.distinct_states == states
+
+
 def test_one_alter_partition_takes_every_lagging_follower_out() -> None:
     """Partition.maybeShrinkIsr proposes every out-of-sync follower out at once: with both followers
     behind a leader's new record, the leader may shrink the ISR by either one or by both, in one

@@ -58,6 +58,11 @@ class KraftReplicationConfig:
     fetch_fencing: bool = param(True, "KIP-320: fetches carry currentLeaderEpoch and are fenced by it")
     maximal_isr: bool = param(True, "KIP-497/KAFKA-8836: the HW counts the ISR being proposed too")
     isr_expand_leso: bool = param(True, "KAFKA-7128: a new ISR member has reached the leader epoch start offset")
+    isr_fetch_in_leader_epoch: bool = param(
+        True,
+        "Partition.makeLeader's resetReplicaState: in a new leader epoch a follower joins the ISR only on a fetch "
+        "of that epoch (an ablation: off, a re-elected leader keeps its followers' fetch state)",
+    )
     isr_broker_epoch: bool = param(True, "KIP-903/KAFKA-14617: a new ISR member's fetch has its current broker epoch")
     hw_min_isr: bool = param(True, "KAFKA-15583: no HW advance while the ISR is below min.insync.replicas")
     elr: bool = param(True, "KIP-966/KAFKA-15584: eligible leader replicas")

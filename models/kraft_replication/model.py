@@ -24,6 +24,9 @@ Every guard that a KIP or a JIRA added is a flag, so the protocol before the fix
   the union of the committed and the proposed ISR for the HW; without it, the proposed ISR.
 * ``isr_expand_leso`` (KAFKA-7128): a follower joins the ISR only once it has reached the
   start offset of the leader's epoch, not merely the leader's HW.
+* ``isr_fetch_in_leader_epoch`` (``Partition.makeLeader``'s ``resetReplicaState``): in a new leader
+  epoch the leader knows nothing of its followers until they fetch in it; off (an ablation), a
+  re-elected leader keeps their fetch state from its earlier epoch.
 * ``isr_broker_epoch`` (KIP-903, KAFKA-14617): the controller accepts a new ISR member only if
   the broker epoch of the fetch that made it eligible is its current registration's.
 * ``hw_min_isr`` (KAFKA-15583, with KIP-966): the HW does not advance while the ISR is smaller
@@ -127,7 +130,9 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
         self.controller_changes = {}
         self.stale_controllers_answer = not self.config.kafka_14154 and self.config.max_controller_failovers > 0
         """Before KAFKA-14154, with a failover: a controller that failed over answers from its image."""
-        if not self.stale_controllers_answer:  # the C twin sends every AlterPartition to the active controller
+        # The C twin sends every AlterPartition to the active controller and resets the followers'
+        # fetch state in every new leader epoch.
+        if not self.stale_controllers_answer and self.config.isr_fetch_in_leader_epoch:
             self.use_c_twin(
                 "kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: twin_context(self)
             )
@@ -588,6 +593,8 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
                 )
             else:
                 # makeLeader: a new epoch starts at the LEO; nothing is known of the followers yet.
+                # (The ablation: a leader re-elected keeps what its followers fetched before.)
+                kept = replica.leader == b and not self.config.isr_fetch_in_leader_epoch
                 updated = Replica(
                     *replica[:5],
                     leader=b,
@@ -595,7 +602,7 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
                     partitionEpoch=c.partitionEpoch,
                     isr=c.isr,
                     pendingAlterPartition=None,
-                    followerState=self.unknown_followers,
+                    followerState=replica.followerState if kept else self.unknown_followers,
                     fetchState=FETCHING,
                     hosted=True,
                     assignment=c.replicas,
