@@ -201,17 +201,16 @@ _ALL_HOLD = {name: "holds" for name in _PROPS}
 
 _TV1 = {"transaction_version": 1}
 _EXHAUSTION = {"partitions": 1, "initial_producer_epoch": 32764, "max_transactions": 3, "max_txn_timeouts": 1}
+_TWO_INCARNATIONS = {"producers": 2, "partitions": 1, "max_transactions": 1, "max_request_timeouts": 0}
+"""Two incarnations of the transactional id, one partition, one transaction each, no request timeout:
+the bounds of the bugs where the second one's InitProducerId fences the first one's transaction."""
 _EPOCH_FENCE_AT_THE_LIMIT = {
-    "producers": 2,
-    "partitions": 1,
-    "max_transactions": 1,
-    "max_request_timeouts": 0,
+    **_TWO_INCARNATIONS,
     "max_txn_timeouts": 1,
     "initial_producer_epoch": 32765,
     "kafka_20090": False,
 }
-"""Two incarnations of the transactional id, the first one's transaction open at Short.MaxValue - 1,
-before KAFKA-20090 (4.0.x)."""
+"""The first one's transaction open at Short.MaxValue - 1, before KAFKA-20090 (4.0.x)."""
 
 PRESETS = {
     "kip-890-part-2": Preset.of(
@@ -412,10 +411,7 @@ PRESETS = {
         "throws: the open transaction can never be aborted and the LSO hangs",
         {**_ALL_HOLD, "LastStableOffsetAdvances": "violated"},
         **_TV1,
-        producers=2,
-        partitions=1,
-        max_transactions=1,
-        max_request_timeouts=0,
+        **_TWO_INCARNATIONS,
         initial_producer_epoch=32764,
         max_fence_append_failures=2,
         kafka_9666=False,

@@ -562,9 +562,7 @@ class TransactionsModel(PartitionLeaders, Model):
             producerId=r.producerId,
         )
         if r.installed is not None:  # refused after the fenced epoch was set: it stays, unwritten
-            nxt = s._replace(
-                coordinator=s.coordinator._replace(metadata=r.installed), network=self._send(s, resp, drop=m)
-            )
+            nxt = self._kept_in_memory(s, r.installed, network=self._send(s, resp, drop=m))
         elif r.meta is not None:
             nxt = self._apply(s, r.meta, [resp], m)
         else:
@@ -583,12 +581,27 @@ class TransactionsModel(PartitionLeaders, Model):
         resp = Message(
             "InitProducerIdResponse", COORDINATOR, m.src, client=m.client, error=tc.COORDINATOR_NOT_AVAILABLE
         )
-        nxt = s._replace(
-            coordinator=co._replace(metadata=fenced, hasFailedEpochFence=co.hasFailedEpochFence or marked),
+        nxt = self._kept_in_memory(
+            s,
+            fenced,
+            hasFailedEpochFence=co.hasFailedEpochFence or marked,
             network=self._send(s, resp, drop=m),
             fenceAppendFailures=s.fenceAppendFailures + 1,
         )
         out.append((Action("FenceAppendFails", client=m.client), nxt))
+
+    @staticmethod
+    def _kept_in_memory(
+        s: TransactionsState,
+        metadata: tc.TxnMeta,
+        hasFailedEpochFence: bool | None = None,
+        **changes: object,
+    ) -> TransactionsState:
+        """The coordinator's transaction metadata changed in memory only: nothing was appended to
+        __transaction_state and no marker is sent (a refusal after the epoch was set, a failed append)."""
+        co = s.coordinator
+        marked = co.hasFailedEpochFence if hasFailedEpochFence is None else hasFailedEpochFence
+        return s._replace(coordinator=co._replace(metadata=metadata, hasFailedEpochFence=marked), **changes)
 
     def _on_AddPartitionsToTxn(self, s: TransactionsState, m: Message, out: list[Step]) -> None:
         r = tc.handle_add_partitions(s.coordinator.metadata, m.producerId, m.producerEpoch, frozenset({m.partition}))
@@ -665,7 +678,7 @@ class TransactionsModel(PartitionLeaders, Model):
         except tc.EpochOverflowError as overflow:
             if overflow.installed is None:
                 return None
-            return s._replace(coordinator=co._replace(metadata=overflow.installed))
+            return self._kept_in_memory(s, overflow.installed)
         return self._apply(s, aborted, [], None)
 
     def _coordinator_steps(self, s: TransactionsState, out: list[Step]) -> None:
