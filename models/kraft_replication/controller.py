@@ -2,7 +2,8 @@
 controlled shutdown, registration and unfencing of brokers, and the partition changes and leader
 elections of ``PartitionChangeBuilder`` (the ISR, KIP-966's eligible leader replicas, unclean
 election), and failovers of the active controller with the leader's handling of NOT_CONTROLLER and
-stale-epoch errors (and, before KAFKA-14154, of a stale controller's answer). Mixed into ``KraftReplicationModel``."""
+stale-epoch errors (and, before KAFKA-14154, of a stale controller's answer). Mixed into
+``KraftReplicationModel``."""
 
 from __future__ import annotations
 
