@@ -266,6 +266,7 @@ def test_before_kafka_14154_a_stale_controller_answers_from_its_image() -> None:
     answers = [t for a, t in model.successors(sent) if a == Action("HandleAlterPartition", leader=0)]
     assert [t.replicas[0].pendingAlterPartition.sentTo for t in answers] == [1, AWAITING_METADATA]
     assert [t.cachedActiveControllers for t in answers] == [(1, 0), (0, 0)]
+    assert answers[0].staleControllers == (None,)  # NOT_CONTROLLER: it has learned, for good
     stuck = answers[1]
     assert stuck == done.trace.states[7]
     assert not [a for a, t in model.successors(stuck) if t.replicas[0] != stuck.replicas[0]]

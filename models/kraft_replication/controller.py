@@ -99,14 +99,22 @@ class KraftController:
             if not cached:
                 out.append((action, self._update(s, leader_id, resent)))
                 return
+            # NOT_CONTROLLER means the old controller has learned it lost leadership (it renounced):
+            # it answers no request from its image again.
             found = put(cached, leader_id, s.failovers)
-            out.append((action, self._update(s, leader_id, resent, cachedActiveControllers=found)))
-            # Before KAFKA-14154 a controller that has not yet learned that it failed over answers
-            # from its stale image: a request ahead of it gets a stale-epoch error, which the leader
-            # takes as the controller's word. (One that agrees with the image is written and never
-            # committed: NOT_CONTROLLER in the end, as above.)
-            stale = self._alter_partition_error(s.staleControllers[request.sentTo], leader_id, leader, request)
-            if stale != ERROR_NONE:
+            learned = put(s.staleControllers, request.sentTo, None)
+            out.append(
+                (action, self._update(s, leader_id, resent, cachedActiveControllers=found, staleControllers=learned))
+            )
+            # Before KAFKA-14154 a controller that has not yet learned it answers from its stale
+            # image, and a request ahead of it gets a stale-epoch error, which the leader takes as the
+            # controller's word. (One that agrees with the image is written and never committed, and
+            # one behind it is the request it committed and never answered: NOT_CONTROLLER in the end.)
+            image = s.staleControllers[request.sentTo]
+            if image is not None and (
+                leader.leaderEpoch > image.leaderEpoch or leader.partitionEpoch > image.partitionEpoch
+            ):
+                stale = self._alter_partition_error(image, leader_id, leader, request)
                 out.append((action, self._alter_partition_failed(s, leader_id, leader, request, stale)))
             return
         error = self._alter_partition_error(s.controller, leader_id, leader, request)

@@ -594,7 +594,13 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
             else:
                 # makeLeader: a new epoch starts at the LEO; nothing is known of the followers yet.
                 # (The ablation: a leader re-elected keeps what its followers fetched before.)
-                kept = replica.leader == b and not self.config.isr_fetch_in_leader_epoch
+                if replica.leader == b and not self.config.isr_fetch_in_leader_epoch:
+                    followers = tuple(
+                        state if r in c.replicas else (UNDEFINED, UNDEFINED)
+                        for r, state in enumerate(replica.followerState)
+                    )
+                else:
+                    followers = self.unknown_followers
                 updated = Replica(
                     *replica[:5],
                     leader=b,
@@ -602,7 +608,7 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
                     partitionEpoch=c.partitionEpoch,
                     isr=c.isr,
                     pendingAlterPartition=None,
-                    followerState=replica.followerState if kept else self.unknown_followers,
+                    followerState=followers,
                     fetchState=FETCHING,
                     hosted=True,
                     assignment=c.replicas,

@@ -165,10 +165,11 @@ class KraftReplicationState(NamedTuple):
     """Controller failovers so far: which controller of the KRaft quorum is active."""
     reassignments: int = 0
     """AlterPartitionReassignments requests the controller has accepted so far."""
-    staleControllers: tuple[Controller, ...] = ()
+    staleControllers: tuple[Controller | None, ...] = ()
     """Before KAFKA-14154 only: the image each controller that failed over kept (by the failover that
-    ended it), which it still answers AlterPartition from. Empty with the fix: such a controller
-    answers NOT_CONTROLLER to a request ahead of its image, as the model's resend to the active one."""
+    ended it), which it still answers AlterPartition from, or None once it has answered
+    NOT_CONTROLLER (it learned). Empty with the fix: such a controller answers NOT_CONTROLLER to a
+    request ahead of its image, as the model's resend to the active one."""
     cachedActiveControllers: tuple[int, ...] = ()
     """Before KAFKA-14154 only, from the first failover: each broker's
     BrokerToControllerRequestThread.activeController (a failover number), where its AlterPartition
@@ -259,7 +260,8 @@ def dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
     for r in s.replicas:
         present.add(r.partitionEpoch)
     for image in s.staleControllers:
-        present.add(image.partitionEpoch)
+        if image is not None:
+            present.add(image.partitionEpoch)
     present.discard(UNDEFINED)
     if c.partitionEpoch == len(present) - 1:
         return s
@@ -271,6 +273,9 @@ def dense_partition_epochs(s: KraftReplicationState) -> KraftReplicationState:
     )
     controller = tuple.__new__(Controller, (*c[:4], rank[c.partitionEpoch], *c[5:]))
     if s.staleControllers:
-        stale = tuple(tuple.__new__(Controller, (*i[:4], rank[i.partitionEpoch], *i[5:])) for i in s.staleControllers)
+        stale = tuple(
+            i if i is None else tuple.__new__(Controller, (*i[:4], rank[i.partitionEpoch], *i[5:]))
+            for i in s.staleControllers
+        )
         return s._replace(controller=controller, replicas=replicas, staleControllers=stale)
     return tuple.__new__(KraftReplicationState, (controller, replicas, *s[2:]))
