@@ -128,11 +128,11 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
         self.ids = tuple(range(self.config.brokers))
         self.unknown_followers = ((UNDEFINED, UNDEFINED),) * self.config.brokers
         self.controller_changes = {}
-        self.stale_controllers_answer = not self.config.kafka_14154 and self.config.max_controller_failovers > 0
-        """Before KAFKA-14154, with a failover: a controller that failed over answers from its image."""
-        # The C twin sends every AlterPartition to the active controller and resets the followers'
-        # fetch state in every new leader epoch.
-        if not self.stale_controllers_answer and self.config.isr_fetch_in_leader_epoch:
+        # The C twin sends every AlterPartition to the active controller (a controller that failed
+        # over answers from its image only before KAFKA-14154) and resets the followers' fetch state
+        # in every new leader epoch.
+        stale_controllers_answer = not self.config.kafka_14154 and self.config.max_controller_failovers > 0
+        if not stale_controllers_answer and self.config.isr_fetch_in_leader_epoch:
             self.use_c_twin(
                 "kmc.models.kraft_replication._successors", KraftReplicationModel, lambda: twin_context(self)
             )
@@ -574,13 +574,17 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
             same_epoch = replica.leader == b and replica.leaderEpoch == c.leaderEpoch
             if same_epoch and replica.partitionEpoch == c.partitionEpoch and replica.isr == c.isr:
                 return
-            if same_epoch:
-                # The same leader epoch: only the ISR or the replicas moved. A request in flight is
-                # superseded; a replica that left the assignment leaves remoteReplicasMap.
+            # The same leader epoch keeps what the followers fetched (so does a leader re-elected in
+            # the ablation); a replica that left the assignment leaves remoteReplicasMap.
+            if same_epoch or (replica.leader == b and not self.config.isr_fetch_in_leader_epoch):
                 followers = tuple(
                     state if r in c.replicas else (UNDEFINED, UNDEFINED)
                     for r, state in enumerate(replica.followerState)
                 )
+            else:
+                followers = self.unknown_followers
+            if same_epoch:
+                # Only the ISR or the replicas moved: a request in flight is superseded.
                 updated = Replica(
                     *replica[:7],
                     partitionEpoch=c.partitionEpoch,
@@ -593,14 +597,6 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
                 )
             else:
                 # makeLeader: a new epoch starts at the LEO; nothing is known of the followers yet.
-                # (The ablation: a leader re-elected keeps what its followers fetched before.)
-                if replica.leader == b and not self.config.isr_fetch_in_leader_epoch:
-                    followers = tuple(
-                        state if r in c.replicas else (UNDEFINED, UNDEFINED)
-                        for r, state in enumerate(replica.followerState)
-                    )
-                else:
-                    followers = self.unknown_followers
                 updated = Replica(
                     *replica[:5],
                     leader=b,
