@@ -26,6 +26,7 @@ from kmc.cluster.cluster import Cluster, ClusterSpec, started
 from kmc.cluster.drive.base import Difference
 from kmc.cluster.drive.consumer_delivery import DeliveryDriver
 from kmc.cluster.drive.consumer_group import ConsumerGroup
+from kmc.cluster.drive.consumer_membership import MembershipDriver
 from kmc.cluster.drive.group import GroupDriver
 from kmc.cluster.drive.group_kip848 import Kip848Driver
 from kmc.cluster.drive.producer import ProducerDriver
@@ -55,6 +56,7 @@ def cluster(runs: Path) -> Iterator[Cluster]:
         **GroupDriver.settings,
         **TransactionsDriver.settings,
         **DeliveryDriver.settings,
+        **MembershipDriver.settings,
         **StreamsGroupDriver.settings,
         **ShareGroupDriver.settings,
         **ShareSessionDriver.settings,
@@ -333,6 +335,36 @@ def test_kafka_4_4s_consumer_makes_the_old_leader_forget_the_partition_on_the_re
     assert result.steps[-1].observed["staleSessions"] == {"0": False}
 
 
+CONSUMER_MEMBERSHIP = COUNTEREXAMPLES / "consumer-membership"
+
+
+def test_kafka_16198_the_coordinator_answers_the_stranded_member_as_the_lasso_says(cluster: Cluster) -> None:
+    """The 3.7 client left STABLE owning nothing: every heartbeat of its loop, reporting nothing new, is
+    answered with its epoch and no assignment, while the coordinator has it own both partitions. The
+    property reads the client's state, so the drive cannot confirm it (3.7.2's result is beside the trace)."""
+    result = drive_trace(CONSUMER_MEMBERSHIP / "pre-kafka-16198-EventuallyOwnsTheTarget.itf.json", cluster=cluster)
+    assert result.agreed and result.loop_rounds == 2 and len(result.steps) == 15
+    assert result.verdict.startswith("agreed at every step the broker shows; EventuallyOwnsTheTarget not confirmed")
+    joined = result.steps[1]
+    assert joined.requests == ["ConsumerGroupHeartbeat(memberEpoch=0, topicPartitions=[])"]
+    assert joined.answered["assignment"] == [(0, 0), (1, 0)]
+    answers = [s for s in result.steps if s.action.startswith("HeartbeatResponse")][1:]
+    assert len(answers) == 4 and all(s.answered["assignment"] is None for s in answers)
+    assert result.steps[-1].observed["members"]["member"]["assignment"] == [(0, 0), (1, 0)]
+
+
+def test_kafka_16367_the_pinned_coordinator_does_not_resend_the_assignment_for_owned_partitions(
+    cluster: Cluster,
+) -> None:
+    """Kafka 3.7's coordinator answers a heartbeat that reports the owned partitions with the assignment
+    (reproduced on 3.7.2, whose result is beside the trace); since KAFKA-16367 only a full request does."""
+    result = drive_trace(CONSUMER_MEMBERSHIP / "pre-kafka-16198-NoAssignmentResent.itf.json", cluster=cluster)
+    assert not result.agreed and len(result.steps) == 6
+    last = result.steps[-1]
+    assert last.requests == ["ConsumerGroupHeartbeat(memberEpoch=1, topicPartitions=[(0, 0)])"]
+    assert [(d.field, d.model, d.broker) for d in last.differences] == [("response.assignment", [(0, 0), (1, 0)], None)]
+
+
 MEMBERSHIP = COUNTEREXAMPLES / "share-group-membership"
 
 
@@ -446,6 +478,7 @@ def test_a_cluster_that_is_not_running_is_refused(kmc, tmp_path: Path) -> None:
 
 def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     from kmc.models.consumer_delivery.config import ACTION_ARGS as DELIVERY_ACTIONS
+    from kmc.models.consumer_membership.config import ACTION_ARGS as CONSUMER_MEMBERSHIP_ACTIONS
     from kmc.models.group.config import ACTION_ARGS as GROUP_ACTIONS
     from kmc.models.group_kip848.config import ACTION_ARGS as KIP848_ACTIONS
     from kmc.models.producer.config import ACTION_ARGS as PRODUCER_ACTIONS
@@ -460,6 +493,7 @@ def test_every_action_of_the_driven_models_is_performed_or_listed() -> None:
     assert set(GroupDriver.not_driven) <= set(GROUP_ACTIONS)
     assert set(Kip848Driver.not_driven) <= set(KIP848_ACTIONS)
     assert set(DeliveryDriver.not_driven) <= set(DELIVERY_ACTIONS)
+    assert set(MembershipDriver.not_driven) <= set(CONSUMER_MEMBERSHIP_ACTIONS)
     assert set(StreamsGroupDriver.not_driven) <= set(STREAMS_ACTIONS)
     assert set(ShareGroupDriver.not_driven) <= set(SHARE_ACTIONS)
     assert set(ShareSessionDriver.not_driven) <= set(SESSION_ACTIONS)

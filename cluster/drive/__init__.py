@@ -8,6 +8,7 @@ from typing import Any
 def drivers() -> dict[str, Any]:
     """Every model's driver, by model name (imported on first use: the drivers start a JVM)."""
     from kmc.cluster.drive.consumer_delivery import DeliveryDriver
+    from kmc.cluster.drive.consumer_membership import MembershipDriver
     from kmc.cluster.drive.group import GroupDriver
     from kmc.cluster.drive.group_kip848 import Kip848Driver
     from kmc.cluster.drive.producer import ProducerDriver
@@ -23,6 +24,7 @@ def drivers() -> dict[str, Any]:
         ProducerDriver,
         TransactionsDriver,
         DeliveryDriver,
+        MembershipDriver,
         StreamsGroupDriver,
         ShareGroupDriver,
         ShareSessionDriver,

@@ -104,7 +104,7 @@ class DeliveryDriver(Kip848Protocol):
         joining = me.phase == UNJOINED
         epoch = 0 if joining else self.epochs.broker(me.generationId)
         owned = [PARTITION] if me.owned else []
-        answer = self.group.heartbeat(consumer, "" if joining else me.memberId, epoch, owned)
+        answer = self.group.heartbeat(consumer, "" if joining else me.memberId, epoch, [(0, p) for p in owned])
         error = error_name(answer.errorCode())
         if error == "NONE" and joining:
             self.group.learn(after.consumers[consumer].memberId, str(answer.memberId()))

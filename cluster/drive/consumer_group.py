@@ -1,7 +1,8 @@
 """A KIP-848 consumer group as the drivers speak to it: ConsumerGroupHeartbeat, ConsumerGroupDescribe
-and the partitions of one topic named by its id, with the model's member ids mapped to the real ones.
+and the partitions of its topics named by their ids, with the model's member ids mapped to the real ones.
 
-Shared by the drivers of ``group-kip848`` and of ``consumer-delivery``'s KIP-848 traces.
+Shared by the drivers of ``group-kip848``, ``consumer-membership`` and ``consumer-delivery``'s KIP-848
+traces. A partition is (topic index, partition): the models' topics are numbered from 0.
 """
 
 from __future__ import annotations
@@ -55,25 +56,31 @@ class Kip848Protocol:
 
 
 class ConsumerGroup:
-    """One group of the driver's own, subscribed to one topic of its own, on its coordinator."""
+    """One group of the driver's own, subscribed to topics of its own, on its coordinator."""
 
-    def __init__(self, session: Session, prefix: str) -> None:
+    def __init__(self, session: Session, prefix: str, topics: int = 1) -> None:
         self.session = session
         self.group = f"{prefix}-{uuid.uuid4().hex[:12]}"
-        self.topic = f"{self.group}-topic"
-        self.topic_id: Any = None
+        self.topics = [f"{self.group}-topic"] + [f"{self.group}-topic-{t + 1}" for t in range(1, topics)]
+        self.topic = self.topics[0]
+        self.topic_ids: list[Any] = []
         self.coordinator = -1
         self.real_ids: dict[str, str] = {}
         """model member id -> the member id the broker knows"""
         self.model_ids: dict[str, str] = {}
 
+    @property
+    def topic_id(self) -> Any:
+        return self.topic_ids[0]
+
     def create(self, partitions: int) -> None:
-        """The topic (one replica per partition) and the group's coordinator, loaded."""
-        self.session.create_topic(self.topic, max(partitions, 1), 1)
-        described = self.session.describe_topic(self.topic)
-        if described is None:
-            raise UserError(f"topic {self.topic} has no id in the metadata")
-        self.topic_id = described.topicId()
+        """The topics (one replica per partition) and the group's coordinator, loaded."""
+        for topic in self.topics:
+            self.session.create_topic(topic, max(partitions, 1), 1)
+            described = self.session.describe_topic(topic)
+            if described is None:
+                raise UserError(f"topic {topic} has no id in the metadata")
+            self.topic_ids.append(described.topicId())
         self.coordinator = self.session.find_coordinator(self.group, 0)
         loaded = ("NONE", "GROUP_ID_NOT_FOUND")
         self.session.until("load the group's coordinator", lambda: True if self.describe()[0] in loaded else None)
@@ -82,15 +89,17 @@ class ConsumerGroup:
         return self.session.connection(f"consumer-{consumer}", self.coordinator)
 
     # -- requests ------------------------------------------------------------------------------------
-    def heartbeat(self, consumer: int, member_id: str, member_epoch: int, owned: Iterable[int] | None) -> Any:
-        """ConsumerGroupHeartbeat of the model's member (``""`` and epoch 0 to join) with its owned
-        partitions (None: not sent); the answer's member id is learnt for a join."""
+    def heartbeat(
+        self, consumer: int, member_id: str, member_epoch: int, owned: Iterable[tuple[int, int]] | None
+    ) -> Any:
+        """ConsumerGroupHeartbeat of the model's member (``""`` and epoch 0 to join, subscribing to every
+        topic) with its owned partitions (None: not sent); the answer's member id is learnt for a join."""
         joining = member_epoch == 0
         real = self._member_id_to_join(consumer) if joining and member_id == "" else self.real_id(member_id)
         request = message("ConsumerGroupHeartbeatRequestData").setGroupId(self.group).setMemberId(real)
         request.setMemberEpoch(member_epoch)
         if joining:
-            request.setRebalanceTimeoutMs(REBALANCE_TIMEOUT_MS).setSubscribedTopicNames(java_list([self.topic]))
+            request.setRebalanceTimeoutMs(REBALANCE_TIMEOUT_MS).setSubscribedTopicNames(java_list(self.topics))
         if owned is not None:
             request.setTopicPartitions(java_list(self.topic_partitions(owned)))
         return self.connection(consumer).call("CONSUMER_GROUP_HEARTBEAT", request)
@@ -131,17 +140,24 @@ class ConsumerGroup:
         return topic
 
     # -- partitions ----------------------------------------------------------------------------------
-    def topic_partitions(self, partitions: Iterable[int]) -> list[Any]:
-        owned = message("ConsumerGroupHeartbeatRequestData$TopicPartitions").setTopicId(self.topic_id)
-        owned.setPartitions(java_ints(sorted(partitions)))
-        return [owned] if owned.partitions().size() else []
+    def topic_partitions(self, partitions: Iterable[tuple[int, int]]) -> list[Any]:
+        by_topic: dict[int, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        entries = []
+        for topic, numbers in sorted(by_topic.items()):
+            entry = message("ConsumerGroupHeartbeatRequestData$TopicPartitions").setTopicId(self.topic_ids[topic])
+            entries.append(entry.setPartitions(java_ints(sorted(numbers))))
+        return entries
+
+    def assignment(self, topic_partitions: Any) -> set[tuple[int, int]]:
+        """(topic index, partition) of each partition named; a topic not the group's is index -1."""
+        found: set[tuple[int, int]] = set()
+        for entry in topic_partitions:
+            topic = next((t for t, known in enumerate(self.topic_ids) if entry.topicId().equals(known)), -1)
+            found.update((topic, int(p)) for p in entry.partitions())
+        return found
 
     def partitions(self, topic_partitions: Any) -> set[int]:
-        """The partitions of the group's topic (-1 for any of another topic)."""
-        found: set[int] = set()
-        for entry in topic_partitions:
-            if entry.topicId().equals(self.topic_id):
-                found.update(int(p) for p in entry.partitions())
-            else:
-                found.add(-1)
-        return found
+        """The partitions of the group's first topic (-1 for any of another topic)."""
+        return {partition if topic == 0 else -1 for topic, partition in self.assignment(topic_partitions)}

@@ -71,7 +71,10 @@ class Kip848Driver(Kip848Protocol):
     def _heartbeat(self, consumer: int, before: Any, after: Any) -> Performed:
         heartbeat: Heartbeat = before.consumers[consumer].request
         epoch = self.epochs.broker(heartbeat.memberEpoch)
-        answer = self.group.heartbeat(consumer, heartbeat.memberId, epoch, heartbeat.ownedPartitions)
+        owned = heartbeat.ownedPartitions
+        answer = self.group.heartbeat(
+            consumer, heartbeat.memberId, epoch, None if owned is None else [(0, p) for p in owned]
+        )
         error = error_name(answer.errorCode())
         expected_response = after.consumers[consumer].response
         if expected_response is not None and error == "NONE" and heartbeat.memberEpoch == JOIN_EPOCH:
