@@ -15,7 +15,8 @@ def _reconciling(s: MembershipState) -> bool:
 def RevokesOnlyWhatTheTargetDrops(s: MembershipState, model) -> bool:  # type: ignore[no-untyped-def]
     """A reconciliation revokes only partitions that the coordinator's target assignment no longer
     gives the member: a partition still assigned is never handed back (its commit, its
-    onPartitionsRevoked callback, its fetch positions dropped)."""
+    onPartitionsRevoked callback, its fetch positions dropped). Checked when the reconciliation
+    starts: the clients modelled always go on to the revocation."""
     return s.reconciliation is None or not (s.reconciliation.revoked & model.target_assignment)
 
 

@@ -59,7 +59,7 @@ class MembershipDriver(Kip848Protocol):
             return Performed(requests=[f"(queued: {_text(after.heartbeat)})"])
         if action.name == "HeartbeatResponse":
             return self._heartbeat(action.args)
-        if action.name in ("MetadataUpdate", "ReconciliationCompleted", "Poll"):
+        if action.name in ("MetadataUpdate", "PartitionsRevoked", "PartitionsAssigned", "Poll"):
             return Performed(requests=["(the client's own step: no request)"])
         raise UserError(f"the consumer-membership driver has no mapping for {action.name}")
 

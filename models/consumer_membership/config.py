@@ -11,7 +11,8 @@ ACTION_ARGS = {
     "Heartbeat": ("memberEpoch", "topicPartitions"),
     "HeartbeatResponse": ("memberEpoch", "assignment"),
     "MetadataUpdate": ("topicIds",),
-    "ReconciliationCompleted": ("assigned",),
+    "PartitionsRevoked": ("revoked",),
+    "PartitionsAssigned": ("assigned",),
     "Poll": (),
 }
 
@@ -46,9 +47,11 @@ class ConsumerMembershipConfig:
 PROPERTIES = ("RevokesOnlyWhatTheTargetDrops", "EventuallyOwnsTheTarget")
 
 PRESETS = {
-    "kafka-3.8": Preset.of(
-        "the KIP-848 consumer and group coordinator of Kafka 3.8: two topics whose names the metadata learns late "
-        "and in any order; the member reconciles on its poll the part of the target it can resolve, then the rest",
+    "kafka-15832": Preset.of(
+        "the KIP-848 consumer with KAFKA-16198 and KAFKA-15832 (apache/kafka trunk of February and March 2024, before "
+        "3.8.0's local epochs) and a coordinator with KAFKA-16367 (3.8.0 and later): two topics whose names the "
+        "metadata learns late and in any order; the member reconciles on its poll the part of the target it can "
+        "resolve, then the rest",
         {name: "holds" for name in PROPERTIES},
     ),
     "kafka-16198": Preset.of(
@@ -67,5 +70,13 @@ PRESETS = {
         kafka_16198=False,
         kafka_15832=False,
         kafka_16367=False,
+    ),
+    "pre-kafka-16198-newer-coordinator": Preset.of(
+        "the KIP-848 consumer of Kafka 3.7 against a group coordinator of 3.8 or later (KAFKA-16367), which sends the "
+        "assignment only to a join: the acknowledgement that reports a partial reconciliation is not answered with "
+        "the target, and a topic resolved while the reconciliation runs is never taken",
+        {name: "violated" for name in PROPERTIES},
+        kafka_16198=False,
+        kafka_15832=False,
     ),
 }

@@ -9,7 +9,7 @@ from typing import Any
 
 from kmc.checker import Action
 from kmc.checker.drawing import Arrow, Drawing, Table
-from kmc.models.consumer_membership.state import RECONCILING, MembershipState, TopicIdPartition
+from kmc.models.consumer_membership.state import RECONCILING, MembershipState, Reconciliation, TopicIdPartition
 
 APPLICATION = "application (callbacks)"
 MEMBER = "membership manager"
@@ -52,10 +52,20 @@ class ConsumerMembershipDrawing(Drawing):
                 f"metadata: {names}" if after.metadataTopics != before.metadataTopics else f"metadata refresh: {names}"
             )
             return Arrow(METADATA, (MEMBER,), note + self._reconciliation_started(before, after))
-        if name == "ReconciliationCompleted":
+        if name == "PartitionsRevoked":
+            r = before.reconciliation
+            if after.reconciliation is None:
+                note = f"commit, onPartitionsRevoked done; member {before.state}: reconciliation interrupted"
+            else:
+                revoked = f"revoked {partitions_text(a['revoked'])}" if a["revoked"] else "nothing revoked"
+                note = f"commit, onPartitionsRevoked done ({revoked}): assigns {partitions_text(r.assigned)}"
+            return Arrow(APPLICATION, (MEMBER,), note)
+        if name == "PartitionsAssigned":
             if before.state == RECONCILING:
-                return Arrow(APPLICATION, (MEMBER,), f"callbacks done: owns {partitions_text(a['assigned'])}")
-            return Arrow(APPLICATION, (MEMBER,), f"callbacks done, member {before.state}: reconciliation interrupted")
+                note = f"onPartitionsAssigned done: acknowledges {partitions_text(a['assigned'])}"
+            else:
+                note = f"onPartitionsAssigned done, member {before.state}: not acknowledged"
+            return Arrow(APPLICATION, (MEMBER,), note)
         return Arrow(MEMBER)
 
     @staticmethod
@@ -64,7 +74,15 @@ class ConsumerMembershipDrawing(Drawing):
         if r is None or before.reconciliation == r:
             return ""
         revoked = f", revokes {partitions_text(r.revoked)}" if r.revoked else ""
-        return f"; reconciles {partitions_text(r.assigned)}{revoked}"
+        applied = " (owning nothing: applied at once)" if r.applied else ""
+        return f"; reconciles {partitions_text(r.assigned)}{revoked}{applied}"
+
+    @staticmethod
+    def _reconciliation_text(r: Reconciliation) -> str:
+        if r.applied:
+            return f"{partitions_text(r.assigned)} applied, onPartitionsAssigned running"
+        revoking = f", revoking {partitions_text(r.revoked)}" if r.revoked else ""
+        return f"{partitions_text(r.assigned)}{revoking}: commit, onPartitionsRevoked running"
 
     def tables(self, state: MembershipState) -> list[Table]:
         r = state.reconciliation
@@ -81,9 +99,7 @@ class ConsumerMembershipDrawing(Drawing):
             str(state.memberEpoch),
             partitions_text(state.currentAssignment),
             held,
-            "-"
-            if r is None
-            else partitions_text(r.assigned) + (f", revoking {partitions_text(r.revoked)}" if r.revoked else ""),
+            "-" if r is None else self._reconciliation_text(r),
             ", ".join(topic_name(t) for t in sorted(state.metadataTopics)) or "-",
         ]
         target = partitions_text(self.model.target_assignment)

@@ -1,26 +1,31 @@
-"""The KIP-848 consumer's membership manager (``MembershipManagerImpl`` of Kafka 3.7 and 3.8): one
-member of a consumer group, the group coordinator that assigns it every partition of its topics, and
-the client's metadata, which learns the topics' names late and in any order.
+"""The KIP-848 consumer's membership manager (``MembershipManagerImpl`` of Kafka 3.7 and of apache/kafka
+trunk up to March 2024): one member of a consumer group, the group coordinator that assigns it every
+partition of its topics, and the client's metadata, which learns the topics' names late and in any order.
 
 The coordinator sends the target assignment by topic id; the client can reconcile only the partitions
-whose topic names its metadata has resolved. The reconciliation (the commit, ``onPartitionsRevoked``,
-``onPartitionsAssigned``) runs asynchronously and one at a time. When it completes, the member
-acknowledges with a heartbeat that reports what it owns, and the coordinator then sends the target
-again (``GroupMetadataManager``: the assignment goes out when the member reports its owned partitions,
-joins, or its assignment changed).
+whose topic names its metadata has resolved. A reconciliation runs one at a time, in two parts
+(``revokeAndAssign``): the commit and ``onPartitionsRevoked``, then -- if the member is still
+RECONCILING -- the assignment applied to the subscription and ``onPartitionsAssigned``, after which
+the member acknowledges with a heartbeat that reports what it owns. Before KAFKA-16367 the coordinator
+answered such a heartbeat with the target again (``GroupMetadataManager``: the assignment went out when
+the member reported its owned partitions, joined, or its assignment changed); since, only a join or a
+full request gets it.
 
 Before KAFKA-16198 the client split the target into ``assignmentUnresolved`` and
-``assignmentReadyToReconcile``, and a metadata update rebuilt the second from the first alone: a
-topic resolved after the member had reconciled the others became the whole assignment to reconcile,
-and the member revoked what it owned. The fix keeps the whole target (``currentTargetAssignment``) and
-resolves it on every reconciliation. The client has no oracle: ``MembershipManagerImpl`` before and
-after the fix (a5888aabb2) is followed, not called.
+``assignmentReadyToReconcile``, and every resolution rebuilt the second from the first alone: a topic
+resolved after the member had reconciled the others became the whole assignment to reconcile, and the
+member revoked what it owned; a resolution while a reconciliation ran forgot what was ready. The fix
+keeps the whole target (``currentTargetAssignment``) and resolves it on every reconciliation. The
+client has no oracle: ``MembershipManagerImpl`` at 3.7.0, a5888aabb2 (KAFKA-16198) and c6f4c604d8
+(KAFKA-15832) is followed, not called.
 
-Left out: a target that changes after the join (another member, a topic deleted or created), where
-the member epoch moves during a reconciliation -- the 3.7 client's own epoch checks there changed in
-3.8 (KAFKA-16185, KAFKA-16312, KAFKA-15832), so the model keeps the target fixed; errors and fencing;
-leaving the group; callbacks that fail; metadata that forgets a topic (the local topic-name cache
-covers it in Kafka).
+Left out: the local epochs of KAFKA-16312 and KAFKA-16185 (5c929874b88, in 3.8.0), which change how a
+partially resolved target is acknowledged and when owned partitions are reported, so no preset is
+3.8.0's client; a target that changes after the join (another member, a topic deleted or created),
+where the member epoch moves during a reconciliation; errors and fencing; leaving the group;
+callbacks that fail; metadata that forgets a topic (the local topic-name cache covers it in Kafka);
+consumed offsets (a member that owns partitions commits before it revokes; one that owns none has
+nothing to commit, so its reconciliation applies the assignment at once).
 """
 
 from __future__ import annotations
@@ -56,13 +61,14 @@ class ConsumerMembershipModel(Model):
     )
     Config = ConsumerMembershipConfig
     presets = PRESETS
-    default_preset = "kafka-3.8"
+    default_preset = "kafka-15832"
     spec_modules = ("kmc.specs.consumer_membership",)
     actions = tuple(ACTION_ARGS)
     fairness = (
         WF("Heartbeat"),
         WF("HeartbeatResponse"),
-        WF("ReconciliationCompleted"),
+        WF("PartitionsRevoked"),
+        WF("PartitionsAssigned"),
         WF("MetadataUpdate", each=True),
         WF("Poll"),
     )
@@ -107,8 +113,11 @@ class ConsumerMembershipModel(Model):
                 topics = s.metadataTopics | set(learned)
                 t = self._on_metadata_update(s._replace(metadataTopics=topics))
                 out.append((_act("MetadataUpdate", tuple(sorted(topics))), t))
-        if s.reconciliation is not None:
-            out.append(self._reconciliation_completed(s, s.reconciliation))
+        r = s.reconciliation
+        if r is not None and not r.applied:
+            out.append((_act("PartitionsRevoked", tuple(sorted(r.revoked))), self._after_revocation(s, r)))
+        if r is not None and r.applied:
+            out.append(self._partitions_assigned(s, r))
         if self.config.kafka_15832 and s.state == RECONCILING:
             t = self._reconcile(s)
             if t != s:  # a poll that starts nothing leaves the state as it was
@@ -116,7 +125,9 @@ class ConsumerMembershipModel(Model):
         return out
 
     def inactive_actions(self) -> tuple[str, ...]:
-        return () if self.config.kafka_15832 else ("Poll",)
+        off = () if self.config.kafka_15832 else ("Poll",)
+        # one topic resolves whole: the member reconciles only from owning nothing, which revokes nothing
+        return off + (("PartitionsRevoked",) if self.config.topics == 1 else ())
 
     # -- HeartbeatRequestManager and the coordinator's answer -------------------------------------
     def _heartbeat(self, s: MembershipState) -> Step:
@@ -197,17 +208,28 @@ class ConsumerMembershipModel(Model):
             assigned = s.assignmentReadyToReconcile
         if assigned == s.currentAssignment:
             return s
-        return s._replace(reconciliation=Reconciliation(assigned, s.currentAssignment - assigned))
+        r = Reconciliation(assigned, s.currentAssignment - assigned)
+        if not s.currentAssignment:  # nothing consumed to commit, nothing to revoke: both futures are done
+            return self._after_revocation(s, r)
+        return s._replace(reconciliation=r)
 
-    def _reconciliation_completed(self, s: MembershipState, reconciliation: Reconciliation) -> Step:
-        """The commit and both callbacks completed: a member still RECONCILING owns the assignment and
-        acknowledges it; otherwise the reconciliation is interrupted and nothing is applied."""
+    def _after_revocation(self, s: MembershipState, r: Reconciliation) -> MembershipState:
+        """The commit and ``onPartitionsRevoked`` completed: a member still RECONCILING applies the
+        assignment to its subscription and calls ``onPartitionsAssigned``; otherwise the reconciliation
+        is interrupted after the revocation."""
+        if s.state != RECONCILING:
+            return s._replace(reconciliation=None)
+        return s._replace(currentAssignment=r.assigned, reconciliation=r._replace(applied=True))
+
+    def _partitions_assigned(self, s: MembershipState, r: Reconciliation) -> Step:
+        """``onPartitionsAssigned`` completed: a member still RECONCILING acknowledges the assignment;
+        otherwise the reconciliation is interrupted after the callback (the assignment stays applied)."""
         t = s._replace(reconciliation=None)
         if s.state == RECONCILING:
-            t = t._replace(currentAssignment=reconciliation.assigned, state=ACKNOWLEDGING)
+            t = t._replace(state=ACKNOWLEDGING)
             if not self.config.kafka_16198:
-                t = t._replace(assignmentReadyToReconcile=t.assignmentReadyToReconcile - reconciliation.assigned)
-        return _act("ReconciliationCompleted", tuple(sorted(reconciliation.assigned))), t
+                t = t._replace(assignmentReadyToReconcile=t.assignmentReadyToReconcile - r.assigned)
+        return _act("PartitionsAssigned", tuple(sorted(r.assigned))), t
 
     def drawing(self):  # type: ignore[no-untyped-def]
         from kmc.models.consumer_membership.drawing import ConsumerMembershipDrawing

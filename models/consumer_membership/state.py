@@ -30,13 +30,17 @@ class HeartbeatRequest(NamedTuple):
 
 
 class Reconciliation(NamedTuple):
-    """The reconciliation in progress (``reconciliationInProgress``): the commit, the
-    onPartitionsRevoked and onPartitionsAssigned callbacks not yet completed."""
+    """The reconciliation in progress (``reconciliationInProgress``): first the commit and
+    ``onPartitionsRevoked``, then the assignment applied to the subscription and
+    ``onPartitionsAssigned`` (``revokeAndAssign``)."""
 
     assigned: Assignment
     """The copy of the assignment being reconciled: what the member will own when it completes."""
     revoked: Assignment
     """Owned partitions that the reconciliation revokes (owned minus assigned)."""
+    applied: bool = False
+    """The commit and the revocation completed and the assignment is applied (``assignPartitions``):
+    ``onPartitionsAssigned`` is running."""
 
 
 class MembershipState(NamedTuple):
