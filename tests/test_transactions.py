@@ -189,7 +189,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_has_its_diagram() -> None:
-    assert len(TRACES) == 22
+    assert len(TRACES) == 23
     for trace in TRACES:
         assert trace.with_name(trace.name.replace(".itf.json", ".svg")).exists()
 
