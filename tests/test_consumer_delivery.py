@@ -54,6 +54,7 @@ STATES = {
     "eos-pre-kip-447-zombie": 6093,
     "eos-v2-pre-kafka-9346": 6375,
     "eos-v2-pre-kafka-9365": 6035,
+    "eos-v2-pre-kafka-17507": 13601,
 }
 """Distinct states of each preset's complete search (every property, past every violation)."""
 
@@ -181,7 +182,7 @@ def test_checked_in_counterexamples_replay(trace: Path) -> None:
 
 
 def test_every_checked_in_counterexample_is_named_for_its_preset() -> None:
-    assert len(TRACES) == 15
+    assert len(TRACES) == 16
     for trace in TRACES:
         meta = read_trace(trace)["#meta"]
         assert trace.name == f"{meta['preset']}-{meta['property']}.itf.json"
@@ -231,3 +232,28 @@ def test_kafka_20332_a_record_of_a_partition_revoked_during_poll_is_processed_tw
     assert violation.trace.states[-1].processed[0] == 2
     fixed = Check(MODEL, preset=preset, overrides={"kafka_20332": True}).run()
     assert (fixed.status, fixed.stats.distinct_states) == (Status.HOLDS_COMPLETE, 275)
+
+
+def test_kafka_17507_the_earlier_marker_commits_the_next_transactions_offsets() -> None:
+    """2.0 to 3.9.0's classic coordinator answers WriteTxnMarkers before it materialises the offsets:
+    the producer's next transaction sends its offsets first, and the earlier commit's task commits
+    them while that transaction is open. With KAFKA-17507 the same steps commit only the first
+    transaction's offsets, and there is no task left to run."""
+    done = replay(
+        read_trace(ROOT / "counterexamples" / "consumer-delivery" / "eos-v2-pre-kafka-17507-ExactlyOnce.itf.json")
+    )
+    states, actions = done.trace.states, done.trace.actions
+    committed = actions.index(next(a for a in actions[1:] if a.name == "CommitTransaction"))
+    assert states[committed].coordinator.txnCompletions == (("c0", True),)
+    assert states[committed].coordinator.committedOffset == -1  # the commit is answered, its offsets wait
+    assert states[-2].coordinator.pendingOffsets == (("c0", 2),)  # the next transaction's, still open
+    assert actions[-1].name == "CompleteTxnOffsetCommit" and states[-1].coordinator.committedOffset == 2
+    assert states[-1].consumers[0].inTxn and states[-1].output == (1, 0)
+    fixed = ConsumerDeliveryModel(ConsumerDeliveryModel.make_config("eos-v2-pre-kafka-17507", {"kafka_17507": True}))
+    s = states[0]
+    for action in actions[1:-1]:
+        (s,) = [t for a, t in fixed.successors(s) if a == action]
+        if action.name == "CommitTransaction":
+            assert s.coordinator.committedOffset == 1 and not s.coordinator.txnCompletions
+    assert s.coordinator.committedOffset == 1 and s.coordinator.pendingOffsets == (("c0", 2),)
+    assert "CompleteTxnOffsetCommit" in fixed.inactive_actions()

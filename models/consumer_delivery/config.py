@@ -59,6 +59,13 @@ class DeliveryConfig:
         "it returns records (before, in 4.2.0: the background thread revoked a partition while poll() returned "
         "its buffered records)",
     )
+    kafka_17507: bool = param(
+        True,
+        "KAFKA-17507 (3.9.1, 4.0.0): the classic group coordinator answers WriteTxnMarkers once the transaction's "
+        "offsets are materialised in its cache; before, it materialised them after answering (handleTxnCompletion, "
+        "scheduled), so the producer's next transaction could send offsets that the earlier marker then commits or "
+        "discards",
+    )
     max_faults: int = param(1, "crashes and expulsions of running consumers in all", min=0, max=3)
 
 
@@ -196,6 +203,14 @@ PRESETS = {
         txn_group_metadata=False,
         timeouts="any",
     ),
+    "eos-v2-pre-kafka-17507": Preset.of(
+        "exactly_once_v2 on the classic group coordinator of 2.0 to 3.9.0: a transaction's offsets are materialised "
+        "after the transaction coordinator has been told the markers are written",
+        _violated("AtLeastOnce", "ExactlyOnce", "ProcessedAtMostOnce"),
+        commit="transactional",
+        timeouts="any",
+        kafka_17507=False,
+    ),
 }
 
 ACTION_ARGS = {
@@ -218,4 +233,5 @@ ACTION_ARGS = {
     "SendOffsetsToTransaction": ("consumer", "memberId", "generationId", "offset", "error"),
     "CommitTransaction": ("consumer", "error"),
     "TransactionTimeout": ("transactionalId", "producerAlive"),
+    "CompleteTxnOffsetCommit": ("transactionalId", "commit"),
 }

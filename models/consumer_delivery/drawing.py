@@ -28,6 +28,10 @@ class DeliveryDrawing(Drawing):
         if "consumer" not in args:
             if name == "TransactionTimeout":
                 return Arrow("transaction coordinator", ("output",), f"abort {args['transactionalId']} (timeout)")
+            if name == "CompleteTxnOffsetCommit":
+                outcome = "committed" if args["commit"] else "discarded"
+                note = f"{args['transactionalId']}'s pending offsets {outcome} (the earlier marker's task)"
+                return Arrow("group coordinator", (), note)
             if name == "SessionTimeout":
                 zombie = " (still running: a zombie)" if args["processAlive"] else ""
                 return Arrow("group coordinator", (), f"session timeout: {args['memberId']} removed{zombie}")
@@ -57,6 +61,9 @@ class DeliveryDrawing(Drawing):
         coord = state.coordinator
         members = ", ".join(f"{m.memberId}{'' if m.memberEpoch == 0 else f'@{m.memberEpoch}'}" for m in coord.members)
         pending = ", ".join(f"{t}:{o}" for t, o in coord.pendingOffsets) or "-"
+        if coord.txnCompletions:
+            markers = ", ".join(f"{t} {'COMMIT' if commit else 'ABORT'}" for t, commit in coord.txnCompletions)
+            pending += f" (markers not materialised: {markers})"
         group = Table(
             "group coordinator",
             ["state", "generation / group epoch", "members", "owner", "committed offset", "pending txn offsets"],

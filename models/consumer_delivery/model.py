@@ -118,6 +118,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         WF("CommitTransaction", each=True),
         WF("SessionTimeout", each=True, processAlive=False),
         WF("TransactionTimeout", each=True, producerAlive=False),
+        WF("CompleteTxnOffsetCommit", each=True),
     )
     """Every step but the faults (a crash, the expulsion of a running consumer, the timeout of a
     running producer's transaction) happens if it stays enabled; timers of dead processes expire."""
@@ -128,6 +129,9 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         super().__init__(config)
         self.classic = self.config.group_protocol == "classic"
         self.txn = self.config.commit == "transactional"
+        self.deferred_txn_offsets = self.txn and self.classic and not self.config.kafka_17507
+        """Before KAFKA-17507: the classic coordinator materialises a transaction's offsets after the
+        markers are acknowledged (the KIP-848 groups' coordinator never did)."""
 
     def _act(self, name: str, *values: object) -> Action:
         return Action.of(name, zip(ACTION_ARGS[name], values, strict=True))
@@ -150,6 +154,8 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             off += ("BackgroundAutoCommit",)
         if self.config.kafka_20332 or self.classic:
             off += ("PollDuringRevocation",)
+        if not self.deferred_txn_offsets:
+            off += ("CompleteTxnOffsetCommit",)
         return tuple(dict.fromkeys(off))
 
     def transactional_id(self, c: int) -> str:
@@ -190,6 +196,12 @@ class ConsumerDeliveryModel(GroupMembership, Model):
             if not alive or (self.config.timeouts == "any" and s.faults < self.config.max_faults):
                 nxt = self._fence(s._replace(faults=s.faults + alive), txn_id)
                 out.append((self._act("TransactionTimeout", txn_id, alive), nxt))
+        waiting: set[str] = set()
+        for txn_id, commit in s.coordinator.txnCompletions:
+            if txn_id not in waiting:  # one producer's completions in order; producers' in any order
+                waiting.add(txn_id)
+                nxt = self._complete_txn_offset_commit(s, txn_id, commit)
+                out.append((self._act("CompleteTxnOffsetCommit", txn_id, commit), nxt))
         return [(a, _normalise(n)) for a, n in out]
 
     def _gone(self, s: DeliveryState, m: Member) -> bool:
@@ -322,7 +334,10 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         if error != NONE:
             return action, self._lost(s, c)
         coord = s.coordinator
-        coord = coord._replace(pendingOffsets=_put(coord.pendingOffsets, txn_id, me.position))
+        coord = coord._replace(
+            pendingOffsets=_put(coord.pendingOffsets, txn_id, me.position),
+            endedTxnOffsets=tuple(t for t in coord.endedTxnOffsets if t != txn_id),
+        )
         return action, with_consumer(s._replace(coordinator=coord), c, me._replace(offsetsSent=True))
 
     def _commit_transaction(self, s: DeliveryState, c: int, me: Consumer) -> Step:
@@ -333,9 +348,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
         output = s.output
         for offset in _lookup(s.ongoing, txn_id, ()):
             output = _bump(output, offset)
-        coord = s.coordinator
-        committed = _lookup(coord.pendingOffsets, txn_id, coord.committedOffset)
-        coord = coord._replace(committedOffset=committed, pendingOffsets=_drop(coord.pendingOffsets, txn_id))
+        coord = self._write_txn_marker(s, txn_id, commit=True)
         nxt = s._replace(coordinator=coord, ongoing=_drop(s.ongoing, txn_id), output=output)
         return self._act("CommitTransaction", c, NONE), with_consumer(
             nxt, c, me._replace(inTxn=False, offsetsSent=False)
@@ -343,8 +356,31 @@ class ConsumerDeliveryModel(GroupMembership, Model):
 
     def _abort(self, s: DeliveryState, txn_id: str) -> DeliveryState:
         """EndTxn(ABORT): the transaction's output and pending offsets are discarded."""
-        coord = s.coordinator._replace(pendingOffsets=_drop(s.coordinator.pendingOffsets, txn_id))
+        coord = self._write_txn_marker(s, txn_id, commit=False)
         return s._replace(coordinator=coord, ongoing=_drop(s.ongoing, txn_id))
+
+    def _write_txn_marker(self, s: DeliveryState, txn_id: str, commit: bool) -> Coordinator:
+        """The marker on the offsets partition: the producer's pending offsets committed or discarded,
+        at once, or (before KAFKA-17507) by a task the classic coordinator schedules after answering --
+        for an open transaction that sent offsets (one already ended writes no second marker)."""
+        coord = s.coordinator
+        if not self.deferred_txn_offsets:
+            return _materialise(coord, txn_id, commit)
+        if txn_id not in dict(coord.pendingOffsets) or txn_id in coord.endedTxnOffsets:
+            return coord
+        return coord._replace(
+            txnCompletions=(*coord.txnCompletions, (txn_id, commit)),
+            endedTxnOffsets=tuple(sorted({*coord.endedTxnOffsets, txn_id})),
+        )
+
+    def _complete_txn_offset_commit(self, s: DeliveryState, txn_id: str, commit: bool) -> DeliveryState:
+        """``GroupMetadataManager.handleTxnCompletion``'s task: whatever offsets the producer has pending
+        now -- its next transaction's, if it sent them meanwhile -- are committed or discarded."""
+        completions = list(s.coordinator.txnCompletions)
+        completions.remove((txn_id, commit))
+        ended = tuple(t for t in s.coordinator.endedTxnOffsets if t != txn_id)  # nothing pending is left
+        coord = s.coordinator._replace(txnCompletions=tuple(completions), endedTxnOffsets=ended)
+        return s._replace(coordinator=_materialise(coord, txn_id, commit))
 
     def _fence(self, s: DeliveryState, txn_id: str) -> DeliveryState:
         """InitProducerId or a transaction timeout: bump the epoch and abort the open transaction."""
@@ -463,6 +499,11 @@ def _put(table: tuple, key: str, value: object) -> tuple:
 
 def _drop(table: tuple, key: str) -> tuple:
     return tuple((k, v) for k, v in table if k != key)
+
+
+def _materialise(coord: Coordinator, txn_id: str, commit: bool) -> Coordinator:
+    committed = _lookup(coord.pendingOffsets, txn_id, coord.committedOffset) if commit else coord.committedOffset
+    return coord._replace(committedOffset=committed, pendingOffsets=_drop(coord.pendingOffsets, txn_id))
 
 
 def _rank(values: set[int]) -> dict[int, int]:

@@ -54,6 +54,13 @@ class Coordinator(NamedTuple):
     committedOffset: int
     pendingOffsets: tuple[tuple[str, int], ...]
     """KIP-98/447: transactional offset commits not yet committed, by transactional id."""
+    txnCompletions: tuple[tuple[str, bool], ...] = ()
+    """Before KAFKA-17507: transaction markers written to the offsets partition whose offsets the
+    classic coordinator has not yet materialised (``handleTxnCompletion``), by transactional id, in
+    order: (transactional id, commit)."""
+    endedTxnOffsets: tuple[str, ...] = ()
+    """Before KAFKA-17507: transactional ids whose pending offsets belong to a transaction already
+    ended (its marker is in ``txnCompletions``); a new TxnOffsetCommit makes them the open one's."""
 
 
 class Consumer(NamedTuple):
