@@ -46,6 +46,10 @@ class ConsumerMembershipConfig:
 
 PROPERTIES = ("RevokesOnlyWhatTheTargetDrops", "EventuallyOwnsTheTarget")
 
+_CLIENT_3_7 = {"kafka_16198": False, "kafka_15832": False}
+"""The KIP-848 consumer of Kafka 3.7 (preview), before both client fixes."""
+_COORDINATOR_3_7 = {"kafka_16367": False}
+
 PRESETS = {
     "kafka-15832": Preset.of(
         "the KIP-848 consumer with KAFKA-16198 and KAFKA-15832 (apache/kafka trunk of February and March 2024, before "
@@ -60,23 +64,21 @@ PRESETS = {
         "reports what it owns",
         {name: "holds" for name in PROPERTIES},
         kafka_15832=False,
-        kafka_16367=False,
+        **_COORDINATOR_3_7,
     ),
     "pre-kafka-16198": Preset.of(
         "the KIP-848 consumer of Kafka 3.7 (preview): a topic name resolved after the member reconciled the other "
         "topic becomes the whole assignment to reconcile, and the member revokes the partition it owns "
         "(KAFKA-16198)",
         {name: "violated" for name in PROPERTIES},
-        kafka_16198=False,
-        kafka_15832=False,
-        kafka_16367=False,
+        **_CLIENT_3_7,
+        **_COORDINATOR_3_7,
     ),
     "pre-kafka-16198-newer-coordinator": Preset.of(
         "the KIP-848 consumer of Kafka 3.7 against a group coordinator of 3.8 or later (KAFKA-16367), which sends the "
         "assignment only to a join: the acknowledgement that reports a partial reconciliation is not answered with "
         "the target, and a topic resolved while the reconciliation runs is never taken",
         {name: "violated" for name in PROPERTIES},
-        kafka_16198=False,
-        kafka_15832=False,
+        **_CLIENT_3_7,
     ),
 }
