@@ -181,7 +181,7 @@ class ConsumerMembershipModel(Model):
     def _resolve_metadata_for_unresolved_assignment(self, s: MembershipState) -> MembershipState:
         """Before KAFKA-16198: the ready set is rebuilt from the unresolved partitions alone, which move
         to it when their topic's name is found."""
-        resolved = frozenset(tp for tp in s.assignmentUnresolved if tp[0] in s.metadataTopics)
+        resolved = _resolvable(s.assignmentUnresolved, s.metadataTopics)
         return s._replace(assignmentReadyToReconcile=resolved, assignmentUnresolved=s.assignmentUnresolved - resolved)
 
     def _on_metadata_update(self, s: MembershipState) -> MembershipState:
@@ -196,15 +196,11 @@ class ConsumerMembershipModel(Model):
     def _reconcile(self, s: MembershipState) -> MembershipState:
         """One reconciliation at a time, of a copy of the assignment: with the fix, the target's
         partitions whose topic names are resolved; before, the ready set."""
+        if s.reconciliation is not None:
+            return s
         if self.config.kafka_16198:
-            if s.currentAssignment == s.currentTargetAssignment:
-                return s
-            if s.reconciliation is not None:
-                return s
-            assigned = frozenset(tp for tp in s.currentTargetAssignment if tp[0] in s.metadataTopics)
+            assigned = _resolvable(s.currentTargetAssignment, s.metadataTopics)
         else:
-            if s.reconciliation is not None:
-                return s
             assigned = s.assignmentReadyToReconcile
         if assigned == s.currentAssignment:
             return s
@@ -235,6 +231,11 @@ class ConsumerMembershipModel(Model):
         from kmc.models.consumer_membership.drawing import ConsumerMembershipDrawing
 
         return ConsumerMembershipDrawing(self)
+
+
+def _resolvable(partitions: Assignment, metadataTopics: frozenset[int]) -> Assignment:
+    """The partitions whose topic names the client's metadata has."""
+    return frozenset(tp for tp in partitions if tp[0] in metadataTopics)
 
 
 def _act(name: str, *values: object) -> Action:
