@@ -5,6 +5,7 @@
     python benchmarks/bfs_spill.py --scale medium       # 737,794 states under --memory 64m, and in memory
     python benchmarks/bfs_spill.py --probe 300000       # how fast the full configuration grows (bounded)
     python benchmarks/bfs_spill.py --stores             # 9,985,570 states in every store: bytes a state
+    python benchmarks/bfs_spill.py --stores --only spilled   # the same, in the named stores only
 
 The full run is replication's kip-320 preset with 4 replicas: a probe bounded at 300,000 states
 reaches only depth 9 of it (3 replicas: 20,935 states by depth 9 of 737,794 in all), which puts the
@@ -109,9 +110,14 @@ def main() -> None:
     parser.add_argument("--spill-dir", help="where the spill files go (TMPDIR of the run; default: the system's)")
     parser.add_argument("--tag", default="", help="added to the results file's name")
     parser.add_argument("--stores", action="store_true", help="the large scale in every store, and bytes a state")
+    parser.add_argument(
+        "--only", action="append", choices=sorted(STORES), help="with --stores: this store only (repeatable)"
+    )
     args = parser.parse_args()
+    if args.only and not args.stores:
+        parser.error("--only names stores of --stores")
     if args.stores:
-        record_stores(args.memory or "256m", args.tag)
+        record_stores(args.memory or "256m", args.tag, args.only or list(STORES))
         return
     scale = SCALES[args.scale]
     memory = args.memory or scale["memory"]
@@ -150,13 +156,19 @@ def write_record(record: dict[str, object], name: str, tag: str) -> None:
     print(f"recorded {out.relative_to(HERE.parent)}")
 
 
-def record_stores(memory: str, tag: str) -> None:
+STORES = {"states": ("states", False), "fingerprints": ("fingerprints", False), "spilled": ("fingerprints", True)}
+"""Each store of --stores: the --store it runs with, and whether under the --memory budget."""
+
+
+def record_stores(memory: str, tag: str, stores: list[str]) -> None:
     """The large scale in each store, beside a one-state run that measures the process's fixed size."""
     fixed = run_kmc(["replicas=1", "max_leader_epoch=0", "max_records=0"], None, None, None)
     print(json.dumps(fixed), flush=True)
     sets = SCALES["large"]["sets"]
     runs = []
-    for store, budget in (("states", None), ("fingerprints", None), ("fingerprints", memory)):
+    for name in stores:
+        store, spilled = STORES[name]
+        budget = memory if spilled else None
         run = run_kmc(sets, budget, None, None, store)
         run["store"] = store if budget is None else f"{store} --memory {budget}"
         run["bytes_per_state_beyond_fixed"] = round(

@@ -31,8 +31,8 @@ from kmc.checker.storage.codec import StateCodec
 
 ENTRY_BYTES = 100
 """What one fingerprint costs in the dict: its int, its slot and the dict's spare room (measured)."""
-MERGE_BLOCK = 1 << 20
-"""Fingerprints merged at a time: what a merge holds in memory is a few times this (16 B each)."""
+MERGE_BLOCK = 1 << 18
+"""Fingerprints merged (or written) at a time: a merge holds a few times this (16 B each)."""
 MAX_RUNS = 12
 
 
@@ -45,7 +45,6 @@ class Run:
     fps: Any = None
     """The fingerprints, memory-mapped (None while the run is empty)."""
     digest: str = ""
-    parent_map: Any = None
 
     def files(self, directory: Path) -> list[Path]:
         return [directory / f"fps-{self.name}.u64", directory / f"parents-{self.name}.u64"]
@@ -53,14 +52,12 @@ class Run:
     def open(self, directory: Path) -> None:
         self.fps = np.memmap(self.files(directory)[0], dtype=np.uint64, mode="r") if self.count else None
 
-    def parents(self, directory: Path) -> Any:
-        return np.memmap(self.files(directory)[1], dtype=np.uint64, mode="r")
-
     def parent_at(self, directory: Path, at: int) -> int:
-        """The parent of the run's ``at``-th fingerprint (its file mapped once, on first use)."""
-        if self.parent_map is None:
-            self.parent_map = self.parents(directory)
-        return int(self.parent_map[at])
+        """The parent of the run's ``at``-th fingerprint, read from its file. The parents are never
+        mapped: only a trace reads them, and mapped pages would count as the process's memory."""
+        with open(self.files(directory)[1], "rb") as fh:
+            fh.seek(8 * at)
+            return int(np.frombuffer(fh.read(8), dtype=np.uint64)[0])
 
 
 class _RunWriter:
@@ -74,7 +71,7 @@ class _RunWriter:
 
     def write(self, fps: Any, parents: Any) -> None:
         for handle, hashed, block in zip(self.handles, self.hashes, (fps, parents), strict=True):
-            data = np.ascontiguousarray(block, dtype=np.uint64).tobytes()
+            data = memoryview(np.ascontiguousarray(block, dtype=np.uint64)).cast("B")
             handle.write(data)
             hashed.update(data)
         self.run.count += len(fps)
@@ -155,12 +152,16 @@ class DiskFPSet:
         if not self.recent:
             return
         count = len(self.recent)
+        # Sorted with as few copies as can be: this runs while the dict is at its largest.
         fps = np.fromiter(self.recent.keys(), dtype=np.uint64, count=count)
-        parents = np.fromiter(self.recent.values(), dtype=np.uint64, count=count)
         order = np.argsort(fps)
+        fps.sort()
+        parents = np.fromiter(self.recent.values(), dtype=np.uint64, count=count)[order]
+        del order
         writer = _RunWriter(self.directory, self._name())
-        writer.write(fps[order], parents[order])
-        del fps, parents, order
+        for start in range(0, count, MERGE_BLOCK):
+            writer.write(fps[start : start + MERGE_BLOCK], parents[start : start + MERGE_BLOCK])
+        del fps, parents
         self.runs.append(writer.close(self.directory))
         self.recent.clear()  # only now: a Ctrl-C above leaves the set whole
         self.on_disk += count
@@ -178,7 +179,8 @@ class DiskFPSet:
         """Merge the two newest runs into one, a block at a time (runs never share a fingerprint)."""
         a, b = self.runs[-2], self.runs[-1]
         writer = _RunWriter(self.directory, self._name())
-        pa, pb = a.parents(self.directory), b.parents(self.directory)
+        # The parents are read in order, a block at a time (a mapping would keep them resident).
+        pa, pb = (open(run.files(self.directory)[1], "rb") for run in (a, b))  # noqa: SIM115 -- closed below
         ia = ib = 0
         top = np.uint64(2**64 - 1)
         while ia < a.count or ib < b.count:
@@ -189,17 +191,20 @@ class DiskFPSet:
             ja = int(np.searchsorted(a.fps, limit, side="right")) if ia < a.count else ia
             jb = int(np.searchsorted(b.fps, limit, side="right")) if ib < b.count else ib
             fps = np.concatenate([a.fps[ia:ja], b.fps[ib:jb]])
-            parents = np.concatenate([pa[ia:ja], pb[ib:jb]])
+            parents = np.concatenate(
+                [np.fromfile(pa, dtype=np.uint64, count=ja - ia), np.fromfile(pb, dtype=np.uint64, count=jb - ib)]
+            )
             order = np.argsort(fps, kind="stable")
             writer.write(fps[order], parents[order])
             ia, ib = ja, jb
-        del pa, pb
+        pa.close()
+        pb.close()
         self.runs[-2:] = [writer.close(self.directory)]
         self.merges += 1
         self.bytes_written += 16 * (a.count + b.count)
         self.peak_disk_bytes = max(self.peak_disk_bytes, self.disk_bytes + 16 * (a.count + b.count))
         for run in (a, b):
-            run.fps = run.parent_map = None
+            run.fps = None
             self._discard(run.files(self.directory))
 
     def _discard(self, paths: list[Path]) -> None:
