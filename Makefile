@@ -90,18 +90,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 # pytest runs in TEST_WORKERS processes, a test file per process at a time (pytest-xdist), so
-# module-scoped fixtures such as a Spark cluster or the JVM start once per file. One process more
-# than the cores: much of the suite waits (a Kafka cluster starting, a fault held, a JVM), and the
-# third process works meanwhile (on 2 cores the suite took 18 minutes with 3, 26 with 2). `kmc ci`,
-# whose entries are searches, runs one entry a core.
-CORES := $(shell nproc 2>/dev/null || echo 2)
-TEST_WORKERS ?= $(shell expr $(CORES) + 1)
-SUITE_JOBS ?= $(CORES)
+# module-scoped fixtures such as a Spark cluster or the JVM start once per file; `kmc ci` runs as
+# many suite entries at a time.
+TEST_WORKERS ?= 2
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 ci-suite: $(STAMP)
-	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml --jobs $(SUITE_JOBS)
+	$(BIN)/kmc ci counterexamples/suite.toml --junit $(OUT)/ci-junit.xml --jobs $(TEST_WORKERS)
 
 # The real-cluster campaigns of counterexamples/campaigns.toml, one after another (about 4 minutes, as root).
 campaigns: cluster-deps kafka-server
