@@ -180,25 +180,24 @@ class DiskFPSet:
         a, b = self.runs[-2], self.runs[-1]
         writer = _RunWriter(self.directory, self._name())
         # The parents are read in order, a block at a time (a mapping would keep them resident).
-        pa, pb = (open(run.files(self.directory)[1], "rb") for run in (a, b))  # noqa: SIM115 -- closed below
-        ia = ib = 0
-        top = np.uint64(2**64 - 1)
-        while ia < a.count or ib < b.count:
-            limit = min(
-                a.fps[min(ia + MERGE_BLOCK, a.count) - 1] if ia < a.count else top,
-                b.fps[min(ib + MERGE_BLOCK, b.count) - 1] if ib < b.count else top,
-            )
-            ja = int(np.searchsorted(a.fps, limit, side="right")) if ia < a.count else ia
-            jb = int(np.searchsorted(b.fps, limit, side="right")) if ib < b.count else ib
-            fps = np.concatenate([a.fps[ia:ja], b.fps[ib:jb]])
-            parents = np.concatenate(
-                [np.fromfile(pa, dtype=np.uint64, count=ja - ia), np.fromfile(pb, dtype=np.uint64, count=jb - ib)]
-            )
-            order = np.argsort(fps, kind="stable")
-            writer.write(fps[order], parents[order])
-            ia, ib = ja, jb
-        pa.close()
-        pb.close()
+        parents_a, parents_b = (run.files(self.directory)[1] for run in (a, b))
+        with open(parents_a, "rb") as pa, open(parents_b, "rb") as pb:
+            ia = ib = 0
+            top = np.uint64(2**64 - 1)
+            while ia < a.count or ib < b.count:
+                limit = min(
+                    a.fps[min(ia + MERGE_BLOCK, a.count) - 1] if ia < a.count else top,
+                    b.fps[min(ib + MERGE_BLOCK, b.count) - 1] if ib < b.count else top,
+                )
+                ja = int(np.searchsorted(a.fps, limit, side="right")) if ia < a.count else ia
+                jb = int(np.searchsorted(b.fps, limit, side="right")) if ib < b.count else ib
+                fps = np.concatenate([a.fps[ia:ja], b.fps[ib:jb]])
+                parents = np.concatenate(
+                    [np.fromfile(pa, dtype=np.uint64, count=ja - ia), np.fromfile(pb, dtype=np.uint64, count=jb - ib)]
+                )
+                order = np.argsort(fps, kind="stable")
+                writer.write(fps[order], parents[order])
+                ia, ib = ja, jb
         self.runs[-2:] = [writer.close(self.directory)]
         self.merges += 1
         self.bytes_written += 16 * (a.count + b.count)
