@@ -577,3 +577,22 @@ def test_kmc_explore_stops_on_sigterm_as_on_ctrl_c() -> None:
             proc.kill()
     assert proc.returncode == 143, (out, err)
     assert out.strip().splitlines()[-1] == "stopped" and err.strip() == "kmc: interrupted (SIGTERM)"
+
+
+def test_kmc_explore_opens_a_trace_alone_on_the_model_and_config_it_names() -> None:
+    """`kmc explore TRACE`: the model, preset and config come from the trace, which is the path opened."""
+    trace = ROOT / "counterexamples" / "kraft-replication" / "v3.5-AcknowledgedWriteNeverLost.itf.json"
+    args = [sys.executable, "-m", "kmc.checker.cli", "explore", str(trace), "--port", "0"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("kmc explore kraft-replication --preset v3.5: serving http://127.0.0.1:"), line
+        with urllib.request.urlopen(line.split("serving ")[1].split()[0] + "api/model", timeout=30) as answer:
+            start = json.load(answer)["start"]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(start["path"]) == 12 and start["message"].startswith(f"opened {trace}: 12 states")

@@ -116,7 +116,31 @@ def test_a_trace_whose_model_file_stayed_behind_says_which_file(kmc, examples: P
     assert code == 2
     assert _one_error_line(err) == (
         f"kmc: error: model file not found: {(tmp_path.parent / 'elections.py').resolve()} "
-        "(named by the trace's '#meta'.model_ref, relative to the trace's folder)"
+        "(named by the trace's '#meta'.model_ref, relative to the trace's folder; "
+        "for a trace copied alone, give its model with --model file.py:Class)"
+    )
+
+
+def test_a_trace_copied_alone_replays_shows_and_renders_with_its_model_given(
+    kmc, examples: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "alone.itf.json"
+    shutil.copy(examples / "traces" / "unclean-ElectedFromIsr.itf.json", trace)
+    model = f"{examples / 'elections.py'}:Elections"
+    code, out, _ = kmc("replay", trace, "--model", model)
+    assert (code, out) == (0, f"{trace}: replays on elections (4 states), ElectedFromIsr violated\n")
+    code, out, _ = kmc("show", trace, "--model", model)
+    assert code == 0 and out.startswith("elections --preset unclean: ElectedFromIsr violated\nState 0: Init\n")
+    assert "not replayed" not in out
+    code, out, _ = kmc("render", trace, "--model", model, "-o", tmp_path / "alone.svg")
+    assert code == 0 and (tmp_path / "alone.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+def test_a_model_given_for_a_trace_must_be_the_trace_s_model(kmc, examples: Path) -> None:
+    code, _out, err = kmc("replay", examples / "traces" / "unclean-ElectedFromIsr.itf.json", "--model", "replication")
+    assert (code, _one_error_line(err)) == (
+        2,
+        "kmc: error: the trace is of model elections, but --model replication is model replication",
     )
 
 

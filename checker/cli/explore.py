@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import webbrowser
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from kmc.checker.model import parse_sets
@@ -20,7 +20,13 @@ EXIT_STOPPED = 130
 
 
 def explore(
-    model: Annotated[str, typer.Argument(help="Model name (see `kmc list`), module:Class or file.py:Class.")],
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="Model name (see `kmc list`), module:Class or file.py:Class; or an ITF trace, to walk it "
+            "on the model and config it names."
+        ),
+    ],
     trace: Annotated[
         Path | None, typer.Argument(help="An ITF trace of this model to start from (walk it, then branch off).")
     ] = None,
@@ -35,6 +41,12 @@ def explore(
     model's tables, properties per state, the path as a sequence chart and in the URL, ITF in and out."""
     from kmc.checker.explorer.server import make_server
 
+    if trace is None and model.endswith(".json") and Path(model).is_file():
+        trace = Path(model)
+        model, named_preset, config = _named_by(trace)
+        if preset is None and not sets:
+            preset = named_preset
+            sets = [f"{key}={_setting(value)}" for key, value in config.items()]
     server = make_server(
         model,
         preset=preset,
@@ -56,3 +68,18 @@ def explore(
     finally:
         server.server_close()
         sys.stdout.flush()
+
+
+def _named_by(trace: Path) -> tuple[str, str | None, dict[str, Any]]:
+    """The model a trace names (its model file first, as `kmc replay` finds it), its preset and config."""
+    from kmc.checker.traces.itf import read_trace
+
+    meta = read_trace(trace)["#meta"]
+    config = meta.get("config") or {}
+    preset = meta.get("preset") if isinstance(meta.get("preset"), str) else None
+    return str(meta.get("model_ref") or meta.get("model")), preset, config if isinstance(config, dict) else {}
+
+
+def _setting(value: Any) -> str:
+    """A config value as `--set` takes it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -19,6 +19,11 @@ from kmc.checker.traces.observed import is_observed, observed_note, render_obser
 from kmc.checker.traces.replay import recheck, replay
 from kmc.checker.traces.text import trace_text
 
+MODEL_OPTION = typer.Option(
+    "--model",
+    help="The trace's model, when the trace is away from its model file: a name, module:Class or file.py:Class.",
+)
+
 
 def render(
     trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
@@ -29,6 +34,7 @@ def render(
             "--drive", help="A `kmc drive` result to show beside the steps (HTML; default: those next to the trace)."
         ),
     ] = [],  # noqa: B006
+    model: Annotated[str | None, MODEL_OPTION] = None,
 ) -> None:
     """Draw a trace as a message-sequence chart (or a self-contained HTML page, with the results of
     the drives of the trace on real brokers beside its steps)."""
@@ -40,7 +46,7 @@ def render(
         render_observed(doc, output)
         print(f"{trace} -> {output} (observed, not a model trace)")
         return
-    done = recheck(replay(doc))
+    done = recheck(replay(doc, model))
     render_replayed(done, output, beside=_drive_results(trace, drive))
     print(f"{trace} -> {output}")
     if done.meta.get("not_violated"):
@@ -127,12 +133,13 @@ def graph(
 def replay_traces(
     traces: Annotated[list[Path], typer.Argument(help="ITF trace files.")],
     specs: Annotated[list[Path], typer.Option("--spec", help="A Python file of properties the traces name.")] = [],  # noqa: B006
+    model: Annotated[str | None, MODEL_OPTION] = None,
 ) -> None:
     """Re-execute each trace's actions on its model (an error at the first state that differs), then
     check that its property still fails where it did; exit 1 if some trace no longer shows its bug."""
     gone = 0
     for path in traces:
-        replayed = replay(read_trace(path))
+        replayed = replay(read_trace(path), model)
         named = replayed.meta.get("property")
         if isinstance(named, str):  # a property the model does not have is bad input, not a lost bug
             select_properties(
@@ -161,6 +168,7 @@ def _not_violated(meta: dict[str, Any]) -> str:
 def show(
     trace: Annotated[Path, typer.Argument(help="An ITF trace file.")],
     full: Annotated[bool, typer.Option("--full", help="Print every state in full.")] = False,
+    model: Annotated[str | None, MODEL_OPTION] = None,
 ) -> None:
     """Print a trace, showing only the fields that changed at each step (a `kmc drive` result: each
     step as the real broker took it)."""
@@ -173,7 +181,7 @@ def show(
         print(trace_text(doc, full=full, note=observed_note(doc)))
         return
     try:
-        done = recheck(replay(doc))
+        done = recheck(replay(doc, model))
     except UserError as exc:  # still worth reading; nothing in it is confirmed
         note = f"not replayed on the model: {exc}"
     else:

@@ -35,45 +35,53 @@ def _first_difference(expected: Mapping[str, Any], actual: Mapping[str, Any]) ->
     return "(no difference)"
 
 
-def model_for_trace(doc: Mapping[str, Any]) -> Model:
+def model_for_trace(doc: Mapping[str, Any], model: str | None = None) -> Model:
+    """The model a trace names, built with its config; ``model`` (a registered name, module:Class or
+    file.py:Class) stands in for the one the trace names, for a trace copied away from its model file."""
     meta = doc["#meta"]
     if not isinstance(meta.get("model"), str):
         raise UserError("malformed trace: '#meta'.model is missing")
+    named = model or meta.get("model_ref") or meta["model"]
     try:
-        cls = load_model_class(meta.get("model_ref") or meta["model"])
+        cls = load_model_class(named)
     except UserError as exc:
-        if not meta.get("model_ref"):
+        if model or not meta.get("model_ref"):
             raise
-        raise UserError(f"{exc} (named by the trace's '#meta'.model_ref, relative to the trace's folder)") from None
-    if meta.get("model_ref") and cls.name and cls.name != meta["model"]:
-        raise UserError(f"malformed trace: '#meta' names model {meta['model']}, but its model_ref is {cls.name}")
+        raise UserError(
+            f"{exc} (named by the trace's '#meta'.model_ref, relative to the trace's folder; "
+            f"for a trace copied alone, give its model with --model file.py:Class)"
+        ) from None
+    if (model or meta.get("model_ref")) and cls.name and cls.name != meta["model"]:
+        given = f"--model {model}" if model else "its model_ref"
+        raise UserError(f"the trace is of model {meta['model']}, but {given} is model {cls.name}")
     config = meta.get("config") or {}
     if not isinstance(config, dict):
         raise UserError("malformed trace: '#meta'.config must be an object")
     return cls.build(None, config)
 
 
-def replay(doc: Mapping[str, Any]) -> Replayed:
-    """Check every state of the trace against the model; raise UserError at the first mismatch."""
+def replay(doc: Mapping[str, Any], model: str | None = None) -> Replayed:
+    """Check every state of the trace against the model (``model``: see model_for_trace); raise
+    UserError at the first mismatch."""
     if doc.get("#meta", {}).get("observed"):
         raise UserError(
             "this is an observed trace (what a real cluster logged), not a model's: there are no model "
             "steps to replay; kmc show and kmc render read it"
         )
-    model = model_for_trace(doc)
+    built = model_for_trace(doc, model)
     itf_states = [_vars_of(s) for s in doc["states"]]
-    inits = [s for s in model.init_states() if state_vars(s) == itf_states[0]]
+    inits = [s for s in built.init_states() if state_vars(s) == itf_states[0]]
     if not inits:
-        closest = next(iter(model.init_states()), None)
+        closest = next(iter(built.init_states()), None)
         detail = _first_difference(itf_states[0], state_vars(closest)) if closest is not None else ""
-        raise UserError(f"trace does not replay: state 0 is not an initial state of {model.name} ({detail})")
+        raise UserError(f"trace does not replay: state 0 is not an initial state of {built.name} ({detail})")
     states = [inits[0]]
     actions: list[Any] = [None]
     for index in range(1, len(itf_states)):
         want_action = doc["states"][index]["#meta"]["action"]
         want_action = {"name": want_action["name"], "args": want_action.get("args", {})}
         current = states[-1]
-        candidates = [(a, t) for a, t in model.successors(current) if action_to_json(a) == want_action]
+        candidates = [(a, t) for a, t in built.successors(current) if action_to_json(a) == want_action]
         if not candidates:
             raise UserError(
                 f"trace does not replay: step {index}: action {format_action(want_action)} "
@@ -90,9 +98,9 @@ def replay(doc: Mapping[str, Any]) -> Replayed:
     loop = doc.get("loop")
     if loop is not None and loop != len(itf_states) - 1:  # a loop on the last state is stuttering
         back = itf_states[loop]
-        if not any(state_vars(t) == back for _a, t in model.successors(states[-1])):
+        if not any(state_vars(t) == back for _a, t in built.successors(states[-1])):
             raise UserError(f"trace does not replay: the last state has no step back to state {loop} (loop)")
-    return Replayed(model=model, trace=Trace(states=states, actions=actions, loop=loop), meta=dict(doc["#meta"]))
+    return Replayed(model=built, trace=Trace(states=states, actions=actions, loop=loop), meta=dict(doc["#meta"]))
 
 
 def _confirm_lasso(done: Replayed, prop: Any) -> str:
