@@ -5,7 +5,7 @@ from kmc.checker.engines.bfs.engine import bfs
 from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.engines.simulate import SimulationOptions, simulate
 from kmc.checker.errors import UserError
-from kmc.checker.model import Action, Model, Preset, param
+from kmc.checker.model import Action, KnownBug, Model, Preset, param
 from kmc.checker.properties import Property, PropertySet, eventually, invariant, leads_to, lemma, step
 from kmc.checker.result import CheckResult, Stats, Status, Trace, Violation
 from kmc.checker.runner import Check
@@ -24,6 +24,7 @@ __all__ = [
     "Engine",
     "EngineTask",
     "Fairness",
+    "KnownBug",
     "Model",
     "Preset",
     "Property",

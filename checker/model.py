@@ -88,6 +88,54 @@ class Preset:
         return cls(description=description, settings=settings, expected=expected)
 
 
+@dataclass(frozen=True)
+class KnownBug:
+    """A bug of the modelled system that a preset reproduces: the property it violates, the releases
+    it affected and the preset where it is fixed. `kmc bugs` lists them beside the suite's evidence
+    (the shortest trace, the fixed preset's state count), so a claim is only as good as its check."""
+
+    key: str
+    """The tracker's name for it (an issue or a design proposal); "finding" for one the models found."""
+    summary: str
+    """The bug in one sentence, in the modelled system's own words."""
+    component: str
+    """The part of the system it lives in, for filtering."""
+    since: str | None
+    """The first release it affected; None when no release did (caught in development, or a design)."""
+    fixed_in: str | None
+    """The release that fixed it; None when none has yet."""
+    preset: str
+    violates: tuple[str, ...]
+    """The properties the preset violates because of it."""
+    settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """Config values beside the preset's (`--set`) for the run that shows it."""
+    fixed_preset: str | None = None
+    fixed_settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    also: tuple[str, ...] = ()
+    """Other tracker names for the same bug (the design proposal that fixed an issue, or the reverse)."""
+    url: str | None = None
+
+    def affects(self, release: tuple[int, ...]) -> bool:
+        """Whether ``release`` (as from :func:`release_tuple`) carries the bug."""
+        if self.since is None or release < release_tuple(self.since):
+            return False
+        return self.fixed_in is None or release < release_tuple(self.fixed_in)
+
+
+RELEASE = re.compile(r"[0-9]+(\.[0-9]+)*")
+
+
+def release_tuple(release: str) -> tuple[int, ...]:
+    """A release as numbers to compare ("3.3.0" -> (3, 3, 0)); trailing zeros do not count, so 3.3
+    and 3.3.0 are one release. ValueError for anything else."""
+    if not RELEASE.fullmatch(release):
+        raise ValueError(f"not a release: {release!r} (write it as 3.3.0)")
+    numbers = [int(part) for part in release.split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
 def _field_type(config_cls: type, field: dataclasses.Field[Any]) -> Any:
     hints = typing.get_type_hints(config_cls)
     return hints[field.name]
@@ -194,6 +242,8 @@ class Model:
     Config: ClassVar[type] = type("NoConfig", (), {})
     presets: ClassVar[Mapping[str, Preset]] = types.MappingProxyType({})
     default_preset: ClassVar[str | None] = None
+    bugs: ClassVar[tuple[KnownBug, ...]] = ()
+    """The system's bugs the presets reproduce (`kmc bugs`)."""
     spec_modules: ClassVar[tuple[str, ...]] = ()
     """Modules (import paths) whose decorated functions are this model's properties."""
 

@@ -60,3 +60,19 @@ def test_labels_the_c_does_not_read_are_counted_by_the_python() -> None:
 def test_pure_python_leaves_the_counting_to_python(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KMC_PURE_PYTHON", "1")
     assert c_extension("kmc.checker.search._counts") is None
+
+
+def test_an_action_declared_inactive_but_taken_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model's inactive_actions() is a claim about its config: an action it names that the search
+    takes is reported (and fails --fail-on-vacuity), so a wrong declaration cannot hide coverage."""
+    from kmc.models.replication.model import ReplicationModel
+
+    declared = ReplicationModel.inactive_actions
+    monkeypatch.setattr(ReplicationModel, "inactive_actions", lambda self: (*declared(self), "LeaderIncHighWatermark"))
+    result = Check(model_name="replication", settings={"keep_going": True}).run()
+    taken = result.coverage["actions"]["LeaderIncHighWatermark"][1]
+    assert taken > 0
+    assert result.vacuity == [
+        f"action LeaderIncHighWatermark was taken {taken:,} times, though the model declares it inactive in this config"
+    ]
+    assert observe.vacuity_failures(result) == result.vacuity

@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 from kmc.checker import interrupts
+from kmc.checker.cli.bugs import bugs
 from kmc.checker.cli.check import check, with_engine_settings
 from kmc.checker.cli.ci import ci
 from kmc.checker.cli.conform import conform
@@ -48,6 +49,7 @@ def make_app() -> typer.Typer:
     app.command("prove")(prove)
     app.command("ci")(ci)
     app.command("explore")(explore)
+    app.command("bugs")(bugs)
     for entry_point in entry_points(group="kmc.commands"):
         try:
             register = entry_point.load()

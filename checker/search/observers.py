@@ -263,6 +263,8 @@ def vacuity(
     for name, (_enabled, taken) in report.actions.items():
         if taken == 0 and name not in inactive:
             out.append(f"action {name} was {never} taken{before}")
+        elif taken and name in inactive:  # the model's declaration is wrong: its config does not turn it off
+            out.append(f"action {name} was taken {taken:,} times, though the model declares it inactive in this config")
     for name, (evaluated, exercised) in report.properties.items():
         if evaluated and exercised == 0:
             why = f"its guard or trigger never held in {evaluated:,} checks"

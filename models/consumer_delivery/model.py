@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
+from kmc.models.consumer_delivery.bugs import BUGS
 from kmc.models.consumer_delivery.config import ACTION_ARGS, PRESETS, DeliveryConfig
 from kmc.models.consumer_delivery.drawing import DeliveryDrawing
 from kmc.models.consumer_delivery.membership import (
@@ -100,6 +101,7 @@ class ConsumerDeliveryModel(GroupMembership, Model):
     description = "offset commits and at-most / at-least / exactly-once delivery, with rebalances and transactions"
     Config = DeliveryConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "commit-after-processing"
     spec_modules = ("kmc.specs.consumer_delivery",)
     fairness = (

@@ -34,6 +34,7 @@ from itertools import combinations
 
 from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
+from kmc.models.consumer_membership.bugs import BUGS
 from kmc.models.consumer_membership.config import ACTION_ARGS, PRESETS, ConsumerMembershipConfig
 from kmc.models.consumer_membership.state import (
     ACKNOWLEDGING,
@@ -61,6 +62,7 @@ class ConsumerMembershipModel(Model):
     )
     Config = ConsumerMembershipConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kafka-15832"
     spec_modules = ("kmc.specs.consumer_membership",)
     actions = tuple(ACTION_ARGS)

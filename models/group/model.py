@@ -28,6 +28,7 @@ from __future__ import annotations
 from kmc.checker import Action, Model
 from kmc.checker.extension import SuccessorsInC
 from kmc.checker.search.liveness import WF
+from kmc.models.group.bugs import BUGS
 from kmc.models.group.client import ClientSide
 from kmc.models.group.config import ACTION_ARGS, PRESETS, GroupConfig
 from kmc.models.group.coordinator import CoordinatorSide
@@ -142,6 +143,7 @@ class GroupModel(SuccessorsInC, ClientSide, CoordinatorSide, Model):
     description = "the classic consumer-group coordinator with eager or cooperative consumers"
     Config = GroupConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "eager-range"
     spec_modules = ("kmc.specs.group",)
     fairness = (

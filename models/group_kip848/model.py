@@ -27,6 +27,7 @@ from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
 from kmc.models.group.assignors import Member, assign
 from kmc.models.group.model import fresh_member_id
+from kmc.models.group_kip848.bugs import BUGS
 from kmc.models.group_kip848.config import ACTION_ARGS, PRESETS, Kip848Config
 from kmc.models.group_kip848.drawing import Kip848Drawing
 from kmc.models.group_kip848.state import (
@@ -65,6 +66,7 @@ class Kip848Model(Model):
     description = "KIP-848 consumer groups: member epochs and server-side reconciliation"
     Config = Kip848Config
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kip-848"
     spec_modules = ("kmc.specs.group_kip848",)
     fairness = (

@@ -57,6 +57,7 @@ from kmc.checker import Action, Model
 from kmc.checker.extension import SuccessorsInC
 from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import least_renaming, put
+from kmc.models.kraft_quorum.bugs import BUGS
 from kmc.models.kraft_quorum.config import ACTION_ARGS, PRESETS, KraftQuorumConfig
 from kmc.models.kraft_quorum.drawing import KraftQuorumDrawing
 from kmc.models.kraft_quorum.state import (
@@ -118,6 +119,7 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
     )
     Config = KraftQuorumConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kip-996"
     spec_modules = ("kmc.specs.kraft_quorum",)
 
@@ -234,7 +236,8 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
 
     def inactive_actions(self) -> tuple[str, ...]:
         """KIP-853's actions where the config has no voter changes or lost disks, the faults and
-        writes whose bound is 0, and a check-quorum resignation without check-quorum (KIP-996)."""
+        writes whose bound is 0, a check-quorum resignation without check-quorum (KIP-996) or for a
+        lone voter (KAFKA-16144), and everything between nodes in a quorum of one."""
         cfg = self.config
         off = ["AddVoter", "RemoveVoter", "ResignRemoved"] if self.static_voters else []
         if not cfg.check_quorum:
@@ -247,7 +250,12 @@ class KraftQuorumModel(SuccessorsInC, DynamicVoters, Model):
             off.append("Restart")
         if not cfg.max_records:
             off.append("ClientWrite")
-        return tuple(off)
+        if cfg.voters == 1 and self.static_voters and not cfg.observers:
+            # A quorum of one node: nobody to fetch from, vote for, or cut off.
+            off += ["FetchTimeout", "RequestVote", "BeginQuorumEpoch", "Fetch", "Isolate", "Heal"]
+            if cfg.single_voter_exemption:
+                off.append("CheckQuorumResign")
+        return tuple(dict.fromkeys(off))
 
     def within_bounds(self, s: QuorumState) -> bool:
         """Elections are unbounded (a split vote starts another), so the epoch bound cuts the search."""

@@ -55,6 +55,7 @@ from __future__ import annotations
 from kmc.checker import Action, Model
 from kmc.checker.extension import SuccessorsInC
 from kmc.models.common.tuples import put
+from kmc.models.kraft_replication.bugs import BUGS
 from kmc.models.kraft_replication.config import ACTION_ARGS, PRESETS, KraftReplicationConfig
 from kmc.models.kraft_replication.controller import KraftController, action_label
 from kmc.models.kraft_replication.drawing import KraftReplicationDrawing
@@ -118,6 +119,7 @@ class KraftReplicationModel(SuccessorsInC, KraftController, Model):
     description = "KRaft-era replication: acks, min ISR, fetch sessions, AlterPartition, fencing, ELR, crashes"
     Config = KraftReplicationConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kip-966"
     spec_modules = ("kmc.specs.kraft_replication",)
 

@@ -71,6 +71,7 @@ from kmc.models.producer.broker import (
     rebuild,
     with_entry,
 )
+from kmc.models.producer.bugs import BUGS
 from kmc.models.producer.config import ACTION_ARGS, PRESETS, ProducerConfig
 from kmc.models.producer.drawing import ProducerDrawing
 from kmc.models.producer.state import (
@@ -115,6 +116,7 @@ class ProducerModel(Model):
     description = "the idempotent producer (KIP-98, KIP-360): sequences, the duplicate cache, retries, failover"
     Config = ProducerConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "idempotent"
     spec_modules = ("kmc.specs.producer",)
     actions = tuple(ACTION_ARGS)

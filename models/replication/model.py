@@ -31,6 +31,7 @@ from typing import Any
 from kmc.checker import Action, Model
 from kmc.checker.extension import SuccessorsInC
 from kmc.models.common.tuples import least_renaming, put
+from kmc.models.replication.bugs import BUGS
 from kmc.models.replication.config import PRESETS, ReplicationConfig
 from kmc.models.replication.drawing import ReplicationDrawing
 from kmc.models.replication.state import (
@@ -54,6 +55,7 @@ class ReplicationModel(SuccessorsInC, Model):
     description = "partition replication as in the TLA+ spec hachikuji/kafka-specification"
     Config = ReplicationConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kip-320"
     spec_modules = ("kmc.specs.replication",)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
+from kmc.models.share_group.bugs import BUGS
 from kmc.models.share_group.config import ACTION_ARGS, PRESETS, ShareGroupConfig
 from kmc.models.share_group.state import (
     ACCEPT,
@@ -65,6 +66,7 @@ class ShareGroupModel(Model):
     description = "share groups (KIP-932): acquisition locks, acknowledgements and the share-partition leader's races"
     Config = ShareGroupConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kafka-4.2"
     spec_modules = ("kmc.specs.share_group",)
     actions = tuple(ACTION_ARGS)

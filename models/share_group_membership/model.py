@@ -27,6 +27,7 @@ from itertools import combinations
 from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
 from kmc.models.share_group_membership.assignor import assign
+from kmc.models.share_group_membership.bugs import BUGS
 from kmc.models.share_group_membership.config import ACTION_ARGS, PRESETS, ShareGroupMembershipConfig
 from kmc.models.share_group_membership.drawing import ShareGroupMembershipDrawing, partitions_text
 from kmc.models.share_group_membership.state import (
@@ -81,6 +82,7 @@ class ShareGroupMembershipModel(Model):
     description = "share groups (KIP-932) at the group coordinator: heartbeats, assignment, state initialization"
     Config = ShareGroupMembershipConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kafka-4.3"
     spec_modules = ("kmc.specs.share_group_membership",)
     actions = tuple(ACTION_ARGS)

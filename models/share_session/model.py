@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
+from kmc.models.share_session.bugs import BUGS
 from kmc.models.share_session.config import ACTION_ARGS, PRESETS, ShareSessionConfig
 from kmc.models.share_session.state import (
     FINAL_EPOCH,
@@ -47,6 +48,7 @@ class ShareSessionModel(Model):
     description = "share sessions (KIP-932): a share consumer's session epochs and routing across leader changes"
     Config = ShareSessionConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kafka-4.3"
     spec_modules = ("kmc.specs.share_session",)
     actions = tuple(ACTION_ARGS)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
 from kmc.models.streams_group.assignor import assign, task_name
+from kmc.models.streams_group.bugs import BUGS
 from kmc.models.streams_group.config import ACTION_ARGS, PRESETS, StreamsGroupConfig
 from kmc.models.streams_group.drawing import StreamsGroupDrawing
 from kmc.models.streams_group.state import (
@@ -86,6 +87,7 @@ class StreamsGroupModel(Model):
     description = "streams groups (KIP-1071): tasks, member epochs and server-side reconciliation"
     Config = StreamsGroupConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kafka-4.3"
     spec_modules = ("kmc.specs.streams_group",)
     actions = tuple(ACTION_ARGS)

@@ -50,6 +50,7 @@ from __future__ import annotations
 from kmc.checker import WF, Action, Model
 from kmc.checker.drawing import Drawing
 from kmc.models.transactions import coordinator as tc
+from kmc.models.transactions.bugs import BUGS
 from kmc.models.transactions.config import ACTION_ARGS, FAULTS, PRESETS, TransactionsConfig
 from kmc.models.transactions.coordinator import (
     COMPLETE_ABORT,
@@ -99,6 +100,7 @@ class TransactionsModel(PartitionLeaders, Model):
     description = "KIP-98 transactions: coordinator, markers, LSO, read_committed; KIP-890 parts 1 and 2"
     Config = TransactionsConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kip-890-part-2"
     spec_modules = ("kmc.specs.transactions",)
     actions = tuple(ACTION_ARGS)

@@ -36,6 +36,7 @@ from typing import Any
 from kmc.checker import Action, Model
 from kmc.checker.search.liveness import WF
 from kmc.models.common.tuples import put
+from kmc.models.zk_controller.bugs import BUGS
 from kmc.models.zk_controller.config import PRESETS, ZkControllerConfig
 from kmc.models.zk_controller.drawing import ZkControllerDrawing
 from kmc.models.zk_controller.state import (
@@ -57,6 +58,7 @@ class ZkControllerModel(Model):
     description = "the ZooKeeper-era controller: election, /controller_epoch, zombie fencing, broker epochs"
     Config = ZkControllerConfig
     presets = PRESETS
+    bugs = BUGS
     default_preset = "kip-380"
     spec_modules = ("kmc.specs.zk_controller",)
     fairness = (
