@@ -18,6 +18,7 @@ from kmc.checker.cli.bugs import bugs
 from kmc.checker.cli.check import check, with_engine_settings
 from kmc.checker.cli.ci import ci
 from kmc.checker.cli.conform import conform
+from kmc.checker.cli.diff import diff
 from kmc.checker.cli.exit_codes import EXIT_BAD_INPUT, EXIT_HOLDS, InterruptedCheckError
 from kmc.checker.cli.explore import explore
 from kmc.checker.cli.listing import list_models
@@ -50,6 +51,7 @@ def make_app() -> typer.Typer:
     app.command("ci")(ci)
     app.command("explore")(explore)
     app.command("bugs")(bugs)
+    app.command("diff")(diff)
     for entry_point in entry_points(group="kmc.commands"):
         try:
             register = entry_point.load()

@@ -141,7 +141,7 @@ def replay_traces(
     for path in traces:
         replayed = replay(read_trace(path), model)
         named = replayed.meta.get("property")
-        if isinstance(named, str):  # a property the model does not have is bad input, not a lost bug
+        if isinstance(named, str) and named:  # a property the model does not have is bad input, not a lost bug
             select_properties(
                 type(replayed.model),
                 tuple(str(s) for s in specs) or tuple(replayed.meta.get("spec_files") or ()),
