@@ -265,6 +265,12 @@ class Model:
         """Actions this config turns off (a variant flag): coverage does not call them vacuous."""
         return ()
 
+    def recovery_actions(self) -> tuple[str, ...]:
+        """Actions that recover from a failure (a client's epoch bump after a sequence error, a
+        coordinator's abort of a transaction its producer left open): a search in which nothing
+        called for one reports it as never needed, not as a gap in coverage."""
+        return ()
+
     symmetry: ClassVar[Callable[[Any, State], State] | None] = None
     """Optionally a method returning a canonical representative of the state's symmetry class."""
 

@@ -20,7 +20,14 @@ from kmc.checker.properties import PropertySet, select_properties
 from kmc.checker.registry import load_model_class, model_reference
 from kmc.checker.result import CheckResult, Status
 from kmc.checker.search.liveness import check_liveness
-from kmc.checker.search.observers import Coverage, GraphRecorder, SearchObserver, declared_actions, vacuity
+from kmc.checker.search.observers import (
+    Coverage,
+    GraphRecorder,
+    SearchObserver,
+    declared_actions,
+    never_needed,
+    vacuity,
+)
 from kmc.checker.search.progress import Progress
 
 
@@ -122,8 +129,15 @@ class Check:
         if coverage is not None:
             report = coverage.report()
             inactive = declared_actions(model)[1]
-            result.coverage = {**report.to_json(), "inactive": list(inactive)}
-            result.vacuity = vacuity(report, inactive, judge_liveness=engine.liveness, complete=result.complete)
+            recovery = tuple(model.recovery_actions()) if hasattr(model, "recovery_actions") else ()
+            result.coverage = {
+                **report.to_json(),
+                "inactive": list(inactive),
+                "never_needed": never_needed(report, recovery),
+            }
+            result.vacuity = vacuity(
+                report, inactive, judge_liveness=engine.liveness, complete=result.complete, recovery=recovery
+            )
             if not declared_actions(model)[0]:
                 result.warnings.append(
                     f"model {model.name} declares no action names: an action never enabled cannot be reported"

@@ -76,3 +76,18 @@ def test_an_action_declared_inactive_but_taken_is_a_warning(monkeypatch: pytest.
         f"action LeaderIncHighWatermark was taken {taken:,} times, though the model declares it inactive in this config"
     ]
     assert observe.vacuity_failures(result) == result.vacuity
+
+
+def test_a_recovery_nothing_called_for_is_never_needed_not_a_gap() -> None:
+    """The producer's epoch bump recovers from a sequence error: the default bounds never cause one,
+    so it is reported as never needed (no vacuity warning); the delivery-timeout preset needs it."""
+    from kmc.checker.cli.summary import summary_text
+
+    quiet = Check(model_name="producer").run()
+    assert quiet.coverage["actions"]["BumpEpoch"][1] == 0
+    assert quiet.coverage["never_needed"] == ["BumpEpoch"] and quiet.vacuity == []
+    assert "  never needed: BumpEpoch (recovery steps: nothing this search reached called for them)\n" in (
+        summary_text(quiet, "kmc check producer")
+    )
+    needed = Check(model_name="producer", preset="delivery-timeout", settings={"keep_going": True}).run()
+    assert needed.coverage["actions"]["BumpEpoch"][1] > 0 and needed.coverage["never_needed"] == []

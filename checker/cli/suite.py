@@ -458,6 +458,7 @@ def _judge_vacuity(entry: Entry, result: CheckResult) -> list[str]:
     problems = [f"vacuous: {line}" for line in vacuity_failures(result, entry.expect_vacuous)]
     vacuous_names = {line.split(" ")[1] for line in result.vacuity}
     vacuous_names |= set((result.coverage or {}).get("inactive", ()))  # the model now declares it off itself
+    vacuous_names |= set((result.coverage or {}).get("never_needed", ()))  # or a recovery nothing called for
     known = {*(result.coverage or {}).get("actions", {}), *(result.coverage or {}).get("properties", {})}
     for name in entry.expect_vacuous:
         if name not in known:

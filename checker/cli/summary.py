@@ -39,6 +39,11 @@ def summary_text(result: CheckResult, command: str, vacuous: list[str] | None = 
     lines.extend([f"  {line}" for line in own] if own is not None else _statistics(result))
     if result.seed is not None:
         lines.append(f"  seed {result.seed} (rerun with --seed {result.seed})")
+    needed = (result.coverage or {}).get("never_needed") or []
+    if needed:
+        lines.append(
+            f"  never needed: {', '.join(needed)} (recovery steps: nothing this search reached called for them)"
+        )
     for warning in result.warnings:
         lines.append(f"  warning: {warning}")
     lines.append(f"  verdict: {_verdict(result, engine, vacuous)}")
@@ -107,7 +112,16 @@ def coverage_text(coverage: dict[str, Any]) -> str:
     lines.append(f"    {'action':<{width}} {'enabled in':>12} {'taken':>12}")
     for name, (enabled, taken) in actions.items():
         off = name in coverage.get("inactive", ())
-        mark = "  (off in this config)" if taken == 0 and off else "  <- never taken" if taken == 0 else ""
+        needed = name in coverage.get("never_needed", ())
+        mark = (
+            "  (off in this config)"
+            if taken == 0 and off
+            else "  (a recovery, never needed)"
+            if needed
+            else "  <- never taken"
+            if taken == 0
+            else ""
+        )
         lines.append(f"    {name:<{width}} {enabled:>12,} {taken:>12,}{mark}")
     lines.append(f"    {'property':<{width}} {'evaluated':>12} {'exercised':>12}")
     for name, (evaluated, exercised) in coverage.get("properties", {}).items():

@@ -253,15 +253,20 @@ class Coverage(SearchObserver):
 
 
 def vacuity(
-    report: CoverageReport, inactive: Sequence[str] = (), judge_liveness: bool = True, complete: bool = True
+    report: CoverageReport,
+    inactive: Sequence[str] = (),
+    judge_liveness: bool = True,
+    complete: bool = True,
+    recovery: Sequence[str] = (),
 ) -> list[str]:
     """One line per action never taken and per property never exercised; a search that stopped before
-    the end (its first violation, a bound, an interrupt) says so: what it did not reach may be reachable."""
+    the end (its first violation, a bound, an interrupt) says so: what it did not reach may be reachable.
+    A recovery action (Model.recovery_actions) never taken was never needed: see never_needed."""
     out = []
     never = "never" if complete else "not"
     before = "" if complete else " before the search stopped"
     for name, (_enabled, taken) in report.actions.items():
-        if taken == 0 and name not in inactive:
+        if taken == 0 and name not in inactive and name not in recovery:
             out.append(f"action {name} was {never} taken{before}")
         elif taken and name in inactive:  # the model's declaration is wrong: its config does not turn it off
             out.append(f"action {name} was taken {taken:,} times, though the model declares it inactive in this config")
@@ -272,6 +277,11 @@ def vacuity(
         elif not evaluated and judge_liveness:
             out.append(f"property {name} was never evaluated")
     return out
+
+
+def never_needed(report: CoverageReport, recovery: Sequence[str]) -> list[str]:
+    """The recovery actions the search never took: nothing it reached called for them."""
+    return [name for name, (_enabled, taken) in report.actions.items() if taken == 0 and name in recovery]
 
 
 def vacuity_failures(result: CheckResult, allowed: Sequence[str] = ()) -> list[str]:

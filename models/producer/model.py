@@ -131,6 +131,11 @@ class ProducerModel(Model):
     """The client's and the brokers' own steps happen once they stay possible; faults, elections,
     retention and expiry need not happen at all."""
 
+    def recovery_actions(self) -> tuple[str, ...]:
+        """The client's epoch bump (KIP-360) recovers from a sequence error or an expired batch: at
+        bounds where no fault leads to one, it is never needed."""
+        return ("BumpEpoch",)
+
     def inactive_actions(self) -> tuple[str, ...]:
         c = self.config
         off = []

@@ -115,6 +115,11 @@ class TransactionsModel(PartitionLeaders, Model):
         self.n_partitions = cfg.partitions + (1 if cfg.offsets else 0)
         self.offsets_partition = cfg.partitions if cfg.offsets else -1
 
+    def recovery_actions(self) -> tuple[str, ...]:
+        """The coordinator's timeout abort ends a transaction its producer left open: where no
+        transaction hangs, it is never needed."""
+        return ("AbortTimedOutTransaction",)
+
     def inactive_actions(self) -> tuple[str, ...]:
         off = []
         if not self.config.verification:
