@@ -94,6 +94,93 @@ def test_list_shows_models_presets_properties_and_keys(kmc) -> None:
     assert set(rep["presets"]) == {"truncate-to-hw", "kip-101", "kip-279", "kip-320-first-try", "kip-320"}
     assert [p["name"] for p in rep["properties"]] == ["WeakIsr", "StrongIsr", "LeaderInIsr", "LogMatching"]
     assert {c["key"]: c["default"] for c in rep["config"]}["replicas"] == 2
+    strong = next(p for p in rep["properties"] if p["name"] == "StrongIsr")
+    assert strong["doc"] == "Everything below any presumed leader's high watermark is on every member of the true ISR."
+    exactly = next(p for p in models["consumer-delivery"]["properties"] if p["name"] == "ExactlyOnce")
+    assert exactly["doc"] == (
+        "Each input record below the committed offset has its output seen exactly once (or is being processed by "
+        "a running consumer, not yet written), and no record above it more than once: at-least-once and "
+        "at-most-once together."
+    )
+
+
+LIST_REPLICATION_AT_100 = """\
+replication: partition replication as in the TLA+ spec hachikuji/kafka-specification
+  presets: (default kip-320)
+    truncate-to-hw     before KIP-101 (< 0.11): a new follower truncates to its high watermark
+    kip-101            KIP-101 (0.11): truncation by leader epoch (OffsetsForLeaderEpoch)
+    kip-279            KIP-279 (2.0): truncate after the last offset whose record matches the
+                       leader's
+    kip-320-first-try  the first KIP-320 draft: truncate on a fetch error, fetches checked by last
+                       fetched epoch
+    kip-320            KIP-320 (2.1): fetches and truncation fenced by the current leader epoch
+  properties:
+    WeakIsr      invariant  Every presumed leader's own ISR holds exactly its log up to its high
+                            watermark.
+    StrongIsr    invariant  Everything below any presumed leader's high watermark is on every member
+                            of the true ISR.
+    LeaderInIsr  invariant  The leader in ZooKeeper is a member of the ISR (vacuous before the first
+                            election).
+    LogMatching  invariant  Two replicas hold the same records at every offset below both of their
+                            high watermarks.
+  config:
+    replicas          int, default 2: Replicas: the replication factor
+    log_size          int, default 2: LogSize: the most records a replica's log holds
+    max_records       int, default 2: MaxRecords: how many records producers write in all
+    max_leader_epoch  int, default 2: MaxLeaderEpoch: the largest leader epoch (epochs 0..max are
+                      handed out)
+    truncation        hw|leader_epoch|matching_offset|on_fetch|fenced, default fenced: what a new
+                      follower does to its log
+    fetch_fencing     none|last_fetched_epoch|current_leader_epoch, default current_leader_epoch:
+                      what a follower's fetch is checked against
+    hw_advance        isr_offsets|epoch_match|current_epoch, default current_epoch: when the leader
+                      advances the high watermark
+    isr_rules         offsets|epoch_match|current_epoch, default current_epoch: when the leader
+                      shrinks or expands the ISR
+  symmetry: yes (--symmetry)
+
+"""
+
+
+def test_list_wraps_each_description_whole_under_its_column(kmc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names padded to the model's longest, each description's first paragraph wrapped to the
+    terminal's width (COLUMNS here) and indented under its column."""
+    monkeypatch.setenv("COLUMNS", "100")
+    assert kmc("list", "replication") == (0, LIST_REPLICATION_AT_100, "")
+
+
+def test_list_puts_a_name_too_long_for_its_column_on_a_line_of_its_own(kmc, monkeypatch: pytest.MonkeyPatch) -> None:
+    """consumer-delivery's longest preset name would leave its text less than half of 100 columns."""
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = kmc("list", "consumer-delivery")
+    assert code == 0
+    lines = out.splitlines()
+    at = lines.index("    commit-after-processing-kip-848-pre-kafka-20332")
+    assert lines[at - 1 : at + 3] == [
+        "                                                  (Kafka 4.3), no faults: nothing is processed twice",
+        "    commit-after-processing-kip-848-pre-kafka-20332",
+        "                                                  commit after processing with the KIP-848 consumer",
+        "                                                  of 4.2.0, no faults: the background thread revokes",
+    ]
+    assert (
+        lines[at + 6] == "    commit-after-processing-kip-848-pre-kip-1251  before KIP-1251: a commit sent before the"
+    )
+
+
+@pytest.mark.parametrize("columns", [60, 100, 200])
+def test_list_cuts_no_description_and_keeps_to_the_width(kmc, monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = kmc("list")
+    assert code == 0
+    too_wide = [line for line in out.splitlines() if len(line) > columns]
+    assert all(len(line.split()[-1]) > 30 for line in too_wide), too_wide  # a word longer than a text column
+    flat = " ".join(out.split())
+    code, listed, _ = kmc("list", "--json")
+    for model in json.loads(listed):
+        for prop in model["properties"]:
+            assert f"{prop['name']} {prop['kind']} {prop['doc']}" in flat
+        for name, preset in model["presets"].items():
+            assert f"{name} {' '.join(preset['description'].split())}" in flat
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:

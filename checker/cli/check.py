@@ -74,7 +74,7 @@ def check(
         engine_name=engine,
         settings={k: v for k, v in given.items() if v is not None},
     )
-    engine_cls, _bounds, _options = job.plan()
+    engine_cls, bounds, _options = job.plan()
     if (coverage or fail_on_vacuity) and not engine_cls.observes:
         flag = "--coverage" if coverage else "--fail-on-vacuity"
         raise UserError(f"the {engine} engine observes no states: it does not take {flag}")
@@ -84,7 +84,9 @@ def check(
         check_output_file(junit, "--junit", (".xml",))
     if render is not None:
         check_output_dir(render, "--render")
-    bar = make_progress(f"kmc {engine}", enabled=progress and not as_json, every=progress_every)
+    bar = make_progress(
+        f"kmc {engine}", enabled=progress and not as_json, every=progress_every, total=bounds.max_states
+    )
     try:
         result = job.run(bar)
     except KeyboardInterrupt:

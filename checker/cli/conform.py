@@ -106,7 +106,13 @@ def run_conform(
         return _run_table(table, out=out, junit=junit, as_json=as_json, progress=bar, limit=limit)
     if limit is not None:
         raise UserError("--limit applies to input oracles (tables of inputs) only")
-    result = job.run(make_progress(f"kmc conform {job.target}", enabled=progress and not as_json, every=progress_every))
+    bar = make_progress(
+        f"kmc conform {job.target}",
+        enabled=progress and not as_json,
+        every=progress_every,
+        total=job.bfs_options.max_states,
+    )
+    result = job.run(bar)
     release, model = result.release, result.check
     preset = model.preset
     write_mismatch_traces(result, out)
