@@ -1,7 +1,10 @@
 """The demo's report and chart in a real browser (headless Chromium from Debian via Playwright):
-the report opens at the violating step and names the property with its docstring, the chart's
-arrows never run through a label. Screenshots are kept under kmc-out/report/; with
-KMC_DOCS_SCREENSHOTS=1 the last test also retakes those of docs/diagrams.md."""
+the report opens at the violating step and explains the bug (the JIRA it reproduces, linked, with
+its releases and fixed preset; the property's docstring; the violating step and the model's own
+sentence on the lost record), folds the configuration after the trace, writes sequences as lists,
+and scrolls a wide chart inside its box; the chart's arrows never run through a label. Screenshots
+are kept under kmc-out/report/; with KMC_DOCS_SCREENSHOTS=1 the last test also retakes those of
+docs/diagrams.md."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from kmc.checker.traces.itf import read_trace
 OUT = ROOT / "kmc-out/report"
 DOCS = ROOT / "docs"
 LASSO = ROOT / "counterexamples/group/slow-member-RebalanceCompletes.itf.json"
+KRAFT = ROOT / "counterexamples/kraft-replication/v3.5-AcknowledgedWriteNeverLost.itf.json"
 
 
 def run_kmc(*args: str | Path) -> int:
@@ -192,13 +196,181 @@ def test_lasso_report_and_chart_show_the_loop(page: Any, tmp_path: Path) -> None
     )
 
 
+def opened(page: Any, report: Path) -> None:
+    page.goto(report.as_uri())
+    page.wait_for_function("document.querySelector('.trace').dataset.ready === 'yes'")
+
+
+def texts(page: Any, selector: str) -> list[str]:
+    """The inner text of every element the selector finds, its whitespace as one space."""
+    return [" ".join(t.split()) for t in page.locator(selector).all_inner_texts()]
+
+
+CONFIG_PLACE = """() => {
+  const config = document.querySelectorAll('details.config'), trace = document.querySelector('.trace');
+  const chart = document.querySelector('details.msc');
+  const after = (a, b) => Boolean(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
+  return {count: config.length, open: config[0].open, afterTrace: after(trace, config[0]),
+          afterChart: after(chart, config[0]), shownRows: [...config[0].querySelectorAll('tr')]
+            .filter((tr) => tr.checkVisibility()).length};
+}"""
+
+
+def test_report_explains_the_kafka_bug(page: Any, demo: dict[str, Path]) -> None:
+    """truncate-to-hw's StrongIsr: KAFKA-1211, linked, its releases and the preset that fixes it, the
+    property's meaning, the violating step in a sentence and the model's own on the lost record."""
+    opened(page, demo["html"])
+    link = page.locator(".bug a.bug-key")
+    assert link.count() == 1 and link.inner_text() == "KAFKA-1211"
+    assert link.get_attribute("href") == "https://issues.apache.org/jira/browse/KAFKA-1211"
+    assert texts(page, ".bug h3") == ["The bug this trace reproduces"]
+    assert texts(page, ".bug dt") == ["Reproduces", "Releases", "Fixed preset", "Preset"]
+    assert texts(page, ".bug dd") == [
+        "KAFKA-1211 (also KIP-101): A restarted follower truncates to its high watermark, which lags the "
+        "leader's, and is elected next: a record the old leader had committed is lost (KIP-101's first scenario).",
+        "affects 0.8.0 and later releases; fixed in 0.11.0",
+        "kip-279: KIP-279 (2.0): truncate after the last offset whose record matches the leader's "
+        "(kmc check replication --preset kip-279 --property StrongIsr)",
+        "truncate-to-hw: before KIP-101 (< 0.11): a new follower truncates to its high watermark",
+    ]
+    assert texts(page, ".violation .what") == [
+        "StrongIsr (invariant) fails after step 9 of 9, BecomeFollower(replica=1, leader=0, leaderEpoch=2)."
+    ]
+    assert texts(page, ".violation .why") == [
+        "Record 0 (offset 0, leader epoch 0) was committed at step 8, LeaderIncHighWatermark(leader=0), when "
+        "broker 0's high watermark passed it. Broker 1 dropped it at step 9, BecomeFollower(replica=1, leader=0, "
+        "leaderEpoch=2): its log now ends at offset 0. Yet broker 1 is in the ISR in ZooKeeper, {0, 1}: if the "
+        "controller elects it leader, the committed record is lost; only broker 0 still has it. (In the TLA+ "
+        "specification's words, a “presumed leader” is a broker that believes it is the leader, and its “true "
+        "ISR” is the ISR in ZooKeeper.)"
+    ]
+    assert texts(page, ".violation .doc p") == [
+        "What StrongIsr says:",
+        "Everything below any presumed leader's high watermark is on every member of the true ISR.",
+        "If it fails, a committed record (one a consumer may have read) can be lost when a member of the ISR in "
+        "ZooKeeper is elected leader.",
+    ]
+    # the configuration: one closed <details> after the trace and its chart, nothing of it shown until opened
+    place = page.evaluate(CONFIG_PLACE)
+    assert place == {"count": 1, "open": False, "afterTrace": True, "afterChart": True, "shownRows": 0}
+    config = page.locator("details.config")
+    assert texts(page, "details.config summary") == ["configuration (8 settings)"]
+    config.locator("summary").click()
+    assert config.locator("tr").count() == 8 and config.locator("tr").first.is_visible()
+    assert texts(page, "details.config tr") == [
+        "replicas 2",
+        "log_size 2",
+        "max_records 2",
+        "max_leader_epoch 2",
+        "truncation hw",
+        "fetch_fencing none",
+        "hw_advance isr_offsets",
+        "isr_rules offsets",
+    ]
+
+
+def test_report_writes_sequences_as_lists(page: Any, demo: dict[str, Path]) -> None:
+    """A log of one record is [{id: 0, epoch: 0}], not ({id: 0, epoch: 0}), which reads as a
+    parenthesis; an empty one is []: in the changed fields and the full state alike."""
+    opened(page, demo["html"])
+    current = page.locator(".panel.current")
+    changed = current.locator("table").first
+    assert [" ".join(t.split()) for t in changed.locator("tr").all_inner_texts()] == [
+        "field before after",
+        "replicaLog[1] [{id: 0, epoch: 0}] []",
+        "replicaState[1].leaderEpoch 0 2",
+    ]
+    rows = {r.locator("th").inner_text(): r.locator("td").inner_text() for r in current.locator("table.state tr").all()}
+    assert rows["replicaLog[0]"] == "[{id: 0, epoch: 0}]" and rows["replicaLog[1]"] == "[]"
+    whole = page.locator("body").inner_text()
+    assert "({" not in whole  # no one-element tuple anywhere on the page
+    assert "stuttering" not in whole  # TLA+'s word for a step that changes nothing
+
+
+def test_kraft_report_explains_the_lost_acknowledged_write(page: Any, tmp_path: Path) -> None:
+    """v3.5's AcknowledgedWriteNeverLost: KAFKA-15584, and the acknowledged record, the step that
+    acknowledged it, where it was lost and where it still is."""
+    report = tmp_path / "kraft.html"
+    assert run_kmc("render", KRAFT, "-o", report) == 0
+    opened(page, report)
+    link = page.locator(".bug a.bug-key")
+    assert link.inner_text() == "KAFKA-15584"
+    assert link.get_attribute("href") == "https://issues.apache.org/jira/browse/KAFKA-15584"
+    assert texts(page, ".bug dd") == [
+        "KAFKA-15584 (also KIP-966): The last isr member stays in the isr when it is fenced; after a power loss "
+        "takes its unflushed records it is elected again, and an acknowledged write is gone (no ELR to elect the "
+        "replica that has it).",
+        "affects 0.8.0 and later releases; fixed in 4.0.0",
+        "kip-966: Kafka 4.x: eligible leader replicas and every earlier fix, acks=all, unclean election off "
+        "(kmc check kraft-replication --preset kip-966 --property AcknowledgedWriteNeverLost)",
+        "v3.5: Kafka 3.5 (KRaft, before KIP-966): the last replica standing is re-elected after losing data",
+    ]
+    assert texts(page, ".violation .what") == [
+        "AcknowledgedWriteNeverLost (invariant) fails after step 11 of 11, UnfenceBroker(broker=1)."
+    ]
+    assert texts(page, ".violation .why") == [
+        "Record 1 was acknowledged to the producer at step 7, HandleFetch(leader=0, follower=1). Broker 1 lost it "
+        "at step 8, BrokerCrash(broker=1, logEndOffset=0), and became the leader at step 11, "
+        "UnfenceBroker(broker=1), without it. The acknowledged write is not in the leader's log: it is only on "
+        "broker 0, which is not the leader."
+    ]
+    assert texts(page, ".violation .doc p") == [
+        "What AcknowledgedWriteNeverLost says:",
+        "Every write a producer was told succeeded is in the log of the partition's running leader. With acks=all "
+        "this is Kafka's durability promise; with acks=1 Kafka promises less, and the model shows what is lost.",
+    ]
+    settings = len(read_trace(KRAFT)["#meta"]["config"])
+    place = page.evaluate(CONFIG_PLACE)
+    assert place == {"count": 1, "open": False, "afterTrace": True, "afterChart": True, "shownRows": 0}
+    assert texts(page, "details.config summary") == [f"configuration ({settings} settings)"]
+    page.locator("details.config summary").click()
+    rows = dict(t.split("\t") for t in page.locator("details.config tr").all_inner_texts())
+    assert rows["elr"] == "false" and rows["acks"] == "all"  # as server.properties writes them
+
+
+CHART_BOX = """() => {
+  const chart = document.querySelector('.chart'), svg = chart.querySelector('svg');
+  const box = () => chart.getBoundingClientRect(), drawn = () => svg.getBoundingClientRect();
+  const before = {scrollWidth: chart.scrollWidth, clientWidth: chart.clientWidth,
+                  overflowX: getComputedStyle(chart).overflowX, boxRight: box().right,
+                  svgRight: drawn().right, page: document.documentElement.scrollWidth, window: window.innerWidth,
+                  boxHeight: box().height, windowHeight: window.innerHeight};
+  chart.scrollLeft = chart.scrollWidth;  // as far right as the scroll bar goes
+  return {...before, scrolled: chart.scrollLeft, svgRightScrolled: drawn().right, boxRightScrolled: box().right};
+}"""
+
+
+def test_wide_chart_scrolls_inside_its_box(page: Any, tmp_path: Path) -> None:
+    """A chart wider than the window scrolls in its own box, which stays within the page and the
+    window's height (a box as tall as the chart put its scroll bar thousands of pixels down, so the
+    chart looked cut off): its right edge is reached by scrolling; "fit to the window" shrinks it."""
+    report = tmp_path / "kraft.html"
+    assert run_kmc("render", KRAFT, "-o", report) == 0
+    page.set_viewport_size({"width": 1100, "height": 800})
+    opened(page, report)
+    geometry = page.evaluate(CHART_BOX)
+    assert geometry["overflowX"] == "auto"
+    assert geometry["scrollWidth"] > geometry["clientWidth"] + 300  # wider than its box
+    assert geometry["page"] <= geometry["window"] and geometry["boxRight"] <= geometry["window"]
+    # no taller than the window, so its horizontal scroll bar is in sight whenever the chart is
+    assert geometry["boxHeight"] <= geometry["windowHeight"]
+    assert geometry["svgRight"] > geometry["boxRight"]  # at first, its right part is out of the box...
+    assert geometry["scrolled"] == geometry["scrollWidth"] - geometry["clientWidth"]
+    assert geometry["svgRightScrolled"] <= geometry["boxRightScrolled"]  # ...and scrolling brings it in
+    button = page.locator(".chart-tools button")
+    assert button.is_visible() and button.inner_text() == "fit to the window"
+    button.click()
+    fitted = page.evaluate(CHART_BOX)
+    assert fitted["scrollWidth"] <= fitted["clientWidth"] and fitted["svgRight"] <= fitted["boxRight"]
+    assert button.inner_text() == "actual size"
+
+
 @pytest.mark.skipif(not os.environ.get("KMC_DOCS_SCREENSHOTS"), reason="set KMC_DOCS_SCREENSHOTS=1 to retake them")
 def test_docs_screenshots(page: Any, demo: dict[str, Path]) -> None:
     page.set_viewport_size({"width": 1280, "height": 820})
     page.goto(demo["html"].as_uri())
     page.wait_for_function("document.querySelector('.trace').dataset.ready === 'yes'")
-    page.locator(".violation").first.scroll_into_view_if_needed()
-    page.evaluate("window.scrollBy(0, document.querySelector('.violation').getBoundingClientRect().top - 12)")
+    page.evaluate("window.scrollBy(0, document.querySelector('section h2').getBoundingClientRect().top - 12)")
     page.screenshot(path=str(DOCS / "report-violation.png"))
     page.goto(demo["svg"].as_uri())
     width = page.evaluate("Math.ceil(document.querySelector('svg').getBoundingClientRect().width)")

@@ -253,6 +253,23 @@ def format_value(value: Any) -> str:
     return json.dumps(value)
 
 
+def tuples_as_lists(value: Any) -> Any:
+    """An ITF value with every tuple turned into a list, so format_value writes a one-element tuple
+    as [0] rather than (0), which reads as the number 0 in parentheses: the report's way of writing a log or
+    a list of replicas, as Kafka's own JSON does. ``kmc show`` keeps format_value's tuples."""
+    if isinstance(value, dict):
+        if "#tup" in value:
+            return [tuples_as_lists(v) for v in value["#tup"]]
+        if "#set" in value:
+            return {"#set": [tuples_as_lists(v) for v in value["#set"]]}
+        if "#map" in value:
+            return {"#map": [[tuples_as_lists(k), tuples_as_lists(v)] for k, v in value["#map"]]}
+        return {k: v if k.startswith("#") else tuples_as_lists(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [tuples_as_lists(v) for v in value]
+    return value
+
+
 def format_action(action: Mapping[str, Any] | None) -> str:
     if not action:
         return "Init"

@@ -1,17 +1,21 @@
-"""One self-contained HTML page per check: configuration, statistics, and each trace with
-step-by-step navigation, the changed fields highlighted, and its message-sequence chart."""
+"""One self-contained HTML page per check: statistics, and each trace with why it is a bug (the
+known bug its preset reproduces, the property's meaning, the violating step in a sentence, the
+model's own explanation), step-by-step navigation with the changed fields highlighted, and its
+message-sequence chart; the configuration last, folded."""
 
 from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from typing import Any
 
-from kmc.checker.drawing import Drawing, Table, mark_changes
+from kmc.checker.drawing import Drawing, Table, action_text, mark_changes
 from kmc.checker.errors import UserError
+from kmc.checker.model import KnownBug
 from kmc.checker.properties import select_properties
 from kmc.checker.traces.chart import chart_of, drawing_of, svg_of, violation_step
-from kmc.checker.traces.itf import format_action, format_value, state_vars
+from kmc.checker.traces.itf import format_value, state_vars, tuples_as_lists
 from kmc.checker.traces.replay import Replayed
 from kmc.checker.traces.text import changes, leaves, touches
 
@@ -34,10 +38,19 @@ th{background:#e8eef7;font-weight:600} .hl{background:#ffe08a} .muted{color:#667
 .badge.bad{color:#fff;background:#b03030} .badge.ok{color:#fff;background:#2f7d32} .badge.loop{color:#b03030;background:#fff;border:1px solid #b03030}
 .violation{border:2px solid #b03030;background:#fdeaea;border-radius:6px;padding:6px 12px;margin:8px 0 12px}
 .violation .what{font-size:15px;margin:4px 0} .violation .doc p{margin:4px 0;font-style:italic}
+.violation .doc p.says{font-style:normal;font-weight:600;margin-top:8px}
 .note{font-weight:600;margin:4px 0} .note.bad,.note.loop{color:#b03030}
 table.state th{font-weight:500;font-family:monospace} table.state tr.hl td,table.state tr.hl th{background:#ffe08a}
-.panel{display:none;flex:1} .panel.current{display:block}
-.nav button{font-size:13px;margin-right:6px} .chart{overflow:auto;border:1px solid #cfd6de;padding:8px;margin-top:8px}
+.panel{display:none;flex:1;min-width:0;overflow-x:auto} .panel.current{display:block}
+.nav button{font-size:13px;margin-right:6px}
+.chart{overflow:auto;max-height:85vh;border:1px solid #cfd6de;padding:8px;margin-top:8px}
+.chart svg{display:block} .chart.fit svg{max-width:100%;height:auto}
+.chart-tools{margin-top:6px;font-size:13px} .chart-tools button{font-size:13px}
+.bug{border:1px solid #cfd6de;border-left:6px solid #1f5fa8;background:#f5f8fc;border-radius:6px;padding:6px 12px;margin:8px 0 12px}
+.bug h3{margin:4px 0 6px} .bug dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 14px;margin:0 0 4px;font-size:14px}
+.bug dt{font-weight:600;color:#3d4a58} .bug dd{margin:0} .bug dd code{padding:0 2px}
+.violation .why{margin:6px 0}
+details.config{margin-top:28px} details.config summary{font-size:18px;font-weight:600;cursor:pointer}
 code{background:#f3f5f7;padding:1px 4px;border-radius:3px}
 """
 
@@ -58,6 +71,14 @@ document.querySelectorAll('.trace').forEach(function(tr){
   show(Number(tr.dataset.start||0));
   tr.dataset.ready='yes';
 });
+document.querySelectorAll('.chart-tools').forEach(function(tools){
+  var chart=tools.nextElementSibling, button=tools.querySelector('button');
+  tools.hidden=false;
+  button.addEventListener('click',function(){
+    var fit=chart.classList.toggle('fit');
+    button.textContent=fit?'actual size':'fit to the window';
+  });
+});
 """
 
 
@@ -77,8 +98,25 @@ def _table_html(table: Table) -> str:
     return f"<h3>{_esc(table.title)}</h3><table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _kv_table(pairs: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in pairs.items())
+def _value(value: Any) -> str:
+    """An ITF value as the report writes it: sequences as lists ([0], not (0)), sets in braces."""
+    return format_value(tuples_as_lists(value))
+
+
+def _setting(value: Any) -> str:
+    """A config value as a Kafka engineer writes one in server.properties or on the command line:
+    true and false in lower case, sequences as lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_setting(v) for v in value) + "]"
+    if isinstance(value, frozenset | set):
+        return "{" + ", ".join(_setting(v) for v in sorted(value, key=str)) + "}"
+    return str(value)
+
+
+def _kv_table(pairs: dict[str, Any], render: Callable[[Any], str] = str) -> str:
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(render(v))}</td></tr>" for k, v in pairs.items())
     return f"<table>{rows}</table>"
 
 
@@ -107,8 +145,99 @@ def property_doc(done: Replayed) -> str:
     return found[0].doc if found else ""
 
 
+def known_bugs(done: Replayed) -> list[KnownBug]:
+    """The model's declared bugs (``type(model).bugs``) this trace reproduces: the bug violates the
+    trace's property, and the trace was made on the bug's preset with the bug's settings among its
+    config (or on exactly the bug's config, whatever the preset is called), and not on the config
+    where the bug is fixed."""
+    name = done.meta.get("property")
+    if not isinstance(name, str):
+        return []
+    cls, config = type(done.model), done.model.config
+    found = []
+    for bug in cls.bugs:
+        if name not in bug.violates:
+            continue
+        try:
+            wanted = cls.make_config(bug.preset, bug.settings)
+            fixed = cls.make_config(bug.fixed_preset, bug.fixed_settings) if bug.fixed_preset else None
+        except UserError:
+            continue  # a bug naming a preset or setting the model no longer has is for `kmc bugs` to report
+        same_settings = all(getattr(config, key, None) == getattr(wanted, key) for key in bug.settings)
+        if config != fixed and (config == wanted or (done.meta.get("preset") == bug.preset and same_settings)):
+            found.append(bug)
+    return found
+
+
+def _releases(bug: KnownBug) -> str:
+    """Which releases carry the bug, in one phrase."""
+    if bug.since is None:
+        return f"no release was affected; fixed in {bug.fixed_in}" if bug.fixed_in else "no release was affected"
+    fixed = f"fixed in {bug.fixed_in}" if bug.fixed_in else "not fixed in any release yet"
+    return f"affects {bug.since} and later releases; {fixed}"
+
+
+def _preset_text(done: Replayed, preset: str | None) -> str:
+    """``name: description`` of one of the model's presets (the name alone if the model has no such preset)."""
+    if not preset:
+        return ""
+    found = type(done.model).presets.get(preset)
+    return f"<code>{_esc(preset)}</code>" + (f": {_esc(found.description)}" if found and found.description else "")
+
+
+def _bug_html(done: Replayed) -> str:
+    """The known bug the trace reproduces, linked to its tracker, with the releases it affects and the
+    preset where it is fixed; and the trace's preset with its description."""
+    meta = done.meta
+    if not meta.get("property"):
+        return ""
+    rows = []
+    for bug in known_bugs(done):
+        key = _esc(bug.key if bug.key != "finding" else "a finding of the models")
+        if bug.url:
+            key = f'<a class="bug-key" href="{_esc(bug.url)}">{key}</a>'
+        also = f" (also {_esc(', '.join(bug.also))})" if bug.also else ""
+        rows.append(f"<dt>Reproduces</dt><dd class='summary'>{key}{also}: {_esc(bug.summary)}</dd>")
+        rows.append(f"<dt>Releases</dt><dd class='releases'>{_esc(_releases(bug))}</dd>")
+        if bug.fixed_preset:
+            model = type(done.model).name or str(meta.get("model"))
+            command = f"kmc check {model} --preset {bug.fixed_preset}"
+            command += "".join(f" --set {k}={_setting(v)}" for k, v in bug.fixed_settings.items())
+            command += f" --property {meta['property']}"
+            rows.append(
+                f"<dt>Fixed preset</dt><dd class='fixed'>{_preset_text(done, bug.fixed_preset)} "
+                f"(<code>{_esc(command)}</code>)</dd>"
+            )
+    found = bool(rows)
+    preset = _preset_text(done, meta.get("preset"))
+    if preset:
+        rows.append(f"<dt>Preset</dt><dd class='preset'>{preset}</dd>")
+    if not rows:
+        return ""
+    if found:
+        return f"<div class='bug'><h3>The bug this trace reproduces</h3><dl>{''.join(rows)}</dl></div>"
+    return (
+        f"<div class='bug'><h3>The preset</h3><dl>{''.join(rows)}</dl>"
+        f"<p class='muted'>The model declares no known bug of this preset that violates {_esc(meta['property'])}.</p></div>"
+    )
+
+
+def _explanation(done: Replayed) -> str:
+    """The model's own sentence on the violation (its drawing's ``explain``), as a paragraph; a hook
+    that fails is named rather than breaking the page."""
+    name = done.meta.get("property")
+    if not isinstance(name, str):
+        return ""
+    try:
+        said = drawing_of(done.model).explain(name, done.trace)
+    except Exception as exc:  # a model's explanation must not cost the reader the trace
+        return f"<p class='why muted'>(the model's explanation failed: {_esc(type(exc).__name__)}: {_esc(exc)})</p>"
+    return f"<p class='why'>{_esc(said)}</p>" if said else ""
+
+
 def _violation_html(done: Replayed, labels: list[str]) -> str:
-    """What the trace shows: the property, where it fails (or where the run starts to loop), its docstring."""
+    """What the trace shows: the property, the step where it fails (or where the run starts to loop)
+    named in a sentence, the model's explanation, and the property's docstring."""
     meta, trace = done.meta, done.trace
     name = meta.get("property")
     if not name and meta.get("not_violated"):
@@ -120,27 +249,36 @@ def _violation_html(done: Replayed, labels: list[str]) -> str:
     if not name:
         return ""
     last, loop = len(trace) - 1, trace.loop
-    kind = KIND_NAMES.get(str(meta.get("kind", "")), str(meta.get("kind") or "property"))
-    head = f"<b>{_esc(name)}</b> ({_esc(kind)}) is violated"
+    kind_key = str(meta.get("kind", ""))
+    kind = KIND_NAMES.get(kind_key, kind_key or "property")
+    head = f"<b>{_esc(name)}</b> ({_esc(kind)})"
     if loop is None:
-        where = f" at step {last} of {last}: <code>{_esc(labels[last])}</code>"
+        # a step property judges the step itself, an invariant (or a deadlock) the state after it
+        when = "at" if kind_key == "step" else "after"
+        where = f" fails {when} step {last} of {last}, <code>{_esc(labels[last])}</code>"
+        where += ": no action is enabled in the state it leaves." if kind_key == "deadlock" else "."
     elif loop == last:
-        where = f": from step {loop} (<code>{_esc(labels[loop])}</code>) the run stays in that state forever"
+        where = (
+            f" is violated: from step {loop} (<code>{_esc(labels[loop])}</code>) the run stays in that state forever."
+        )
     else:
         where = (
-            f": from step {loop} (<code>{_esc(labels[loop])}</code>) the run repeats steps {loop} to {last} "
-            "forever, so its goal is never reached"
+            f" is violated: from step {loop} (<code>{_esc(labels[loop])}</code>) the run repeats steps {loop} to "
+            f"{last} forever, so its goal is never reached."
         )
     doc = property_doc(done)
     paragraphs = [" ".join(part.split()) for part in doc.split("\n\n") if part.strip()]
     body = "".join(f"<p>{_esc(p)}</p>" for p in paragraphs) or "<p class='muted'>(the property has no docstring)</p>"
-    return f"<div class='violation'><p class='what'>{head}{where}</p><div class='doc'>{body}</div></div>"
+    return (
+        f"<div class='violation'><p class='what'>{head}{where}</p>{_explanation(done)}"
+        f"<div class='doc'><p class='says'>What {_esc(name)} says:</p>{body}</div></div>"
+    )
 
 
 def _full_state(variables: dict[str, Any], changed: list[str]) -> str:
     """Every field of the state, the ones the step changed highlighted."""
     rows = "".join(
-        f"<tr{' class=hl' if touches(path, changed) else ''}><th>{_esc(path)}</th><td>{_esc(format_value(value))}</td></tr>"
+        f"<tr{' class=hl' if touches(path, changed) else ''}><th>{_esc(path)}</th><td>{_esc(_value(value))}</td></tr>"
         for path, value in leaves(variables)
     )
     return f"<h3>full state</h3><table class='state'>{rows}</table>"
@@ -186,10 +324,7 @@ def _trace_section(index: int, done: Replayed, beside: list[dict[str, Any]] | No
     items, panels = [], []
     previous_tables = None
     vars_list = [state_vars(s) for s in trace.states]
-    labels = [
-        "Init" if action is None else format_action({"name": action.name, "args": dict(action[1])})
-        for action, _ in trace.steps()
-    ]
+    labels = [action_text(action) for action in trace.actions]
     for k, (_action, state) in enumerate(trace.steps()):
         label = labels[k]
         classes = [
@@ -214,12 +349,12 @@ def _trace_section(index: int, done: Replayed, beside: list[dict[str, Any]] | No
             changed = ""
         elif diff:
             rows = "".join(
-                f"<tr><th>{_esc(p)}</th><td>{_esc(format_value(a))}</td><td class='hl'>{_esc(format_value(b))}</td></tr>"
+                f"<tr><th>{_esc(p)}</th><td>{_esc(_value(a))}</td><td class='hl'>{_esc(_value(b))}</td></tr>"
                 for p, a, b in diff
             )
             changed = f"<h3>changed</h3><table><tr><th>field</th><th>before</th><th>after</th></tr>{rows}</table>"
         else:
-            changed = "<h3>changed</h3><p class='muted'>nothing (a stuttering step)</p>"
+            changed = "<h3>changed</h3><p class='muted'>nothing: the step left every field as it was</p>"
         tables_html = ""
         if has_tables:
             tables = drawing.tables(state)
@@ -250,14 +385,24 @@ def _trace_section(index: int, done: Replayed, beside: list[dict[str, Any]] | No
     chart = svg_of(chart_of(done))
     heading = f"{_esc(meta.get('property', 'trace'))} ({_esc(meta.get('kind', 'violation'))}): {len(trace)} states"
     return (
-        f'<section><h2 id="trace-{index}">{heading}</h2>{_violation_html(done, labels)}{_beside_summary(beside or [])}'
+        f'<section><h2 id="trace-{index}">{heading}</h2>{_bug_html(done)}{_violation_html(done, labels)}'
+        f"{_beside_summary(beside or [])}"
         f"<p class='muted'>engine {_esc(meta.get('engine', '?'))}; model {_esc(meta.get('model'))}"
         f"{' --preset ' + _esc(meta['preset']) if meta.get('preset') else ''}. The page opens at step {start}; "
         "use the arrow keys or click a step.</p>"
         f'<div class="trace" tabindex="0" data-start="{start}"><div><div class="nav"><button class="prev">&larr; previous</button>'
         f'<button class="next">next &rarr;</button></div><ol class="steps">{"".join(items)}</ol></div>'
         f"{''.join(panels)}</div>"
-        f'<details open><summary>message-sequence chart</summary><div class="chart">{chart}</div></details></section>'
+        f"<details open class='msc'><summary>message-sequence chart</summary>{_chart_html(chart)}</details></section>"
+    )
+
+
+def _chart_html(svg: str) -> str:
+    """A chart at its own size, scrolling inside its box (both scroll bars within the window), with a
+    button, shown only where scripts run, that fits it to the window's width instead."""
+    return (
+        "<div class='chart-tools' hidden><button type='button' class='fit'>fit to the window</button></div>"
+        f"<div class='chart'>{svg}</div>"
     )
 
 
@@ -325,8 +470,6 @@ def html_report(
             if stats.get(k) is not None
         }
         parts.append("<h2>statistics</h2>" + _kv_table(shown))
-    if config:
-        parts.append("<h2>configuration</h2>" + _kv_table(config))
     if stats and stats.get("coverage"):
         parts.append(_coverage_html(stats["coverage"], stats.get("vacuity", [])))
     if traces:
@@ -341,7 +484,13 @@ def html_report(
     for i, done in enumerate(traces):
         parts.append(_trace_section(i, done, beside if i == 0 else None))
     for name, svg in (extra_svg or {}).items():
-        parts.append(f"<section><h2>{_esc(name)}</h2><div class='chart'>{svg}</div></section>")
+        parts.append(f"<section><h2>{_esc(name)}</h2>{_chart_html(svg)}</section>")
+    if config:
+        parts.append(
+            f"<details class='config'><summary>configuration ({len(config)} setting{'' if len(config) == 1 else 's'})"
+            "</summary>"
+            f"{_kv_table(config, _setting)}</details>"
+        )
     parts.append(f"<script type='application/json' id='kmc-data'>{_esc(json.dumps({'title': title}))}</script>")
     parts.append(f"<script>{JS}</script></body></html>")
     return "".join(parts)

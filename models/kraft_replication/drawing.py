@@ -1,10 +1,12 @@
 """How the `kraft-replication` model's traces are drawn: lanes for the producer, the controller
-and each broker; tables of every replica, the controller's partition and what clients were told."""
+and each broker; tables of every replica, the controller's partition and what clients were told;
+and why a counterexample is a bug (explain.py)."""
 
 from __future__ import annotations
 
-from kmc.checker import Action
+from kmc.checker import Action, Trace
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.models.kraft_replication.explain import explain
 from kmc.models.kraft_replication.state import (
     AWAITING_METADATA,
     DIVERGING_EPOCH,
@@ -171,3 +173,7 @@ class KraftReplicationDrawing(Drawing):
             ],
         )
         return [replicas, controller, clients]
+
+    def explain(self, violated: str, trace: Trace) -> str | None:
+        """Which acknowledged or committed record the leader, or a broker it may be, lacks, and since when."""
+        return explain(violated, trace)

@@ -1,10 +1,12 @@
 """How a replication trace is drawn: lanes for the producer, the controller (with ZooKeeper) and each
-broker; tables for every replica's log with LEO, HW, epoch, leader and ISR, and the partition state."""
+broker; tables for every replica's log with LEO, HW, epoch, leader and ISR, and the partition state;
+and why a counterexample is a bug (explain.py)."""
 
 from __future__ import annotations
 
-from kmc.checker import Action
+from kmc.checker import Action, Trace
 from kmc.checker.drawing import Arrow, Drawing, Table, describe
+from kmc.models.replication.explain import explain
 from kmc.models.replication.state import NO_EPOCH, NO_LEADER, ReplicationState
 
 
@@ -60,3 +62,7 @@ class ReplicationDrawing(Drawing):
             ],
         )
         return [replicas, zk]
+
+    def explain(self, violated: str, trace: Trace) -> str | None:
+        """Which committed record a broker the controller may elect lacks, and since which step."""
+        return explain(violated, trace)
