@@ -71,7 +71,7 @@ def test_with_the_fix_the_bounced_broker_is_started_again() -> None:
 
 
 def test_pre_kip_380_misses_the_bounce_too() -> None:
-    """Kafka 1.1 to 2.1 had neither guard: the bounce is missed as well (the same 6-state lasso)."""
+    """Kafka 2.1 had neither guard: the bounce is missed as well (the same 6-state lasso)."""
     result = Check("zk-controller", preset="pre-kip-380", property_names=["EveryBrokerGetsItsState"]).run()
     [violation] = result.violations
     assert (violation.trace.loop, len(violation.trace.states)) == (5, 6)

@@ -31,8 +31,8 @@ class Kip848Config:
     )
     release_own_pending_revocation: bool = param(
         True,
-        "KAFKA-19449 (Kafka 4.2): a partition the member itself has pending revocation is not withheld as "
-        "unreleased when its target gives it back",
+        "KAFKA-19449 (Kafka 4.0.2, 4.1.2, 4.2): a partition the member itself has pending revocation is not "
+        "withheld as unreleased when its target gives it back",
     )
     bump_epoch_after_revocation: bool = param(
         False,
@@ -53,7 +53,7 @@ PRESETS = {
         {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
     ),
     "kafka-4.0": Preset.of(
-        "Kafka 4.0 and 4.1: before KAFKA-19449 and KAFKA-19974",
+        "Kafka 4.0.0-4.0.1 and 4.1.0-4.1.1: before KAFKA-19449 and KAFKA-19974",
         {"NoDoubleClientAssignment": "violated", "ValidPartitionEpoch": "holds", "EventuallyConverges": "holds"},
         release_own_pending_revocation=False,
         bump_epoch_after_revocation=True,

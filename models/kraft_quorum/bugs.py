@@ -55,7 +55,6 @@ BUGS = (
         "KAFKA-16144",
         "Check-quorum expires the timer of a one-voter quorum, where nobody else ever fetches, so the only "
         "controller resigns though nothing cut it off; the fix shipped with check-quorum in 3.7.0.",
-        also=("KAFKA-16163",),
         component="raft",
         since=None,
         fixed_in="3.7.0",

@@ -1,5 +1,5 @@
 """The Kafka bugs the zk-controller presets reproduce: the ZooKeeper-era controller's zombies and
-missed bounces, and the fixes of 1.1 and 2.2."""
+missed bounces, and the fixes of 2.1 and 2.2."""
 
 from kmc.models.common.bugs import kafka_bug
 
@@ -10,7 +10,7 @@ BUGS = (
         "successor is elected, and brokers apply the older controller's leader epoch.",
         component="controller",
         since="0.8.0",
-        fixed_in="1.1.0",
+        fixed_in="2.1.0",
         preset="pre-kafka-6082",
         violates="OnlyNewestControllerWrites",
         fixed_preset="kip-380",
@@ -21,7 +21,7 @@ BUGS = (
         "requests carry no broker epoch.",
         also=("KAFKA-7235",),
         component="controller",
-        since="1.1.0",
+        since="0.8.0",
         fixed_in="2.2.0",
         preset="pre-kip-380",
         violates="NoRequestForEarlierIncarnation",

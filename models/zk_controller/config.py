@@ -41,13 +41,13 @@ PRESETS = {
         bounced_broker_detection=False,
     ),
     "pre-kip-380": Preset.of(
-        "Kafka 1.1 to 2.1: conditional writes, no broker epochs, bounces missed",
+        "Kafka 2.1: conditional writes, no broker epochs, bounces missed",
         {"NoRequestForEarlierIncarnation": "violated", "EveryBrokerGetsItsState": "violated"},
         broker_epochs=False,
         bounced_broker_detection=False,
     ),
     "pre-kafka-6082": Preset.of(
-        "Kafka 1.0 and before: a zombie controller's metadata writes succeed",
+        "Kafka 2.0 and before: a zombie controller's metadata writes succeed",
         {"OnlyNewestControllerWrites": "violated", "NoRequestForEarlierIncarnation": "violated"},
         conditional_writes=False,
         broker_epochs=False,

@@ -7,7 +7,7 @@ broker keeps running: ZooKeeper deletes the broker's ephemeral nodes, another br
 and the old controller acts on until it notices -- the zombie. Three guards keep a zombie and a
 bounced broker harmless, and each is a config flag so the behaviour before it can be checked:
 
-* ``conditional_writes`` (KAFKA-6082, Kafka 1.1): every metadata write of the controller is a
+* ``conditional_writes`` (KAFKA-6082, Kafka 2.1): every metadata write of the controller is a
   multi-op that also checks the zkVersion of /controller_epoch it wrote when elected, so a deposed
   controller's write fails with BADVERSION and it resigns (``ControllerMovedException``).
 * ``broker_epochs`` (KIP-380, Kafka 2.2): a broker's epoch is the czxid of its /brokers/ids node;
