@@ -4,6 +4,7 @@ other forbids, step by step and property by property (see kmc.checker.diff)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -59,12 +60,9 @@ def diff(
         verdicts, results = verdict_differences(a, b, properties, max_states)
         for result in results:
             write_traces(result, out)
-    differs = any(d.trace is not None for d in steps) or bool(verdicts)
-    if as_json:
-        print(json.dumps(_as_json(a.label, b.label, unlike, steps, step_files, verdicts), indent=2))
-    else:
-        print("\n".join(_text(out, model, a.label, b.label, unlike, steps, step_files, verdicts)))
-    if differs:
+    found = Found(model, a.label, b.label, unlike, steps, step_files, verdicts, out)
+    print(json.dumps(found.as_json(), indent=2) if as_json else "\n".join(found.text()))
+    if found.differs:
         raise typer.Exit(EXIT_VIOLATED)
 
 
@@ -139,22 +137,38 @@ def _changed(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
     return changes(state_vars(before), state_vars(after))
 
 
-def _text(
-    out: Path,
-    model: str,
-    a: str,
-    b: str,
-    unlike: str | None,
-    steps: list[StepDifference],
-    files: list[Path | None],
-    verdicts: list[VerdictDifference] | None,
-) -> list[str]:
-    lines = [f"kmc diff {model}: A = {a}, B = {b}", ""]
-    if unlike:
-        lines += [f"step difference: none computed: {unlike}", ""]
-    elif not steps:
-        lines += ["step difference: not computed (--only verdicts)", ""]
-    for difference, path in zip(steps, files, strict=True):
+@dataclass
+class Found:
+    """What `kmc diff` found, to print as text or JSON."""
+
+    model: str
+    a: str
+    b: str
+    unlike: str | None
+    """Why no step difference was computed (the configurations' states differ in shape), if so."""
+    steps: list[StepDifference]
+    files: list[Path | None]
+    """Each step difference's trace file (None where there is none)."""
+    verdicts: list[VerdictDifference] | None
+    """None: not computed (--only steps)."""
+    out: Path
+
+    @property
+    def differs(self) -> bool:
+        return any(d.trace is not None for d in self.steps) or bool(self.verdicts)
+
+    def text(self) -> list[str]:
+        lines = [f"kmc diff {self.model}: A = {self.a}, B = {self.b}", ""]
+        if self.unlike:
+            lines += [f"step difference: none computed: {self.unlike}", ""]
+        elif not self.steps:
+            lines += ["step difference: not computed (--only verdicts)", ""]
+        for difference, path in zip(self.steps, self.files, strict=True):
+            lines += [*self._step_text(difference, path), ""]
+        lines += self._verdicts_text()
+        return lines
+
+    def _step_text(self, difference: StepDifference, path: Path | None) -> list[str]:
         taker, other = difference.taken_by.label, difference.other.label
         if difference.trace is None:
             scope = (
@@ -162,56 +176,46 @@ def _text(
                 if difference.complete
                 else f"its first {difference.distinct_states:,} states"
             )
-            lines += [f"step difference: every step {taker} takes in {scope} is one {other} takes", ""]
-            continue
-        steps_before = len(difference.trace) - 2
-        lines.append(
-            f"step difference: {taker} allows, {other} forbids: after {steps_before} steps both can take, "
-            f"{taker} takes a step {other} does not -> {path}"
-        )
+            return [f"step difference: every step {taker} takes in {scope} is one {other} takes"]
+        lines = [
+            f"step difference: {taker} allows, {other} forbids: after {len(difference.trace) - 2} steps both can "
+            f"take, {taker} takes a step {other} does not -> {path}"
+        ]
         shared = Trace(states=difference.trace.states[:-1], actions=difference.trace.actions[:-1])
-        doc = trace_to_itf(shared, model=model, config={}, preset=None, property="", engine="bfs")
+        doc = trace_to_itf(shared, model=self.model, config={}, preset=None, property="", engine="bfs")
         body = trace_text(doc).splitlines()[1:]  # the path both take, up to the state where they part
-        lines += ["  " + line for line in body if line.strip()]
-        lines += [*_last_step(difference), ""]
-    if verdicts is None:
-        lines.append("verdict difference: not computed (--only steps)")
-    elif verdicts:
-        lines.append(f"verdict difference ({len(verdicts)} {'property' if len(verdicts) == 1 else 'properties'}):")
-        rows = [("property", a, b), *((v.property, v.verdict(0), v.verdict(1)) for v in verdicts)]
+        return [*lines, *("  " + line for line in body if line.strip()), *_last_step(difference)]
+
+    def _verdicts_text(self) -> list[str]:
+        verdicts = self.verdicts
+        if verdicts is None:
+            return ["verdict difference: not computed (--only steps)"]
+        if not verdicts:
+            return ["verdict difference: none (every property checked has the same verdict in both)"]
+        lines = [f"verdict difference ({len(verdicts)} {'property' if len(verdicts) == 1 else 'properties'}):"]
+        rows = [("property", self.a, self.b), *((v.property, v.verdict(0), v.verdict(1)) for v in verdicts)]
         widths = [max(len(row[i]) for row in rows) for i in range(2)]
         lines += [f"    {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}" for row in rows]
-        lines.append(f"  each violation's shortest trace -> {out}/")
-    else:
-        lines.append("verdict difference: none (every property checked has the same verdict in both)")
-    return lines
+        return [*lines, f"  each violation's shortest trace -> {self.out}/"]
 
-
-def _as_json(
-    a: str,
-    b: str,
-    unlike: str | None,
-    steps: list[StepDifference],
-    files: list[Path | None],
-    verdicts: list[VerdictDifference] | None,
-) -> dict[str, Any]:
-    return {
-        "a": a,
-        "b": b,
-        "step_difference_not_computed": unlike,
-        "step_differences": [
-            {
-                "taken_by": d.taken_by.label,
-                "not_taken_by": d.other.label,
-                "trace_length": len(d.trace) if d.trace is not None else None,
-                "trace": str(path) if path else None,
-                "action": _json_action(d.trace.actions[-1]) if d.trace is not None else None,
-                "distinct_states": d.distinct_states,
-                "complete": d.complete,
-            }
-            for d, path in zip(steps, files, strict=True)
-        ],
-        "verdict_differences": None
-        if verdicts is None
-        else [{"property": v.property, "a": v.verdict(0), "b": v.verdict(1)} for v in verdicts],
-    }
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "step_difference_not_computed": self.unlike,
+            "step_differences": [
+                {
+                    "taken_by": d.taken_by.label,
+                    "not_taken_by": d.other.label,
+                    "trace_length": len(d.trace) if d.trace is not None else None,
+                    "trace": str(path) if path else None,
+                    "action": _json_action(d.trace.actions[-1]) if d.trace is not None else None,
+                    "distinct_states": d.distinct_states,
+                    "complete": d.complete,
+                }
+                for d, path in zip(self.steps, self.files, strict=True)
+            ],
+            "verdict_differences": None
+            if self.verdicts is None
+            else [{"property": v.property, "a": v.verdict(0), "b": v.verdict(1)} for v in self.verdicts],
+        }
