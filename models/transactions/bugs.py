@@ -179,6 +179,7 @@ BUGS = (
         "Under transaction version 2, the previous commit's marker clears the verification guard of the "
         "next transaction's first record, and the leader refuses that record INVALID_TXN_STATE with no "
         "fault.",
+        also=("KAFKA-18654",),
         component="producer state",
         since=None,
         fixed_in="4.0.0",
