@@ -161,6 +161,12 @@ def sides(
     groups of settings; the same twice is an error."""
     if len(presets) > 2:
         raise UserError("kmc diff compares two configurations: give --preset at most twice")
+    if len(presets) < 2 and not set_a and not set_b:
+        given = f"one --preset ({presets[0]})" if presets else "no --preset"
+        raise UserError(
+            f"kmc diff compares two configurations, and {given} names one: give a second --preset, "
+            "or settings for one side (--set-a k=v or --set-b k=v)"
+        )
     first = presets[0] if presets else None
     second = presets[1] if len(presets) == 2 else first
     a = Side(model, first, {**common, **set_a})

@@ -115,6 +115,14 @@ class KnownBug:
     """Other tracker names for the same bug (the design proposal that fixed an issue, or the reverse)."""
     url: str | None = None
 
+    def releases(self) -> str:
+        """The releases that carry it, in one phrase (what `kmc bugs` and the report print)."""
+        if self.since is None:
+            return f"no release: fixed before {self.fixed_in} shipped" if self.fixed_in else "no release"
+        if self.fixed_in is None:
+            return f"{self.since} on; no release fixes it yet"
+        return f"{self.since} until {self.fixed_in}, which fixed it"
+
     def affects(self, release: tuple[int, ...]) -> bool:
         """Whether ``release`` (as from :func:`release_tuple`) carries the bug."""
         if self.since is None or release < release_tuple(self.since):

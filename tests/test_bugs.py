@@ -104,10 +104,19 @@ def test_the_text_names_the_trace_and_the_fixed_state_count(kmc) -> None:
     code, out, _ = kmc("bugs", "--model", "replication", "--suite", SUITE)
     assert code == 0
     assert (
-        "    --preset kip-279 --set replicas=3 violates StrongIsr in 11 steps  "
-        "replication/kip-279-c8f8ece6-StrongIsr.itf.json\n"
+        "KAFKA-6880 (KIP-320)  replication · replication · 2.0.0 until 2.1.0, which fixed it\n"
+        "    A zombie leader's answer lets a follower take its truncation point from a leader of another epoch; with "
+        "three replicas a committed record is lost (fixed by KIP-320's fencing).\n"
+        "    --preset kip-279 --set replicas=3 violates StrongIsr (shortest trace: 11 states)  "
+        f"{SUITE.parent / 'replication/kip-279-c8f8ece6-StrongIsr.itf.json'}\n"
         "    fixed: --preset kip-320 --set replicas=3 holds (737,794 states)\n"
     ) in out
+    code, one, _ = kmc("bugs", "kip-320", "--model", "replication", "--suite", SUITE)
+    assert code == 0 and [line for line in one.splitlines() if line and not line.startswith(" ")] == [
+        "KAFKA-6880 (KIP-320)  replication · replication · 2.0.0 until 2.1.0, which fixed it",
+        "KIP-320  replication · replication · no release: fixed before 2.1.0 shipped",
+        "2 bugs in 1 model (1 JIRA, 1 KIP, 0 findings of the models); 2 shortest traces; 0 driven on real brokers",
+    ]
     assert out.rstrip().endswith(
         "4 bugs in 1 model (3 JIRAs, 1 KIP, 0 findings of the models); 5 shortest traces; 0 driven on real brokers"
     )
@@ -140,6 +149,11 @@ def test_bad_input_is_one_line_and_exit_2(kmc) -> None:
     assert code == 2 and err.startswith("kmc: error: unknown component 'nowhere'; components: ")
     code, _, err = kmc("bugs", "--release", "4.x", "--suite", SUITE)
     assert (code, err) == (2, "kmc: error: --release: not a release: '4.x' (write it as 3.3.0)\n")
+    code, _, err = kmc("bugs", "KAFKA-1", "--suite", SUITE)
+    assert (code, err) == (
+        2,
+        "kmc: error: no bug KAFKA-1 in the catalogue (kmc bugs lists them; a finding of the models has no key)\n",
+    )
     code, _, err = kmc("bugs", "--suite", "nowhere.toml")
     assert (code, err) == (2, "kmc: error: suite file not found: nowhere.toml (give one with --suite, or --no-suite)\n")
 

@@ -119,3 +119,20 @@ def test_the_same_configuration_twice_is_bad_input(kmc) -> None:
     )
     code, _, err = kmc("diff", "replication", "-p", "kip-320", "-p", "kip-279", "-p", "kip-101")
     assert (code, err) == (2, "kmc: error: kmc diff compares two configurations: give --preset at most twice\n")
+
+
+def test_one_configuration_is_bad_input_and_a_cut_short_search_is_no_proof(kmc, tmp_path: Path) -> None:
+    code, _, err = kmc("diff", "replication", "--preset", "kip-101")
+    assert (code, err) == (
+        2,
+        "kmc: error: kmc diff compares two configurations, and one --preset (kip-101) names one: give a second "
+        "--preset, or settings for one side (--set-a k=v or --set-b k=v)\n",
+    )
+    code, out, _ = kmc(
+        "diff", "replication", "-p", "truncate-to-hw", "-p", "kip-279", "--max-states", "1000", "--only", "verdicts",
+        "--out", tmp_path,
+    )  # fmt: skip
+    assert code == 0 and out.endswith(
+        "verdict difference: none found, but --preset truncate-to-hw's search stopped at max states 1000 and "
+        "--preset kip-279's search stopped at max states 1000: not a proof that they agree\n"
+    )

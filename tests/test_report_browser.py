@@ -227,8 +227,9 @@ def test_report_explains_the_kafka_bug(page: Any, demo: dict[str, Path]) -> None
     assert texts(page, ".bug dt") == ["Reproduces", "Releases", "Fixed preset", "Preset"]
     assert texts(page, ".bug dd") == [
         "KAFKA-1211 (also KIP-101): A restarted follower truncates to its high watermark, which lags the "
-        "leader's, and is elected next: a record the old leader had committed is lost (KIP-101's first scenario).",
-        "affects 0.8.0 and later releases; fixed in 0.11.0",
+        "leader's, and is elected next: a committed record is lost. KIP-101 fixed this scenario; its preset "
+        "still loses data by KAFKA-6361, so the fixed preset is kip-279.",
+        "0.8.0 until 0.11.0, which fixed it",
         "kip-279: KIP-279 (2.0): truncate after the last offset whose record matches the leader's "
         "(kmc check replication --preset kip-279 --property StrongIsr)",
         "truncate-to-hw: before KIP-101 (< 0.11): a new follower truncates to its high watermark",
@@ -300,7 +301,7 @@ def test_kraft_report_explains_the_lost_acknowledged_write(page: Any, tmp_path: 
         "KAFKA-15584 (also KIP-966): The last isr member stays in the isr when it is fenced; after a power loss "
         "takes its unflushed records it is elected again, and an acknowledged write is gone (no ELR to elect the "
         "replica that has it).",
-        "affects 0.8.0 and later releases; fixed in 4.0.0",
+        "0.8.0 until 4.0.0, which fixed it",
         "kip-966: Kafka 4.x: eligible leader replicas and every earlier fix, acks=all, unclean election off "
         "(kmc check kraft-replication --preset kip-966 --property AcknowledgedWriteNeverLost)",
         "v3.5: Kafka 3.5 (KRaft, before KIP-966): the last replica standing is re-elected after losing data",

@@ -24,7 +24,8 @@ class Reproduction:
     """The suite's counterexample of one violated property: its length and its trace file."""
 
     property: str
-    steps: int | None = None
+    states: int | None = None
+    """The shortest trace's length in states, the initial one included (as `kmc replay` counts it)."""
     trace: str | None = None
 
 
@@ -45,6 +46,10 @@ class Row:
     model: str
     bug: KnownBug
     reproductions: list[Reproduction]
+    base: Path = field(default_factory=Path)
+    """The suite's folder: trace paths are relative to it."""
+    evidence: bool = True
+    """Whether a suite was read (--no-suite, or none here: the row is the model's claim alone)."""
     fixed_states: int | None = None
     """The fixed preset's distinct states, as the suite checks them (None: no suite entry)."""
     fixed_checked: bool = False
@@ -56,7 +61,7 @@ class Row:
     @property
     def checked(self) -> bool:
         """Whether the suite checks every part of the claim: each trace, and the fix when there is one."""
-        traced = all(r.trace is not None and r.steps is not None for r in self.reproductions)
+        traced = all(r.trace is not None and r.states is not None for r in self.reproductions)
         return traced and (self.bug.fixed_preset is None or self.fixed_checked)
 
     def as_json(self) -> dict[str, Any]:
@@ -72,7 +77,14 @@ class Row:
             "fixed_in": bug.fixed_in,
             "preset": bug.preset,
             "settings": dict(bug.settings),
-            "violates": [{"property": r.property, "steps": r.steps, "trace": r.trace} for r in self.reproductions],
+            "violates": [
+                {
+                    "property": r.property,
+                    "trace_states": r.states,
+                    "trace": str(self.base / r.trace) if r.trace else None,
+                }
+                for r in self.reproductions
+            ],
             "fixed_preset": bug.fixed_preset,
             "fixed_settings": dict(bug.fixed_settings),
             "fixed_distinct_states": self.fixed_states,
@@ -89,11 +101,12 @@ def catalogue(models: dict[str, type[Model]], suite: Path | None) -> list[Row]:
     rows = []
     for name, cls in models.items():
         for bug in cls.bugs:
-            row = Row(model=name, bug=bug, reproductions=[Reproduction(p) for p in bug.violates])
+            reproductions = [Reproduction(p) for p in bug.violates]
+            row = Row(model=name, bug=bug, reproductions=reproductions, base=base, evidence=suite is not None)
             for reproduction in row.reproductions:
                 entry = _violating_entry(checks, name, bug, reproduction.property)
                 if entry is not None:
-                    reproduction.steps = entry.get("expect_trace_length")
+                    reproduction.states = entry.get("expect_trace_length")
                     reproduction.trace = entry.get("replay")
             if bug.fixed_preset is not None:
                 fixed = _fixed_entry(checks, name, bug)
@@ -179,14 +192,6 @@ def _release_key(release: str) -> tuple[int, ...]:
         return ()
 
 
-def _releases(bug: KnownBug) -> str:
-    if bug.since is None:
-        return "no release" + (f" (fixed before {bug.fixed_in})" if bug.fixed_in else "")
-    if bug.fixed_in is None:
-        return f"{bug.since} on, not fixed"
-    return f"{bug.since} to before {bug.fixed_in}"
-
-
 def _run(preset: str, settings: Any) -> str:
     extra = "".join(f" --set {k}={_toml_value(v)}" for k, v in dict(settings).items())
     return f"--preset {preset}{extra}"
@@ -210,6 +215,8 @@ def _fixed_text(row: Row) -> str:
     bug = row.bug
     if bug.fixed_preset is None:
         return "no preset" + (": no release fixes it" if bug.fixed_in is None else "")
+    if not row.evidence:
+        return f"{_run(bug.fixed_preset, bug.fixed_settings)} (the suite was not read)"
     count = f"{row.fixed_states:,} states" if row.fixed_states is not None else "state count not in the suite"
     checked = "" if row.fixed_checked else ", not checked by the suite"
     return f"{_run(bug.fixed_preset, bug.fixed_settings)} holds{_within(row)} ({count}{checked})"
@@ -219,16 +226,24 @@ def _within(row: Row) -> str:
     return "" if row.fixed_complete else " within the model's bounds"
 
 
+def _missing(what: str, row: Row) -> str:
+    return f"({what})" if row.evidence else "(the suite was not read)"
+
+
 def text_lines(rows: list[Row]) -> list[str]:
     lines: list[str] = []
     for row in rows:
         bug = row.bug
         also = f" ({', '.join(bug.also)})" if bug.also else ""
-        lines.append(f"{bug.key}{also}  {row.model} · {bug.component} · {_releases(bug)}")
+        lines.append(f"{bug.key}{also}  {row.model} · {bug.component} · {bug.releases()}")
         lines.append(f"    {bug.summary}")
         for r in row.reproductions:
-            length = f"in {r.steps} steps" if r.steps is not None else "(no trace in the suite)"
-            where = f"  {r.trace}" if r.trace else ""
+            length = (
+                f"(shortest trace: {r.states} states)"
+                if r.states is not None
+                else _missing("no trace in the suite", row)
+            )
+            where = f"  {row.base / r.trace}" if r.trace else ""
             lines.append(f"    {_run(bug.preset, bug.settings)} violates {r.property} {length}{where}")
         lines.append(f"    fixed: {_fixed_text(row)}")
         if row.drives:
@@ -291,7 +306,7 @@ def _markdown_cells(row: Row) -> list[str]:
     if bug.also:
         key += " (" + ", ".join(bug.also) + ")"
     runs = "<br>".join(
-        f"{r.property}: {r.steps} steps, [trace](../counterexamples/{r.trace})"
+        f"{r.property}: {r.states} states, [trace](../counterexamples/{r.trace})"
         if r.trace
         else f"{r.property}: no trace in the suite"
         for r in row.reproductions
@@ -305,7 +320,7 @@ def _markdown_cells(row: Row) -> list[str]:
     return [
         key,
         f"{bug.component}: {bug.summary}".replace("|", "\\|"),
-        _releases(bug),
+        bug.releases(),
         reproduced,
         fixed,
         _drive_text(row.drives) or "—",
@@ -328,6 +343,9 @@ def _select(rows: list[Row], component: str | None, release: str | None) -> list
 
 
 def bugs(
+    key: Annotated[
+        str | None, typer.Argument(help="Only this bug: a JIRA (KAFKA-1211) or KIP (KIP-101), as key or alias.")
+    ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Only this model's bugs.")] = None,
     component: Annotated[str | None, typer.Option("--component", help="Only bugs in this component.")] = None,
     release: Annotated[
@@ -360,6 +378,11 @@ def bugs(
             )
     rows = catalogue(models, None if no_suite else suite)
     rows = _select(rows, component, release)
+    if key is not None:
+        wanted = key.upper()
+        rows = [row for row in rows if wanted in (row.bug.key.upper(), *(k.upper() for k in row.bug.also))]
+        if not rows:
+            raise UserError(f"no bug {key} in the catalogue (kmc bugs lists them; a finding of the models has no key)")
     if as_json:
         print(json.dumps([row.as_json() for row in rows], indent=2))
     elif as_markdown:

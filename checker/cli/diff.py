@@ -13,7 +13,7 @@ from kmc.checker.cli.exit_codes import EXIT_VIOLATED
 from kmc.checker.diff import StepDifference, VerdictDifference, same_shape, sides, step_difference, verdict_differences
 from kmc.checker.errors import UserError
 from kmc.checker.model import parse_sets
-from kmc.checker.result import Trace
+from kmc.checker.result import CheckResult, Trace
 from kmc.checker.traces.files import write_traces
 from kmc.checker.traces.itf import format_action, format_value, state_vars, trace_to_itf, write_trace
 from kmc.checker.traces.text import changes, trace_text
@@ -49,18 +49,20 @@ def diff(
     a, b = sides(model, presets, parse_sets(sets), parse_sets(set_a), parse_sets(set_b))
     unlike = same_shape(a.build(), b.build()) if only != "verdicts" else None
     if unlike and only == "steps":
-        raise UserError(f"no step difference to compute: {unlike.removesuffix(': only the verdicts are compared')}")
+        reason = unlike.removesuffix(": only the verdicts are compared")
+        raise UserError(f"no step difference to compute: {reason}; drop --only steps to compare their verdicts")
     out.mkdir(parents=True, exist_ok=True)
     steps = []
     if not unlike and only != "verdicts":
         steps = [step_difference(a, b, max_states), step_difference(b, a, max_states)]
     step_files = [_write_step(d, out, i) for i, d in enumerate(steps)]
     verdicts: list[VerdictDifference] | None = None
+    results: tuple[CheckResult, ...] = ()
     if only != "steps":
         verdicts, results = verdict_differences(a, b, properties, max_states)
         for result in results:
             write_traces(result, out)
-    found = Found(model, a.label, b.label, unlike, steps, step_files, verdicts, out)
+    found = Found(model, a.label, b.label, unlike, steps, step_files, verdicts, out, results)
     print(json.dumps(found.as_json(), indent=2) if as_json else "\n".join(found.text()))
     if found.differs:
         raise typer.Exit(EXIT_VIOLATED)
@@ -152,6 +154,8 @@ class Found:
     verdicts: list[VerdictDifference] | None
     """None: not computed (--only steps)."""
     out: Path
+    results: tuple[CheckResult, ...] = ()
+    """The verdict searches of A and B (empty with --only steps)."""
 
     @property
     def differs(self) -> bool:
@@ -191,12 +195,26 @@ class Found:
         if verdicts is None:
             return ["verdict difference: not computed (--only steps)"]
         if not verdicts:
+            cut = self._cut_short()
+            if cut:
+                return [f"verdict difference: none found, but {cut}: not a proof that they agree"]
             return ["verdict difference: none (every property checked has the same verdict in both)"]
         lines = [f"verdict difference ({len(verdicts)} {'property' if len(verdicts) == 1 else 'properties'}):"]
         rows = [("property", self.a, self.b), *((v.property, v.verdict(0), v.verdict(1)) for v in verdicts)]
         widths = [max(len(row[i]) for row in rows) for i in range(2)]
         lines += [f"    {row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]}" for row in rows]
-        return [*lines, f"  each violation's shortest trace -> {self.out}/"]
+        lines.append(f"  each violation's shortest trace -> {self.out}/")
+        cut = self._cut_short()
+        return [*lines, f"  ({cut}: a property that holds in both may yet differ)"] if cut else lines
+
+    def _cut_short(self) -> str:
+        """Which searches a bound stopped before the end ('' when both were complete)."""
+        bounded = [
+            f"{label}'s search stopped at {result.bound_reason or 'a bound'}"
+            for label, result in zip((self.a, self.b), self.results, strict=True)
+            if not result.complete
+        ]
+        return " and ".join(bounded)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -218,4 +236,13 @@ class Found:
             "verdict_differences": None
             if self.verdicts is None
             else [{"property": v.property, "a": v.verdict(0), "b": v.verdict(1)} for v in self.verdicts],
+            "verdict_searches": [
+                {
+                    "side": label,
+                    "complete": r.complete,
+                    "bound": r.bound_reason,
+                    "distinct_states": r.stats.distinct_states,
+                }
+                for label, r in zip((self.a, self.b), self.results, strict=True)
+            ],
         }

@@ -426,7 +426,7 @@ class Explorer:
         if meta["model"] != self.model.name:
             raise UserError(
                 f"{name} is a trace of model {meta['model']}, but this explorer runs {self.model.name}: "
-                f"start `kmc explore {meta['model']}` to walk it"
+                f"start `kmc explore {name}` to walk it on the model and config it names"
             )
         config = meta.get("config") or {}
         if not isinstance(config, dict):
@@ -436,10 +436,9 @@ class Explorer:
             ours = self.model.config_dict()
             other = type(self.model)(theirs).config_dict()
             diff = ", ".join(f"{k}={other[k]!r} (here {ours[k]!r})" for k in ours if ours[k] != other.get(k))
-            hint = f" --preset {meta['preset']}" if meta.get("preset") else ""
             raise UserError(
                 f"{name} was made with another configuration of {self.model.name}: {diff}; "
-                f"start `kmc explore {self.model.name}{hint}` to walk it"
+                f"start `kmc explore {name}` to walk it on its own"
             )
         itf_states = [{k: v for k, v in s.items() if k != "#meta"} for s in doc["states"]]
         first = next((i for i, s in enumerate(self.inits) if state_vars(s) == itf_states[0]), None)

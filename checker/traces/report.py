@@ -169,14 +169,6 @@ def known_bugs(done: Replayed) -> list[KnownBug]:
     return found
 
 
-def _releases(bug: KnownBug) -> str:
-    """Which releases carry the bug, in one phrase."""
-    if bug.since is None:
-        return f"no release was affected; fixed in {bug.fixed_in}" if bug.fixed_in else "no release was affected"
-    fixed = f"fixed in {bug.fixed_in}" if bug.fixed_in else "not fixed in any release yet"
-    return f"affects {bug.since} and later releases; {fixed}"
-
-
 def _preset_text(done: Replayed, preset: str | None) -> str:
     """``name: description`` of one of the model's presets (the name alone if the model has no such preset)."""
     if not preset:
@@ -198,7 +190,7 @@ def _bug_html(done: Replayed) -> str:
             key = f'<a class="bug-key" href="{_esc(bug.url)}">{key}</a>'
         also = f" (also {_esc(', '.join(bug.also))})" if bug.also else ""
         rows.append(f"<dt>Reproduces</dt><dd class='summary'>{key}{also}: {_esc(bug.summary)}</dd>")
-        rows.append(f"<dt>Releases</dt><dd class='releases'>{_esc(_releases(bug))}</dd>")
+        rows.append(f"<dt>Releases</dt><dd class='releases'>{_esc(bug.releases())}</dd>")
         if bug.fixed_preset:
             model = type(done.model).name or str(meta.get("model"))
             command = f"kmc check {model} --preset {bug.fixed_preset}"

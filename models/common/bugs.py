@@ -1,4 +1,4 @@
-"""Kafka's bugs as the models declare them: a JIRA links to Apache's tracker, a KIP to its index."""
+"""Kafka's bugs as the models declare them, a JIRA linked to Apache's tracker."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 from kmc.checker import KnownBug
 
 JIRA = "https://issues.apache.org/jira/browse/"
-KIPS = "https://cwiki.apache.org/confluence/display/KAFKA/Kafka+Improvement+Proposals"
 
 
 def kafka_bug(
@@ -26,9 +25,10 @@ def kafka_bug(
     also: tuple[str, ...] = (),
 ) -> KnownBug:
     """A bug of Kafka: ``key`` is its JIRA (KAFKA-NNNN), the KIP that fixed a design flaw (KIP-NNN),
-    or "finding" for one the models found; the link goes to the JIRA named first."""
+    or "finding" for one the models found; the link goes to the JIRA named first (a KIP's page has
+    no address made from its number alone, so a bug known by a KIP only has no link)."""
     jiras = [k for k in (key, *also) if k.startswith("KAFKA-")]
-    url = JIRA + jiras[0] if jiras else KIPS if key.startswith("KIP-") else None
+    url = JIRA + jiras[0] if jiras else None
     return KnownBug(
         key=key,
         summary=summary,

@@ -87,21 +87,11 @@ BUGS = (
         violates="NoLiveConsumerFenced",
     ),
     kafka_bug(
-        "KAFKA-12983",
-        "A consumer whose JoinGroup or SyncGroup answer resets its memberId rejoins without running "
-        "onJoinPrepare, so it still claims as owned the partitions another member now holds.",
-        component="consumer client",
-        since="2.4.0",
-        fixed_in="2.8.1",
-        preset="cooperative-kafka-12984",
-        violates="SyncCompletes",
-        fixed_preset="cooperative-sticky",
-        fixed_settings={"consumer_pauses": True},
-    ),
-    kafka_bug(
         "KAFKA-12984",
-        "CooperativeStickyAssignor reads ownedPartitions with no generation, so two members claiming one "
-        "partition make the leader's assignor throw on every rebalance and the group never syncs.",
+        "A consumer rejoins without onJoinPrepare and still claims partitions another member holds "
+        "(KAFKA-12983); cooperative-sticky, reading claims without a generation, then throws on every "
+        "rebalance and the group never syncs.",
+        also=("KAFKA-12983",),
         component="consumer client",
         since="2.4.0",
         fixed_in="3.0.0",

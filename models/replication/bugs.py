@@ -7,7 +7,8 @@ BUGS = (
     kafka_bug(
         "KAFKA-1211",
         "A restarted follower truncates to its high watermark, which lags the leader's, and is elected "
-        "next: a record the old leader had committed is lost (KIP-101's first scenario).",
+        "next: a committed record is lost. KIP-101 fixed this scenario; its preset still loses data by "
+        "KAFKA-6361, so the fixed preset is kip-279.",
         also=("KIP-101",),
         component="replication",
         since="0.8.0",
