@@ -91,9 +91,18 @@ def test_the_other_way_round_kip_890_part_2_produces_without_adding_first() -> N
 def test_configurations_that_behave_alike_exit_0(kmc, tmp_path: Path) -> None:
     """The exemption of a lone voter (KAFKA-16144) changes nothing in a quorum of three."""
     code, out, _ = kmc(
-        "diff", "kraft-quorum", "--set", "max_epoch=1", "--set-a", "single_voter_exemption=true",
-        "--set-b", "single_voter_exemption=false", "--json", "--out", tmp_path,
-    )  # fmt: skip
+        "diff",
+        "kraft-quorum",
+        "--set",
+        "max_epoch=1",
+        "--set-a",
+        "single_voter_exemption=true",
+        "--set-b",
+        "single_voter_exemption=false",
+        "--json",
+        "--out",
+        tmp_path,
+    )
     assert code == 0
     doc = json.loads(out)
     assert [(d["trace_length"], d["distinct_states"]) for d in doc["step_differences"]] == [(None, 27982)] * 2
@@ -129,9 +138,19 @@ def test_one_configuration_is_bad_input_and_a_cut_short_search_is_no_proof(kmc, 
         "--preset, or settings for one side (--set-a k=v or --set-b k=v)\n",
     )
     code, out, _ = kmc(
-        "diff", "replication", "-p", "truncate-to-hw", "-p", "kip-279", "--max-states", "1000", "--only", "verdicts",
-        "--out", tmp_path,
-    )  # fmt: skip
+        "diff",
+        "replication",
+        "-p",
+        "truncate-to-hw",
+        "-p",
+        "kip-279",
+        "--max-states",
+        "1000",
+        "--only",
+        "verdicts",
+        "--out",
+        tmp_path,
+    )
     assert code == 0 and out.endswith(
         "verdict difference: none found, but --preset truncate-to-hw's search stopped at max states 1000 and "
         "--preset kip-279's search stopped at max states 1000: not a proof that they agree\n"

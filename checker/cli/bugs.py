@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from kmc.checker.engines import ENGINES
 from kmc.checker.errors import UserError
 from kmc.checker.model import KnownBug, Model, release_tuple
 from kmc.checker.registry import load_model_class, registered_models
@@ -150,7 +151,7 @@ def _fixed_entry(checks: list[dict[str, Any]], model: str, bug: KnownBug) -> dic
     over every reachable state when there is one, else within the model's own bounds."""
     found = None
     for entry in checks:
-        if entry.get("expect") not in ("holds", "holds-complete") or entry.get("engine", "bfs") != "bfs":
+        if entry.get("expect") not in ("holds", "holds-complete") or not _exhaustive(entry):
             continue
         if not _same_run(entry, model, bug.fixed_preset, bug.fixed_settings):
             continue
@@ -160,6 +161,12 @@ def _fixed_entry(checks: list[dict[str, Any]], model: str, bug: KnownBug) -> dic
                 return entry
             found = found or entry
     return found
+
+
+def _exhaustive(entry: dict[str, Any]) -> bool:
+    """Whether the entry's engine explores every reachable state (a holds from it is a claim)."""
+    engine = ENGINES.get(entry.get("engine") or "bfs")  # a suite entry without one runs bfs
+    return engine is not None and engine.exhaustive
 
 
 def _drives_of(base: Path, trace: str) -> list[Drive]:
