@@ -12,7 +12,7 @@ from typing import Any
 
 from kmc.checker.engines.api import EngineTask
 from kmc.checker.errors import UserError
-from kmc.checker.model import Action, Model, State
+from kmc.checker.model import Action, Model, State, setting_text
 from kmc.checker.properties import Property, PropertySet
 from kmc.checker.registry import load_model_class, model_reference
 from kmc.checker.result import CheckResult, Trace
@@ -31,14 +31,10 @@ class Side:
     @property
     def label(self) -> str:
         preset = f"--preset {self.preset}" if self.preset else "(default preset)"
-        return " ".join([preset, *(f"--set {k}={_written(v)}" for k, v in self.overrides.items())])
+        return " ".join([preset, *(f"--set {k}={setting_text(v)}" for k, v in self.overrides.items())])
 
     def build(self) -> Model:
         return load_model_class(self.model_name).build(self.preset, self.overrides)
-
-
-def _written(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @dataclass

@@ -327,6 +327,18 @@ class Model:
         return {}
 
 
+def setting_text(value: Any) -> str:
+    """A config value as `--set` and a suite's TOML take it (and as a Kafka engineer writes one):
+    true and false in lower case, sequences as lists, sets in braces."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(setting_text(v) for v in value) + "]"
+    if isinstance(value, frozenset | set):
+        return "{" + ", ".join(setting_text(v) for v in sorted(value, key=str)) + "}"
+    return str(value)
+
+
 def parse_sets(pairs: list[str]) -> dict[str, str]:
     """`--set key=value` pairs as a mapping; a malformed pair or a key given twice is an error."""
     values = {}

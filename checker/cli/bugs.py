@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from kmc.checker.engines import ENGINES
 from kmc.checker.errors import UserError
-from kmc.checker.model import KnownBug, Model, release_tuple
+from kmc.checker.model import KnownBug, Model, release_tuple, setting_text
 from kmc.checker.registry import load_model_class, registered_models
 
 DEFAULT_SUITE = Path("counterexamples/suite.toml")
@@ -200,12 +200,8 @@ def _release_key(release: str) -> tuple[int, ...]:
 
 
 def _run(preset: str, settings: Any) -> str:
-    extra = "".join(f" --set {k}={_toml_value(v)}" for k, v in dict(settings).items())
+    extra = "".join(f" --set {k}={setting_text(v)}" for k, v in dict(settings).items())
     return f"--preset {preset}{extra}"
-
-
-def _toml_value(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _drive_text(drives: list[Drive]) -> str:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from kmc.checker.errors import UserError
-from kmc.checker.model import parse_sets
+from kmc.checker.model import parse_sets, setting_text
 
 EXIT_STOPPED = 130
 """As a shell reports a command stopped by Ctrl-C (128 + SIGINT)."""
@@ -48,7 +48,7 @@ def explore(
         model, named_preset, config = _named_by(trace)
         if preset is None and not sets:
             preset = named_preset
-            sets = [f"{key}={_setting(value)}" for key, value in config.items()]
+            sets = [f"{key}={setting_text(value)}" for key, value in config.items()]
     try:
         server = make_server(
             model,
@@ -85,8 +85,3 @@ def _named_by(trace: Path) -> tuple[str, str | None, dict[str, Any]]:
     config = meta.get("config") or {}
     preset = meta.get("preset") if isinstance(meta.get("preset"), str) else None
     return str(meta.get("model_ref") or meta.get("model")), preset, config if isinstance(config, dict) else {}
-
-
-def _setting(value: Any) -> str:
-    """A config value as `--set` takes it."""
-    return str(value).lower() if isinstance(value, bool) else str(value)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kmc.checker.drawing import Drawing, Table, action_text, mark_changes
 from kmc.checker.errors import UserError
-from kmc.checker.model import KnownBug
+from kmc.checker.model import KnownBug, setting_text
 from kmc.checker.properties import select_properties
 from kmc.checker.traces.chart import chart_of, drawing_of, svg_of, violation_step
 from kmc.checker.traces.itf import format_value, state_vars, tuples_as_lists
@@ -103,18 +103,6 @@ def _value(value: Any) -> str:
     return format_value(tuples_as_lists(value))
 
 
-def _setting(value: Any) -> str:
-    """A config value as a Kafka engineer writes one in server.properties or on the command line:
-    true and false in lower case, sequences as lists."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_setting(v) for v in value) + "]"
-    if isinstance(value, frozenset | set):
-        return "{" + ", ".join(_setting(v) for v in sorted(value, key=str)) + "}"
-    return str(value)
-
-
 def _kv_table(pairs: dict[str, Any], render: Callable[[Any], str] = str) -> str:
     rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(render(v))}</td></tr>" for k, v in pairs.items())
     return f"<table>{rows}</table>"
@@ -194,7 +182,7 @@ def _bug_html(done: Replayed) -> str:
         if bug.fixed_preset:
             model = type(done.model).name or str(meta.get("model"))
             command = f"kmc check {model} --preset {bug.fixed_preset}"
-            command += "".join(f" --set {k}={_setting(v)}" for k, v in bug.fixed_settings.items())
+            command += "".join(f" --set {k}={setting_text(v)}" for k, v in bug.fixed_settings.items())
             command += f" --property {meta['property']}"
             rows.append(
                 f"<dt>Fixed preset</dt><dd class='fixed'>{_preset_text(done, bug.fixed_preset)} "
@@ -481,7 +469,7 @@ def html_report(
         parts.append(
             f"<details class='config'><summary>configuration ({len(config)} setting{'' if len(config) == 1 else 's'})"
             "</summary>"
-            f"{_kv_table(config, _setting)}</details>"
+            f"{_kv_table(config, setting_text)}</details>"
         )
     parts.append(f"<script type='application/json' id='kmc-data'>{_esc(json.dumps({'title': title}))}</script>")
     parts.append(f"<script>{JS}</script></body></html>")
