@@ -7,9 +7,10 @@ merged as they pile up, as a binary counter carries: the newest run is merged in
 it while that one is no larger, so there are O(log n) runs and each fingerprint is rewritten
 O(log n) times (TLC rewrites its one file at every flush instead).
 Lookups go in batches: a sorted array of candidates is searched in each memory-mapped run with
-``np.searchsorted``, never one seek per state. A level's states (:class:`DiskLevel`) are a list in
-memory, written out as chunks in the codec's compact form under the same budget and read back in
-discovery order.
+``np.searchsorted``, never one seek per state; the pages a lookup or a merge touched are then given
+back (``MADV_DONTNEED``), so that a run costs the process no memory between lookups. A level's
+states (:class:`DiskLevel`) are a list in memory, written out as chunks in the codec's compact form
+under the same budget and read back in discovery order.
 
 With ``durable`` (a checkpoint) every file's SHA-256 is kept, for ``meta.json`` to name, and a file
 is deleted only once the next ``meta.json`` no longer needs it (:meth:`collect`).
@@ -18,6 +19,7 @@ is deleted only once the next ``meta.json`` no longer needs it (:meth:`collect`)
 from __future__ import annotations
 
 import hashlib
+import mmap
 import pickle
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -45,12 +47,27 @@ class Run:
     fps: Any = None
     """The fingerprints, memory-mapped (None while the run is empty)."""
     digest: str = ""
+    mapping: mmap.mmap | None = None
 
     def files(self, directory: Path) -> list[Path]:
         return [directory / f"fps-{self.name}.u64", directory / f"parents-{self.name}.u64"]
 
     def open(self, directory: Path) -> None:
-        self.fps = np.memmap(self.files(directory)[0], dtype=np.uint64, mode="r") if self.count else None
+        if not self.count:
+            self.fps = self.mapping = None
+            return
+        with open(self.files(directory)[0], "rb") as fh:
+            self.mapping = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        self.fps = np.frombuffer(self.mapping, dtype=np.uint64)
+
+    def release(self) -> None:
+        """Give back the pages a lookup touched: they stay in the kernel's page cache, and a
+        mapped page the process touched counts as its memory until it is given back."""
+        if self.mapping is not None:
+            self.mapping.madvise(mmap.MADV_DONTNEED)
+
+    def close(self) -> None:
+        self.fps = self.mapping = None  # the mapping is unmapped with its last view
 
     def parent_at(self, directory: Path, at: int) -> int:
         """The parent of the run's ``at``-th fingerprint, read from its file. The parents are never
@@ -120,6 +137,7 @@ class DiskFPSet:
                 continue
             at = np.searchsorted(run.fps, wanted)
             found = run.fps[np.minimum(at, run.count - 1)] == wanted
+            run.release()
             if found.any():
                 hits.append(wanted[found])
                 wanted = wanted[~found]
@@ -198,12 +216,14 @@ class DiskFPSet:
                 order = np.argsort(fps, kind="stable")
                 writer.write(fps[order], parents[order])
                 ia, ib = ja, jb
+                a.release()
+                b.release()
         self.runs[-2:] = [writer.close(self.directory)]
         self.merges += 1
         self.bytes_written += 16 * (a.count + b.count)
         self.peak_disk_bytes = max(self.peak_disk_bytes, self.disk_bytes + 16 * (a.count + b.count))
         for run in (a, b):
-            run.fps = None
+            run.close()
             self._discard(run.files(self.directory))
 
     def _discard(self, paths: list[Path]) -> None:
