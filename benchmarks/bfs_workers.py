@@ -1,7 +1,8 @@
 """Benchmark: the bfs search on every core (``--workers N``) against one process, paired.
 
     python benchmarks/bfs_workers.py                       # both workloads, 3 rounds, 2 workers
-    python benchmarks/bfs_workers.py --rounds 5 --only kraft-replication
+    python benchmarks/bfs_workers.py --rounds 5 --only kraft-replication-b3-1e6
+    python benchmarks/bfs_workers.py --only group-kip848-faults2 --only kraft-replication-b3-full
 
 Each round runs each workload with ``--workers 1`` and then with ``--workers N`` (``os.cpu_count()``
 by default), one after the other after a few seconds' rest, so that a drift in the machine's speed
@@ -26,6 +27,20 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+KRAFT_REPLICATION_SAFETY = (
+    "AcknowledgedWriteNeverLost",
+    "LeaderCompleteness",
+    "LeaderCandidateCompleteness",
+    "LogMatching",
+    "ReplicationQuorumSuperset",
+    "NoCommittedRecordLostGlobally",
+    "ConsistentRead",
+    "HighWatermarkMonotonic",
+    "ValidIsrAndElr",
+    "ValidAssignment",
+    "ElrWithinReplicas",
+)
+"""kraft-replication's safety properties: its liveness property is checked on one process after the search."""
 WORKLOADS = {
     "replication-kip-320-r3": [
         "replication",
@@ -37,7 +52,25 @@ WORKLOADS = {
         "StrongIsr",
     ],
     "kraft-replication-b3-1e6": ["kraft-replication", "--set", "brokers=3", "--max-states", "1000000"],
+    # the rich models' goals: group-kip848 with two faults, its safety properties past violations
+    "group-kip848-faults2": [
+        "group-kip848",
+        "--set",
+        "max_faults=2",
+        "--continue",
+        *("--property", "NoDoubleClientAssignment", "--property", "ValidPartitionEpoch"),
+        *("--property", "LegalTargetAssignment", "--property", "ValidMemberEpoch"),
+        *("--property", "ClientSideMemberEpochIsMonotonic", "--property", "CommitFencedByMemberEpoch"),
+    ],
+    # and kraft-replication's whole space with 3 brokers (7,297,479 states)
+    "kraft-replication-b3-full": [
+        "kraft-replication",
+        *("--set", "brokers=3", "--set", "max_records=1", "--set", "max_leader_epoch=2"),
+        *(arg for name in KRAFT_REPLICATION_SAFETY for arg in ("--property", name)),
+    ],
 }
+DEFAULT_WORKLOADS = ("replication-kip-320-r3", "kraft-replication-b3-1e6")
+"""What a run without --only measures; the rich models' goals are named with --only."""
 
 
 def run(args: list[str], workers: int) -> dict:
@@ -67,7 +100,7 @@ def main() -> None:
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     rows: dict[str, dict] = {}
-    for name in args.only or WORKLOADS:
+    for name in args.only or DEFAULT_WORKLOADS:
         runs = []
         for number in range(1, args.rounds + 1):
             pair = []
