@@ -242,3 +242,32 @@ def test_the_disk_set_finds_every_fingerprint_and_parent_after_merges(tmp_path: 
         assert bool(np.all(run.fps[1:] > run.fps[:-1]))  # sorted, each fingerprint once
     assert visited.found_on_disk([*parents, 1, 2, 3]) == set(parents)
     assert all(visited.parent(fp) == up for fp, up in parents.items())
+
+
+def _mapped_file_kib() -> int:
+    """The process's resident pages of mapped files (RssFile), in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssFile in /proc/self/status")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the process's RssFile")
+def test_a_lookup_and_a_merge_leave_no_page_of_the_runs_resident(tmp_path: Path) -> None:
+    """A page of a mapped run that a lookup touched counts as the process's memory until it is given
+    back: without that, a run of 16 MiB searched everywhere adds its 16 MiB to the process."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    visited = fpset.DiskFPSet(tmp_path)
+    everything = rng.integers(0, 2**63, size=1 << 21, dtype=np.uint64)
+    for half in np.split(everything, 2):  # two runs of 8 MiB of fingerprints, then merged into one
+        visited.recent.update(zip(half.tolist(), half.tolist(), strict=True))
+        before = _mapped_file_kib()
+        visited.flush()
+        assert _mapped_file_kib() - before < 2048
+    assert visited.merges == 1 and visited.runs[0].count == 1 << 21
+    wanted = rng.choice(everything, size=200_000, replace=False)  # touches every page of the run
+    before = _mapped_file_kib()
+    assert visited.found_on_disk(wanted.tolist()) == set(wanted.tolist())
+    assert _mapped_file_kib() - before < 2048
