@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import default_sigint
 from kmc.cluster import network
 from kmc.cluster.cluster import Cluster, ClusterSpec, live_pids, read_info, started
 from kmc.cluster.faults import Nemesis
@@ -181,16 +182,22 @@ def test_nothing_is_left_after_the_owner_ends(way_out: str, runs: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
-    assert owner.stdout is not None
-    line = owner.stdout.readline().split()
-    assert line[:1] == ["ready"], owner.stderr.read() if owner.stderr else ""
-    run_id = line[1]
-    assert leftovers(run_dir, run_id)  # there is something to clean up
-    if mode == "wait":
-        time.sleep(1)
-        owner.send_signal(getattr(signal, way_out))
-    owner.wait(timeout=60)
+    try:
+        assert owner.stdout is not None
+        line = owner.stdout.readline().split()
+        assert line[:1] == ["ready"], owner.stderr.read() if owner.stderr else ""
+        run_id = line[1]
+        assert leftovers(run_dir, run_id)  # there is something to clean up
+        if mode == "wait":
+            time.sleep(1)
+            owner.send_signal(getattr(signal, way_out))
+        owner.wait(timeout=60)
+    finally:
+        if owner.poll() is None:  # the test failed: the owner's own stop still cleans up
+            owner.terminate()
+            owner.wait(timeout=60)
     deadline = time.monotonic() + 30
     while leftovers(run_dir, run_id) and time.monotonic() < deadline:
         time.sleep(0.5)
