@@ -16,6 +16,7 @@ from kmc.checker.engines import ENGINES
 from kmc.checker.errors import UserError
 from kmc.checker.model import KnownBug, Model, release_tuple, setting_text
 from kmc.checker.registry import load_model_class, registered_models
+from kmc.checker.traces.files import drive_result_paths
 
 DEFAULT_SUITE = Path("counterexamples/suite.toml")
 
@@ -170,11 +171,9 @@ def _exhaustive(entry: dict[str, Any]) -> bool:
 
 
 def _drives_of(base: Path, trace: str) -> list[Drive]:
-    """The `kmc drive` results stored next to a trace (``NAME.drive-VERSION.json``), oldest release first."""
-    path = base / trace
-    stem = path.name.removesuffix(".itf.json")
+    """The `kmc drive` results stored next to a trace (``NAME.drive-VERSION.json``)."""
     drives = []
-    for result in path.parent.glob(f"{stem}.drive-*.json"):
+    for result in drive_result_paths(base / trace):
         try:
             loaded = json.loads(result.read_text())
         except (OSError, ValueError):
@@ -189,7 +188,7 @@ def _drives_of(base: Path, trace: str) -> list[Drive]:
         else:
             outcome = "does not reproduce"
         drives.append(Drive(trace=trace, kafka_version=version, outcome=outcome))
-    return sorted(drives, key=lambda d: _release_key(d.kafka_version))
+    return drives
 
 
 def _release_key(release: str) -> tuple[int, ...]:

@@ -87,8 +87,9 @@ def _drive_results(trace: Path, given: list[Path]) -> list[dict[str, Any]]:
     """The drive results to show: those given, else the ``<trace>.drive-<release>.json`` beside it."""
     import json
 
-    stem = trace.name.removesuffix(".itf.json").removesuffix(".json")
-    paths = given or sorted(trace.parent.glob(f"{stem}.drive-*.json"))
+    from kmc.checker.traces.files import drive_result_paths
+
+    paths = given or drive_result_paths(trace)
     results = []
     for path in paths:
         try:

@@ -87,3 +87,17 @@ def _keep_the_shortest(path: Path, result: CheckResult, prop: str, length: int) 
         return beside
     result.warnings.append(f"{prop}: {engine}'s longer trace ({states} states) at {path} is replaced by this one")
     return path
+
+
+def drive_result_path(trace: Path, release: str) -> Path:
+    """Where `kmc drive` keeps a trace's result on a release: beside the trace, named for the release."""
+    return trace.with_name(f"{_drive_stem(trace)}.drive-{release}.json")
+
+
+def drive_result_paths(trace: Path) -> list[Path]:
+    """The `kmc drive` results kept beside a trace, one per release driven."""
+    return sorted(trace.parent.glob(f"{_drive_stem(trace)}.drive-*.json"))
+
+
+def _drive_stem(trace: Path) -> str:
+    return trace.name.removesuffix(".itf.json").removesuffix(".json")

@@ -31,14 +31,15 @@ def drive(
     Drivers: group, group-kip848, producer, transactions, consumer-delivery, streams-group, share-group,
     share-session."""
     from kmc.checker.outputs import check_output_file
-    from kmc.cluster.drive.run import drive_trace, result_path, write_result
+    from kmc.checker.traces.files import drive_result_path
+    from kmc.cluster.drive.run import drive_trace, write_result
 
     if out is not None:
         check_output_file(out, "--out", (".json",))
 
     shown = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else (lambda _line: None)
     result = drive_trace(trace, kafka_version, run_dir=run_dir, progress=shown, cluster_dir=cluster)
-    written = write_result(result, out or result_path(trace, result.release))
+    written = write_result(result, out or drive_result_path(trace, result.release))
     if as_json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:

@@ -331,12 +331,6 @@ def _line(step: StepResult) -> str:
     return line
 
 
-def result_path(trace_path: Path, release: str) -> Path:
-    """Where a drive's result goes: next to the trace, named for the release."""
-    stem = trace_path.name.removesuffix(".itf.json").removesuffix(".json")
-    return trace_path.with_name(f"{stem}.drive-{release}.json")
-
-
 def write_result(result: DriveResult, path: Path) -> Path:
     path.write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     return path
