@@ -155,3 +155,13 @@ def test_one_configuration_is_bad_input_and_a_cut_short_search_is_no_proof(kmc, 
         "verdict difference: none found, but --preset truncate-to-hw's search stopped at max states 1000 and "
         "--preset kip-279's search stopped at max states 1000: not a proof that they agree\n"
     )
+
+
+def test_only_steps_in_json_says_the_verdicts_were_not_computed(kmc, tmp_path: Path) -> None:
+    code, out, err = kmc(
+        "diff", "replication", "-p", "truncate-to-hw", "-p", "kip-101", "--only", "steps", "--json", "--out", tmp_path
+    )
+    assert (code, err) == (1, "")
+    doc = json.loads(out)
+    assert [d["trace_length"] for d in doc["step_differences"]] == [8, 8]
+    assert (doc["verdict_differences"], doc["verdict_searches"]) == (None, None)

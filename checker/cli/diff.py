@@ -236,7 +236,9 @@ class Found:
             "verdict_differences": None
             if self.verdicts is None
             else [{"property": v.property, "a": v.verdict(0), "b": v.verdict(1)} for v in self.verdicts],
-            "verdict_searches": [
+            "verdict_searches": None
+            if self.verdicts is None
+            else [
                 {
                     "side": label,
                     "complete": r.complete,
