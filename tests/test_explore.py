@@ -579,6 +579,24 @@ def test_kmc_explore_stops_on_sigterm_as_on_ctrl_c() -> None:
     assert out.strip().splitlines()[-1] == "stopped" and err.strip() == "kmc: interrupted (SIGTERM)"
 
 
+def test_kmc_explore_of_a_trace_away_from_its_model_file_says_to_give_the_model(kmc: Any, tmp_path: Path) -> None:
+    made, away = tmp_path / "made", tmp_path / "away"
+    made.mkdir()
+    away.mkdir()
+    (made / "toy_models.py").write_text((Path(__file__).parent / "toy_models.py").read_text())
+    code, _out, _err = kmc("check", f"{made / 'toy_models.py'}:CounterGrid", "--set", "limit=3", "--out", made)
+    assert code == 1
+    [trace] = made.glob("*.itf.json")
+    copied = away / trace.name
+    copied.write_text(trace.read_text())
+    code, _out, err = kmc("explore", copied, "--port", "0")
+    assert (code, err) == (
+        2,
+        f"kmc: error: model file not found: {away / 'toy_models.py'}; give the model first: "
+        f"kmc explore path/to/file.py:Class {copied}\n",
+    )
+
+
 def test_kmc_explore_opens_a_trace_alone_on_the_model_and_config_it_names() -> None:
     """`kmc explore TRACE`: the model, preset and config come from the trace, which is the path opened."""
     trace = ROOT / "counterexamples" / "kraft-replication" / "v3.5-AcknowledgedWriteNeverLost.itf.json"

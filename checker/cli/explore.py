@@ -42,27 +42,26 @@ def explore(
     model's tables, properties per state, the path as a sequence chart and in the URL, ITF in and out."""
     from kmc.checker.explorer.server import make_server
 
-    alone = trace is None and model.endswith(".json") and Path(model).is_file()
-    if alone:
+    if trace is None and model.endswith(".json") and Path(model).is_file():
         trace = Path(model)
         model, named_preset, config = _named_by(trace)
+        model_file = model.rpartition(":")[0]
+        if model_file.endswith(".py") and not Path(model_file).is_file():  # copied away from its model file
+            raise UserError(
+                f"model file not found: {model_file}; give the model first: kmc explore path/to/file.py:Class {trace}"
+            )
         if preset is None and not sets:
             preset = named_preset
             sets = [f"{key}={setting_text(value)}" for key, value in config.items()]
-    try:
-        server = make_server(
-            model,
-            preset=preset,
-            overrides=parse_sets(sets),
-            spec_files=specs,
-            trace=trace,
-            port=port,
-            quiet=not log,
-        )
-    except UserError as exc:
-        if alone and "model file not found" in str(exc):  # a trace copied away from its model file
-            raise UserError(f"{exc}; give the model first: kmc explore path/to/file.py:Class {trace}") from None
-        raise
+    server = make_server(
+        model,
+        preset=preset,
+        overrides=parse_sets(sets),
+        spec_files=specs,
+        trace=trace,
+        port=port,
+        quiet=not log,
+    )
     explorer = server.explorer
     print(f"kmc explore {explorer.title}: serving {server.url} (Ctrl-C stops)", flush=True)
     if open_browser:
