@@ -182,16 +182,19 @@ class Mutable:
 
 
 def test_encodings_of_parts_that_can_change_are_not_reused() -> None:
-    """The C encoder reuses the encodings of tuples it met (by identity); a tuple holding a set,
-    a mapping or a mutable object must be encoded afresh each time."""
+    """The C encoder reuses the encodings of tuples it met, and the C fingerprint their hashes (by
+    identity); a tuple holding a set, a mapping or a mutable object, at any depth, must be
+    encoded and hashed afresh each time."""
     members, config, cursor = {1, 2}, {"k": 1}, Mutable(3)
     part = ("members", members, "config", config, "cursor", cursor, "padding" * 8)
-    before = [fingerprint(("state", part)), canonical_bytes(("state", part))]
+    nested = ("replica", ("partition", part))
+    before = [fingerprint(("state", part)), canonical_bytes(("state", part)), fingerprint(("state", nested))]
     members.add(3)
     config["k"] = 2
     cursor.offset = 4
-    after = [fingerprint(("state", part)), canonical_bytes(("state", part))]
+    after = [fingerprint(("state", part)), canonical_bytes(("state", part)), fingerprint(("state", nested))]
     assert after[0] != before[0]
+    assert after[2] == fingerprint_module._hash_python(("state", nested)) != before[2]
     assert after[1] == fingerprint_module._encode_python(("state", part)) != before[1]
     shared = ("log", tuple(range(10)))  # immutable: reused, and still the same bytes
     assert fingerprint(("a", shared)) == fingerprint(("a", shared)) == fingerprint(("a", ("log", tuple(range(10)))))

@@ -53,11 +53,13 @@ static uint64_t hash_bytes(const char *data, Py_ssize_t n, uint64_t tag) {
     return mix(acc);
 }
 
-/* The hashes of recently met frozensets, by the object's address. A successor shares most of its
- * parts with the state it came from (the model rebuilds only what an action changed), so a
- * successor's siblings find their sets here. A slot holds a reference to its object: while it is
- * there, no other object can have that address. Only sets whose hash cannot change are kept. */
-#define IDENTITY_SLOTS 8192
+/* The hashes of recently met tuples and frozensets, by the object's address. A successor shares
+ * most of its parts with the state it came from (the model rebuilds only what an action changed),
+ * so a successor's siblings find their parts here, and a part found is not walked again. A slot
+ * holds a reference to its object: while it is there, no other object can have that address.
+ * Only parts whose hash cannot change are kept. A small table does best: the parts a parent's
+ * successors share are met one after the other, and a larger table misses the processor's cache. */
+#define IDENTITY_SLOTS 1024
 typedef struct {
     PyObject *value;
     uint64_t hash;
@@ -139,10 +141,18 @@ static int hash_set(PyObject *value, int depth, int *frail, uint64_t *out) {
     return 0;
 }
 
-/* Tuples are hashed afresh: their parts are hot in the cache when a successor is hashed, and
- * keeping them by identity (as sets are) costs more than it saves. */
+/* A tuple inside the value, of two items or more, is kept by identity (a state itself is new,
+ * and a shorter tuple costs less to hash than to keep). */
 static int hash_tuple(PyObject *value, int depth, int *frail, uint64_t *out) {
     Py_ssize_t n = PyTuple_GET_SIZE(value);
+    Slot *slot = NULL;
+    if (depth > 0 && n >= 2) {
+        slot = slot_of(value);
+        if (slot->value == value) {
+            *out = slot->hash;
+            return 0;
+        }
+    }
     uint64_t acc = TAG_TUPLE + (uint64_t)n * P1;
     int items_frail = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -155,6 +165,8 @@ static int hash_tuple(PyObject *value, int depth, int *frail, uint64_t *out) {
     *out = mix(acc);
     if (items_frail) {
         *frail = 1;
+    } else if (slot != NULL) {
+        keep_in_slot(slot, value, *out);
     }
     return 0;
 }
