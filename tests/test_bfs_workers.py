@@ -140,6 +140,29 @@ def test_a_property_that_raises_in_a_worker_is_named() -> None:
     assert multiprocessing.active_children() == []
 
 
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    [(lambda x: 1 / (x - 1) > -10, "ZeroDivisionError"), (lambda x: x == 0 or x, "returned 1 of type int")],
+)
+def test_a_step_property_that_raises_or_answers_no_bool_in_a_worker_is_named(verdict: Any, expected: str) -> None:
+    """A step's verdict is checked as carefully in a worker as in one process: the same error."""
+    from kmc.checker import Action, step
+
+    @step
+    def Shaky(s, action: Action, t) -> bool:  # type: ignore[no-untyped-def]
+        return verdict(t.x)
+
+    props = PropertySet.of([Shaky.__kmc_property__])
+    messages = []
+    for workers in (1, 2):
+        with pytest.raises(UserError) as info:
+            bfs(grid(3), props, BfsOptions(workers=workers))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    assert "Shaky" in messages[1] and expected in messages[1]
+    assert multiprocessing.active_children() == []
+
+
 def test_a_nondeterministic_model_is_detected_in_a_worker() -> None:
     from toy_models import Flaky
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.engines.bfs.parallel_checkpoint import write_frontier
-from kmc.checker.errors import NondeterministicModelError, UserError
+from kmc.checker.errors import NondeterministicModelError, PropertyError, PropertyTypeError, UserError
 from kmc.checker.model import Model, State
 from kmc.checker.properties import PropertySet, all_true, holds
 from kmc.checker.search.kernel import (
@@ -126,15 +126,23 @@ class Expander:
         steps: list[tuple[int, str, Any]],
         violations: list[tuple[str, str, int, int, int]],
     ) -> list[tuple[int, str, Any]]:
-        """Each step property on each successor; a violated one is recorded at its first successor
-        here and not checked again in this level. The properties still to check."""
-        violated: set[str] = set()
+        """Each step property on each successor, evaluated once (`holds` inlined: this runs for every
+        successor); a violated one is recorded at its first successor here and not checked again in
+        this level. The properties still to check."""
         for index, (a, t) in enumerate(succs):
-            for order, name, pred in steps:
-                if name not in violated and not holds(name, pred, s, a, t):
-                    violations.append((name, "step", position, index, order))
-                    violated.add(name)
-        return [step for step in steps if step[1] not in violated] if violated else steps
+            for step in steps:
+                order, name, pred = step
+                try:
+                    verdict = pred(s, a, t)
+                except Exception as exc:
+                    raise PropertyError(name, (s, a, t), exc) from exc
+                if verdict is True:
+                    continue
+                if verdict is not False:
+                    raise PropertyTypeError(name, (s, a, t), verdict)
+                violations.append((name, "step", position, index, order))
+                steps = [other for other in steps if other is not step]  # the loop goes on over the old list
+        return steps
 
     def select(self, chosen: bytes) -> None:
         """The candidates the coordinator found new (indices, in order) become the next frontier."""
