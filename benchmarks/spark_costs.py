@@ -1,10 +1,11 @@
 """Where the Spark engine's time goes, per state, without Spark: the work every state costs there
 that the single-process BFS does not do.
 
-    python benchmarks/spark_costs.py [--depth 16]
+    python benchmarks/spark_costs.py [--depth 16] [--model kraft-replication]
 
-It runs the BFS of replication kip-320-first-try with 3 replicas to a depth, then times, on that
-level's states: computing the successors; fingerprinting them (BFS keeps states, Spark must
+It runs the BFS of a model (replication kip-320-first-try with 3 replicas; or kraft-replication
+with 3 brokers, one record and leader epochs up to 2) to a depth, then times, on that level's
+states: computing the successors; fingerprinting them (BFS keeps states, Spark must
 fingerprint to shard), with the C encoder and with the pure-Python one; fingerprinting them and
 keeping each one's least parent, as a task gathers a level's candidates; pickling the level as one
 list and unpickling it, as it is and with equal fields interned first (what a frontier file
@@ -30,8 +31,14 @@ fingerprint = fp_module.fingerprint
 
 
 def python_fingerprint(value: object) -> int:
-    """The pure-Python encoder's fingerprint (the same number), for comparison."""
-    return fp_module.xxhash.xxh3_64_intdigest(fp_module._encode_python(value))
+    """The pure-Python fingerprint (the same number), for comparison."""
+    return fp_module._hash_python(value)
+
+
+MODELS = {
+    "replication": ("replication", "kip-320-first-try", {"replicas": 3}),
+    "kraft-replication": ("kraft-replication", None, {"brokers": 3, "max_records": 1, "max_leader_epoch": 2}),
+}
 
 
 def per_state(seconds: float, count: int) -> float:
@@ -41,8 +48,10 @@ def per_state(seconds: float, count: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--depth", type=int, default=16)
+    parser.add_argument("--model", choices=sorted(MODELS), default="replication")
     args = parser.parse_args()
-    model = load_model_class("replication").build("kip-320-first-try", {"replicas": 3})
+    name, preset, overrides = MODELS[args.model]
+    model = load_model_class(name).build(preset, overrides)
     gc.disable()
     seen: set = set()
     frontier = list(model.init_states())
@@ -81,6 +90,7 @@ def main() -> None:
     t_expand_fresh, fresh_successors = timed(lambda: [expand(model, state) for state in fresh])
     t_fp_fresh, _ = timed(lambda: [fingerprint(nxt) for succs in fresh_successors for _action, nxt in succs])
     row = {
+        "model": args.model,
         "depth": args.depth,
         "states": count,
         "successors_per_state": round(sum(map(len, successors)) / count, 2),
