@@ -158,7 +158,11 @@ def main() -> None:
         record["cases"][f"{name}: {preset} {overrides}"] = rows
     shutil.rmtree(scratch, ignore_errors=True)
     tag = f"-{args.tag}" if args.tag else ""
-    out = HERE / "results" / f"{record['date']}-spark-scaling-{'-'.join(args.cases)}-{'-'.join(args.runs)}{tag}.json"
+    checked = (
+        "-default-properties" if args.default_properties else ""
+    )  # the two kinds of run never overwrite each other
+    name = f"{record['date']}-spark-scaling-{'-'.join(args.cases)}-{'-'.join(args.runs)}{tag}{checked}.json"
+    out = HERE / "results" / name
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"recorded in {out.relative_to(HERE.parent)}")
 
