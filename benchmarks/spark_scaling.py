@@ -158,9 +158,8 @@ def main() -> None:
         record["cases"][f"{name}: {preset} {overrides}"] = rows
     shutil.rmtree(scratch, ignore_errors=True)
     tag = f"-{args.tag}" if args.tag else ""
-    checked = (
-        "-default-properties" if args.default_properties else ""
-    )  # the two kinds of run never overwrite each other
+    # a run of the default properties is named apart, so that the two kinds of run never overwrite each other
+    checked = "-default-properties" if args.default_properties else ""
     name = f"{record['date']}-spark-scaling-{'-'.join(args.cases)}-{'-'.join(args.runs)}{tag}{checked}.json"
     out = HERE / "results" / name
     out.write_text(json.dumps(record, indent=2) + "\n")
