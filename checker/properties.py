@@ -16,7 +16,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -119,6 +119,27 @@ def holds(name: str, pred: Callable[..., Any], *args: Any) -> bool:
     if verdict is True or verdict is False:
         return verdict
     raise PropertyTypeError(name, args[0] if len(args) == 1 else args, verdict)
+
+
+def violated_steps(
+    steps: Sequence[tuple[str, Callable[..., Any]]], s: Any, successors: Sequence[tuple[Any, Any]]
+) -> Iterator[tuple[int, str, Callable[..., Any]]]:
+    """Each step property evaluated once on each of a state's successors, `holds` inlined (this runs
+    for every successor a search generates): ``(successor index, name, pred)`` of each violation. A
+    violated property is not evaluated again on the later successors of this state."""
+    for index, (a, t) in enumerate(successors):
+        for step in steps:
+            name, pred = step
+            try:
+                verdict = pred(s, a, t)
+            except Exception as exc:
+                raise PropertyError(name, (s, a, t), exc) from exc
+            if verdict is True:
+                continue
+            if verdict is not False:
+                raise PropertyTypeError(name, (s, a, t), verdict)
+            yield index, name, pred
+            steps = [other for other in steps if other is not step]  # the loop goes on over the old list
 
 
 SYMMETRY_WARNING = (

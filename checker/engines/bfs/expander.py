@@ -22,9 +22,9 @@ from typing import Any
 
 from kmc.checker.engines.bfs.options import BfsOptions
 from kmc.checker.engines.bfs.parallel_checkpoint import write_frontier
-from kmc.checker.errors import NondeterministicModelError, PropertyError, PropertyTypeError, UserError
+from kmc.checker.errors import NondeterministicModelError, UserError
 from kmc.checker.model import Model, State
-from kmc.checker.properties import PropertySet, all_true, holds
+from kmc.checker.properties import PropertySet, all_true, holds, violated_steps
 from kmc.checker.search.kernel import (
     DEADLOCK,
     bounds_check,
@@ -48,6 +48,7 @@ class Expander:
         """A successor's key under --symmetry: its representative's fingerprint (else its own, in C)."""
         self.invariants = [(p.name, p.bind(model)) for p in props.invariants]
         self.steps = [(p.name, p.bind(model)) for p in props.steps]
+        self.step_order = {name: order for order, (name, _pred) in enumerate(self.steps)}
         self.within = bounds_check(model)
         self.deadlock = options.deadlock
         self.keep_going = options.keep_going
@@ -79,7 +80,7 @@ class Expander:
         cut = False
         violations: list[tuple[str, str, int, int, int]] = []
         done = set(violated)
-        steps = [(order, name, pred) for order, (name, pred) in enumerate(self.steps) if name not in done]
+        steps = [(name, pred) for name, pred in self.steps if name not in done]
         deadlock = self.deadlock and DEADLOCK not in done
         determinism_checks, expanded = self.determinism_checks, self.expanded
         start = time.perf_counter()
@@ -99,8 +100,10 @@ class Expander:
             if deadlock and not succs:
                 violations.append((DEADLOCK, "deadlock", position, 0, 0))
                 deadlock = False
-            if steps:
-                steps = self.check_steps(s, succs, position, steps, violations)
+            if steps:  # a violated step property is recorded at its first successor in this level
+                for index, name, _pred in violated_steps(steps, s, succs):
+                    violations.append((name, "step", position, index, self.step_order[name]))
+                    steps = [step for step in steps if step[0] != name]
             if key is None:
                 gathered.add(succs, position)
             else:
@@ -117,32 +120,6 @@ class Expander:
             "violations": violations,
             "seconds": time.perf_counter() - start,
         }
-
-    def check_steps(
-        self,
-        s: State,
-        succs: list[Any],
-        position: int,
-        steps: list[tuple[int, str, Any]],
-        violations: list[tuple[str, str, int, int, int]],
-    ) -> list[tuple[int, str, Any]]:
-        """Each step property on each successor, evaluated once (`holds` inlined: this runs for every
-        successor); a violated one is recorded at its first successor here and not checked again in
-        this level. The properties still to check."""
-        for index, (a, t) in enumerate(succs):
-            for step in steps:
-                order, name, pred = step
-                try:
-                    verdict = pred(s, a, t)
-                except Exception as exc:
-                    raise PropertyError(name, (s, a, t), exc) from exc
-                if verdict is True:
-                    continue
-                if verdict is not False:
-                    raise PropertyTypeError(name, (s, a, t), verdict)
-                violations.append((name, "step", position, index, order))
-                steps = [other for other in steps if other is not step]  # the loop goes on over the old list
-        return steps
 
     def select(self, chosen: bytes) -> None:
         """The candidates the coordinator found new (indices, in order) become the next frontier."""

@@ -17,9 +17,8 @@ from typing import Any
 
 from kmc.checker import interrupts
 from kmc.checker.engines.bfs.options import BfsOptions
-from kmc.checker.errors import PropertyError, PropertyTypeError
 from kmc.checker.model import Model, State
-from kmc.checker.properties import PropertySet
+from kmc.checker.properties import PropertySet, violated_steps
 from kmc.checker.result import CheckResult, Stats, Trace
 from kmc.checker.search.explored import GraphRows
 from kmc.checker.search.kernel import (
@@ -228,21 +227,12 @@ class MemorySearch:
             checks.record(DEADLOCK, "deadlock", lambda: self.trace_to(ks))
             if checks.stop:
                 return None
-        if checks.steps:  # each evaluated once (an oracle counts its calls): holds() inlined
+        if checks.steps:  # each evaluated once (an oracle counts its calls)
             violations = checks.violations
-            for a, t in succs:
-                for name, pred in checks.steps:
-                    if name in violations:
-                        continue
-                    try:
-                        ok = pred(s, a, t)
-                    except Exception as exc:
-                        raise PropertyError(name, (s, a, t), exc) from exc
-                    if ok is True:
-                        continue
-                    if ok is not False:
-                        raise PropertyTypeError(name, (s, a, t), ok)
-                    self.step_violated(name, ks, s, a, t, pred)
+            steps = [step for step in checks.steps if step[0] not in violations] if violations else checks.steps
+            for index, name, pred in violated_steps(steps, s, succs):
+                a, t = succs[index]
+                self.step_violated(name, ks, s, a, t, pred)
             if checks.stop:
                 return None
         max_depth = self.options.max_depth
