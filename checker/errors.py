@@ -10,6 +10,16 @@ class UserError(Exception):
     """
 
 
+class MissingFileError(UserError):
+    """A file the user named is not there; ``kind`` says which ("model file", "spec file"), so that a
+    command can add what to do about it."""
+
+    def __init__(self, kind: str, path: object) -> None:
+        self.kind = kind
+        self.path = path
+        super().__init__(f"{kind} not found: {path}")
+
+
 class PropertyError(UserError):
     """A property raised instead of returning a verdict."""
 

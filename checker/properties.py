@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 import xxhash
-from kmc.checker.errors import PropertyError, PropertyTypeError, UserError
+from kmc.checker.errors import MissingFileError, PropertyError, PropertyTypeError, UserError
 
 Kind = Literal["invariant", "step", "eventually", "leads_to"]
 _MARK = "__kmc_property__"
@@ -245,7 +245,7 @@ def load_module(path: str | Path, kind: str = "spec file") -> ModuleType:
     """Import a user's file (a spec file, a model file); any failure is one clear UserError."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"{kind} not found: {path}")
+        raise MissingFileError(kind, path)
     # A stable name (the same in every process) so that states of the file's classes pickle by
     # reference between Spark's driver and executors; loading the same file twice is one module.
     digest = xxhash.xxh3_64_hexdigest(str(path.resolve()).encode())[:12]

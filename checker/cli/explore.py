@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from kmc.checker.errors import UserError
+from kmc.checker.errors import MissingFileError, UserError
 from kmc.checker.model import parse_sets, setting_text
 
 EXIT_STOPPED = 130
@@ -42,26 +42,27 @@ def explore(
     model's tables, properties per state, the path as a sequence chart and in the URL, ITF in and out."""
     from kmc.checker.explorer.server import make_server
 
-    if trace is None and model.endswith(".json") and Path(model).is_file():
+    alone = trace is None and model.endswith(".json") and Path(model).is_file()
+    if alone:
         trace = Path(model)
         model, named_preset, config = _named_by(trace)
-        model_file = model.rpartition(":")[0]
-        if model_file.endswith(".py") and not Path(model_file).is_file():  # copied away from its model file
-            raise UserError(
-                f"model file not found: {model_file}; give the model first: kmc explore path/to/file.py:Class {trace}"
-            )
         if preset is None and not sets:
             preset = named_preset
             sets = [f"{key}={setting_text(value)}" for key, value in config.items()]
-    server = make_server(
-        model,
-        preset=preset,
-        overrides=parse_sets(sets),
-        spec_files=specs,
-        trace=trace,
-        port=port,
-        quiet=not log,
-    )
+    try:
+        server = make_server(
+            model,
+            preset=preset,
+            overrides=parse_sets(sets),
+            spec_files=specs,
+            trace=trace,
+            port=port,
+            quiet=not log,
+        )
+    except MissingFileError as exc:
+        if alone and exc.kind == "model file":  # a trace copied away from its model file
+            raise UserError(f"{exc}; give the model first: kmc explore path/to/file.py:Class {trace}") from None
+        raise
     explorer = server.explorer
     print(f"kmc explore {explorer.title}: serving {server.url} (Ctrl-C stops)", flush=True)
     if open_browser:
